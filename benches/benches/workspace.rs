@@ -1,0 +1,2 @@
+//! Workspace benchmarks.
+fn main() {}

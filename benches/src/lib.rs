@@ -1,0 +1,1 @@
+//! Shared helpers for hyoka's criterion benchmarks.

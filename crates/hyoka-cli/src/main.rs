@@ -1,0 +1,2 @@
+//! The `hyoka` binary.
+fn main() {}

@@ -1,0 +1,388 @@
+//! `TempWorkspace`: a real, marked, self-removing directory.
+
+use std::ffi::{OsStr, OsString};
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
+use rustix::io::Errno;
+
+use crate::copy::{CopyReport, copy_tree};
+use crate::marker::{self, Marker};
+use crate::rel::{self, map_errno, normalize, open_beneath, open_parent};
+use crate::remove::{RemovalReport, remove_tree, remove_tree_at};
+use crate::usage::{MARKER_FILE, Snapshot, Usage, scan};
+use crate::workspace::{Entry, EntryKind, Workspace};
+use crate::{EvalId, RunId, WorkspaceError};
+
+/// When a workspace is kept instead of removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum KeepPolicy {
+    /// Always remove it (the default).
+    #[default]
+    Never,
+    /// Keep it when the run failed, for debugging.
+    OnFailure,
+    /// Always keep it.
+    Always,
+}
+
+impl KeepPolicy {
+    /// The policy's name as written on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Never => "never",
+            Self::OnFailure => "on-failure",
+            Self::Always => "always",
+        }
+    }
+
+    fn keeps(self, outcome: Outcome) -> bool {
+        match self {
+            Self::Never => false,
+            Self::OnFailure => outcome == Outcome::Failure,
+            Self::Always => true,
+        }
+    }
+}
+
+impl FromStr for KeepPolicy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "never" => Ok(Self::Never),
+            "on-failure" => Ok(Self::OnFailure),
+            "always" => Ok(Self::Always),
+            other => Err(format!(
+                "invalid keep policy {other:?}: expected never, on-failure or always"
+            )),
+        }
+    }
+}
+
+/// How the run that used a workspace ended, for the [`KeepPolicy`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    /// The run passed.
+    Success,
+    /// The run failed, errored or was interrupted.
+    Failure,
+}
+
+/// What [`TempWorkspace::close`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Closed {
+    /// The workspace was removed completely.
+    Removed(RemovalReport),
+    /// The workspace was kept at this path, per the keep policy.
+    Kept(PathBuf),
+}
+
+/// Everything needed to create a [`TempWorkspace`].
+#[derive(Debug, Clone)]
+pub struct WorkspaceOptions {
+    /// The directory the workspace is created in (usually the system temp directory).
+    pub root: PathBuf,
+    /// The run this workspace belongs to.
+    pub run_id: RunId,
+    /// The eval, for suites; `None` gives `hyoka-<run_id>-XXXXXX`.
+    pub eval_id: Option<EvalId>,
+    /// When to keep the directory instead of removing it.
+    pub keep: KeepPolicy,
+    /// A directory whose contents are copied in first.
+    pub starter: Option<PathBuf>,
+    /// The owner's identity, recorded in the marker (see [`Marker::owner`]).
+    pub owner: String,
+}
+
+/// A real workspace directory: `<root>/hyoka-<run_id>[-<eval_id>]-XXXXXX`, mode 0700,
+/// marked as hyoka's, filled from the starter, and removed on [`close`](Self::close) or on
+/// drop (also during a panic) unless the [`KeepPolicy`] says otherwise.
+///
+/// Dropping a workspace that was not closed counts as [`Outcome::Failure`]; errors during
+/// that removal cannot be reported, so callers should always `close`.
+#[derive(Debug)]
+pub struct TempWorkspace {
+    path: PathBuf,
+    dir: OwnedFd,
+    keep: KeepPolicy,
+    snapshot: Snapshot,
+    starter: Option<CopyReport>,
+    closed: bool,
+}
+
+impl TempWorkspace {
+    /// Creates, marks and fills a workspace. On any error nothing is left behind.
+    ///
+    /// # Errors
+    /// [`WorkspaceError::RootNotDir`], [`WorkspaceError::StarterNotDir`], or
+    /// [`WorkspaceError::Io`] naming what failed.
+    pub fn create(options: &WorkspaceOptions) -> Result<Self, WorkspaceError> {
+        if !options.root.is_dir() {
+            return Err(WorkspaceError::RootNotDir {
+                path: options.root.clone(),
+            });
+        }
+        if let Some(starter) = &options.starter
+            && !starter.is_dir()
+        {
+            return Err(WorkspaceError::StarterNotDir {
+                path: starter.clone(),
+            });
+        }
+        let prefix = match &options.eval_id {
+            Some(eval) => format!("hyoka-{}-{}-", options.run_id, eval),
+            None => format!("hyoka-{}-", options.run_id),
+        };
+        let dir = tempfile::Builder::new()
+            .prefix(&prefix)
+            .rand_bytes(6)
+            .permissions(std::fs::Permissions::from_mode(0o700))
+            .tempdir_in(&options.root)
+            .map_err(|e| WorkspaceError::io("create workspace in", &options.root, e))?;
+        // From here on hyoka removes the directory itself, safely (tempfile's removal would
+        // delete through a bind mount).
+        let path = dir.keep();
+        match Self::prepare(path.clone(), options) {
+            Ok(workspace) => Ok(workspace),
+            Err(err) => {
+                remove_tree(&path);
+                Err(err)
+            }
+        }
+    }
+
+    fn prepare(path: PathBuf, options: &WorkspaceOptions) -> Result<Self, WorkspaceError> {
+        let dir = rustix::fs::open(
+            &path,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| WorkspaceError::io("open", &path, e.into()))?;
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the marker records wall-clock creation time for humans and clean"
+        )]
+        let created_unix = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        marker::write(
+            &dir,
+            &path,
+            &Marker {
+                run_id: options.run_id.to_string(),
+                eval_id: options
+                    .eval_id
+                    .as_ref()
+                    .map_or_else(|| "main".to_owned(), ToString::to_string),
+                owner: options.owner.clone(),
+                created_unix,
+            },
+        )?;
+        let starter = match &options.starter {
+            Some(starter) => Some(copy_tree(starter, &path)?),
+            None => None,
+        };
+        let snapshot = Snapshot::take(&path)?;
+        Ok(Self {
+            path,
+            dir,
+            keep: options.keep,
+            snapshot,
+            starter,
+            closed: false,
+        })
+    }
+
+    /// What the starter copy did, if there was a starter.
+    pub fn starter_report(&self) -> Option<&CopyReport> {
+        self.starter.as_ref()
+    }
+
+    /// The snapshot taken right after the starter copy.
+    pub fn snapshot(&self) -> &Snapshot {
+        &self.snapshot
+    }
+
+    /// The keep policy.
+    pub fn keep_policy(&self) -> KeepPolicy {
+        self.keep
+    }
+
+    /// Removes the workspace, or keeps it if the policy says so for `outcome`.
+    ///
+    /// # Errors
+    /// [`WorkspaceError::RemoveIncomplete`] listing everything that could not be removed
+    /// (for example a bind mount inside, or an immutable file).
+    pub fn close(mut self, outcome: Outcome) -> Result<Closed, WorkspaceError> {
+        self.closed = true;
+        if self.keep.keeps(outcome) {
+            return Ok(Closed::Kept(self.path.clone()));
+        }
+        let report = remove_tree(&self.path);
+        if report.is_complete() {
+            Ok(Closed::Removed(report))
+        } else {
+            Err(WorkspaceError::RemoveIncomplete {
+                path: self.path.clone(),
+                report,
+            })
+        }
+    }
+
+    fn create_parents(&self, parts: &[&OsStr]) -> Result<(), WorkspaceError> {
+        for end in 1..parts.len() {
+            let prefix = &parts[..end];
+            match open_beneath(
+                self.dir.as_fd(),
+                prefix,
+                OFlags::PATH | OFlags::DIRECTORY,
+                Mode::empty(),
+            ) {
+                Ok(_) => {}
+                Err(Errno::NOENT) => self.mkdir(prefix)?,
+                Err(errno) => return Err(map_errno("create", prefix, errno)),
+            }
+        }
+        Ok(())
+    }
+
+    fn mkdir(&self, parts: &[&OsStr]) -> Result<(), WorkspaceError> {
+        let parent = open_parent(self.dir.as_fd(), parts).map_err(|e| map_errno("create", parts, e))?;
+        let base = parent.as_ref().map_or(self.dir.as_fd(), AsFd::as_fd);
+        let name = parts[parts.len() - 1];
+        match rustix::fs::mkdirat(base, name, Mode::from_raw_mode(0o755)) {
+            Ok(()) | Err(Errno::EXIST) => Ok(()),
+            Err(errno) => Err(map_errno("create", parts, errno)),
+        }
+    }
+}
+
+impl Workspace for TempWorkspace {
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn write_file(&self, rel: &Path, contents: &[u8]) -> Result<(), WorkspaceError> {
+        let parts = normalize(rel)?;
+        self.create_parents(&parts)?;
+        let fd = open_beneath(
+            self.dir.as_fd(),
+            &parts,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC,
+            Mode::from_raw_mode(0o644),
+        )
+        .map_err(|e| map_errno("write", &parts, e))?;
+        std::io::Write::write_all(&mut std::fs::File::from(fd), contents)
+            .map_err(|e| WorkspaceError::io("write", rel, e))
+    }
+
+    fn read_file(&self, rel: &Path) -> Result<Vec<u8>, WorkspaceError> {
+        let parts = normalize(rel)?;
+        let fd = open_beneath(self.dir.as_fd(), &parts, OFlags::RDONLY, Mode::empty())
+            .map_err(|e| map_errno("read", &parts, e))?;
+        let mut contents = Vec::new();
+        std::io::Read::read_to_end(&mut std::fs::File::from(fd), &mut contents)
+            .map_err(|e| WorkspaceError::io("read", rel, e))?;
+        Ok(contents)
+    }
+
+    fn create_dir(&self, rel: &Path) -> Result<(), WorkspaceError> {
+        let parts = normalize(rel)?;
+        self.create_parents(&parts)?;
+        self.mkdir(&parts)?;
+        // The last component may have been an existing link or file: check it resolves to a
+        // directory inside.
+        open_beneath(self.dir.as_fd(), &parts, OFlags::PATH | OFlags::DIRECTORY, Mode::empty())
+            .map(drop)
+            .map_err(|e| map_errno("create", &parts, e))
+    }
+
+    fn remove(&self, rel: &Path) -> Result<(), WorkspaceError> {
+        let parts = normalize(rel)?;
+        let parent = open_parent(self.dir.as_fd(), &parts).map_err(|e| map_errno("remove", &parts, e))?;
+        let base = parent.as_ref().map_or(self.dir.as_fd(), AsFd::as_fd);
+        let name = parts[parts.len() - 1];
+        match rustix::fs::statat(base, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Err(errno) => Err(map_errno("remove", &parts, errno)),
+            Ok(stat) if FileType::from_raw_mode(stat.st_mode) == FileType::Directory => {
+                let path = self.path.join(rel::join(&parts));
+                let report = remove_tree_at(base, name, &path);
+                if report.is_complete() {
+                    Ok(())
+                } else {
+                    Err(WorkspaceError::RemoveIncomplete { path, report })
+                }
+            }
+            Ok(_) => rustix::fs::unlinkat(base, name, AtFlags::empty())
+                .map_err(|e| map_errno("remove", &parts, e)),
+        }
+    }
+
+    fn list(&self, rel: &Path) -> Result<Vec<Entry>, WorkspaceError> {
+        let listing = match normalize(rel) {
+            Err(WorkspaceError::InvalidPath { reason: "is empty", .. }) => {
+                Dir::read_from(&self.dir).map_err(|e| WorkspaceError::io("list", &self.path, e.into()))?
+            }
+            Err(err) => return Err(err),
+            Ok(parts) => {
+                let fd = open_beneath(
+                    self.dir.as_fd(),
+                    &parts,
+                    OFlags::RDONLY | OFlags::DIRECTORY,
+                    Mode::empty(),
+                )
+                .map_err(|e| map_errno("list", &parts, e))?;
+                Dir::new(fd).map_err(|e| WorkspaceError::io("list", rel, e.into()))?
+            }
+        };
+        let top = matches!(normalize(rel), Err(WorkspaceError::InvalidPath { .. }));
+        let fd = listing.fd().map_err(|e| WorkspaceError::io("list", rel, e.into()))?;
+        let fd = rustix::io::dup(fd).map_err(|e| WorkspaceError::io("list", rel, e.into()))?;
+        let mut entries = Vec::new();
+        for entry in listing {
+            let entry = entry.map_err(|e| WorkspaceError::io("list", rel, e.into()))?;
+            let name = entry.file_name();
+            if name == c"." || name == c".." || (top && name.to_bytes() == MARKER_FILE.as_bytes()) {
+                continue;
+            }
+            let Ok(stat) = rustix::fs::statat(&fd, name, AtFlags::SYMLINK_NOFOLLOW) else {
+                continue;
+            };
+            let kind = match FileType::from_raw_mode(stat.st_mode) {
+                FileType::RegularFile => EntryKind::File,
+                FileType::Directory => EntryKind::Dir,
+                FileType::Symlink => EntryKind::Symlink,
+                _ => EntryKind::Other,
+            };
+            entries.push(Entry {
+                name: OsString::from(OsStr::from_bytes(name.to_bytes())),
+                kind,
+                len: if kind == EntryKind::Dir {
+                    0
+                } else {
+                    u64::try_from(stat.st_size).unwrap_or(0)
+                },
+            });
+        }
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(entries)
+    }
+
+    fn usage(&self) -> Result<Usage, WorkspaceError> {
+        scan(&self.path, &self.snapshot)
+    }
+}
+
+impl Drop for TempWorkspace {
+    fn drop(&mut self) {
+        if !self.closed && !self.keep.keeps(Outcome::Failure) {
+            remove_tree(&self.path);
+        }
+    }
+}

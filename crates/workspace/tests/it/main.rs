@@ -1,0 +1,10 @@
+//! Integration tests of `hyoka-workspace`, with real directories.
+
+mod concurrent;
+mod containment;
+mod lifecycle;
+mod removal;
+mod starter;
+mod stub;
+mod support;
+mod usage;
