@@ -1,0 +1,104 @@
+//! The detector's outputs, shared with the respawn controller: verdicts and per-chunk signals.
+//!
+//! These types are the contract between `hyoka-idle-detect` and `hyoka-respawn`. Fields may
+//! be added; construct them with `..Default::default()` so additions do not break callers.
+
+use serde::Serialize;
+
+/// What an interactive agent session is doing right now.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SessionState {
+    /// The agent is busy (thinking, running tools, streaming output).
+    Working,
+    /// The agent finished and waits at its prompt for the next instruction.
+    Idle,
+    /// The agent waits for a human decision; see [`BlockedKind`]. Never type into it.
+    Blocked,
+    /// The screen is not recognised; nothing may be concluded.
+    #[default]
+    Unknown,
+}
+
+/// What a blocked session waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BlockedKind {
+    /// A tool-permission prompt ("Do you want to proceed?").
+    Permission,
+    /// A question to the user (`AskUserQuestion`, an elicitation dialog).
+    Question,
+    /// A plan-approval menu ("Would you like to proceed?" after plan mode).
+    Plan,
+    /// A workspace-trust dialog ("Do you trust the files in this folder?").
+    Trust,
+}
+
+/// A Claude Code hook event, forwarded by `hyoka hook`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HookEvent {
+    /// `Stop`: the agent finished its turn.
+    Stop,
+    /// `Notification` with `idle_prompt`: the prompt has been idle for a while.
+    IdlePrompt,
+    /// `Notification` with `permission_prompt`: a tool needs permission.
+    PermissionPrompt,
+    /// `Notification` with `elicitation_dialog`: a question to the user is open.
+    ElicitationDialog,
+}
+
+/// What one chunk of terminal output says, as classified by the detector.
+///
+/// The respawn controller reacts to these per chunk (completion starts idle confirmation,
+/// working output cancels it, a prompt confirms a step) exactly where Codeman's controller
+/// reacts to its own pattern checks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct ChunkSignals {
+    /// The chunk completes a completion message (`✻ Worked for 1m 2s`, `✻ Crunched for 3s`).
+    pub completion: bool,
+    /// Working indicators are present (spinner, working verb, "esc to interrupt").
+    pub working: bool,
+    /// The input prompt (`❯`, `⏵`) was drawn and nothing says the agent is working.
+    pub prompt: bool,
+    /// The chunk carries more than trivial visible text (Codeman's "> 2 characters after
+    /// stripping" rule); used to cancel an idle confirmation.
+    pub substantial: bool,
+    /// A token counter printed in this chunk (`12.3k tokens` → 12300), if any.
+    pub tokens: Option<u64>,
+}
+
+/// One piece of evidence behind a [`Verdict`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Evidence {
+    /// The signal (layer) that produced it: `hook`, `completion`, `working_pattern`,
+    /// `spinner`, `prompt`, `silence`, `tokens`, `process_activity`, `ai_verdict`,
+    /// `screen_rule`, `user_input`.
+    pub signal: &'static str,
+    /// The state this evidence points to.
+    pub points_to: SessionState,
+    /// The rule, pattern or hook that matched (for example `claude-code/permission-prompt`).
+    pub rule: String,
+    /// What was seen, truncated for display (for example the matched screen line).
+    pub detail: String,
+    /// How long ago the evidence was first seen, in milliseconds, at the time of the verdict.
+    pub age_ms: u64,
+}
+
+/// The detector's judgement of a session at one moment, with the evidence.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Verdict {
+    /// The state.
+    pub state: SessionState,
+    /// What the session waits for, when `state` is [`SessionState::Blocked`].
+    pub blocked: Option<BlockedKind>,
+    /// The signals that fired, strongest first.
+    pub evidence: Vec<Evidence>,
+}
+
+impl Verdict {
+    /// `true` when automation may type into the session: it is idle and not blocked.
+    pub fn allows_input(&self) -> bool {
+        self.state == SessionState::Idle
+    }
+}
