@@ -143,17 +143,23 @@ pub(crate) fn remove_tree_at(parent: BorrowedFd<'_>, name: &OsStr, path: &Path) 
 
 /// A directory's mount identity: the mount id where the kernel gives one, else the device.
 pub(crate) fn mount_id(fd: BorrowedFd<'_>) -> Result<u64, Errno> {
+    mount_and_mode(fd).map(|(mount, _)| mount)
+}
+
+/// The mount identity (see [`mount_id`]) and the permission bits, from one `statx`.
+fn mount_and_mode(fd: BorrowedFd<'_>) -> Result<(u64, u32), Errno> {
     let stx = rustix::fs::statx(
         fd,
         c"",
         AtFlags::EMPTY_PATH,
         StatxFlags::MNT_ID | StatxFlags::MODE,
     )?;
-    if stx.stx_mask & StatxFlags::MNT_ID.bits() != 0 {
-        Ok(stx.stx_mnt_id)
+    let mount = if stx.stx_mask & StatxFlags::MNT_ID.bits() != 0 {
+        stx.stx_mnt_id
     } else {
-        Ok((u64::from(stx.stx_dev_major) << 32) | u64::from(stx.stx_dev_minor))
-    }
+        (u64::from(stx.stx_dev_major) << 32) | u64::from(stx.stx_dev_minor)
+    };
+    Ok((mount, u32::from(stx.stx_mode)))
 }
 
 struct Remover {
@@ -180,8 +186,10 @@ impl Remover {
         depth: usize,
     ) {
         let is_dir = match hint {
-            Some(FileType::Directory) => true,
-            Some(FileType::Unknown) | None => {
+            // The root's type is unknown: opening it as a directory tells (a link or a file
+            // fails with ELOOP or ENOTDIR and is unlinked instead).
+            Some(FileType::Directory) | None => true,
+            Some(FileType::Unknown) => {
                 match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
                     Ok(st) => FileType::from_raw_mode(st.st_mode) == FileType::Directory,
                     Err(Errno::NOENT) => return,
@@ -236,7 +244,10 @@ impl Remover {
             },
             Err(errno) => return self.leave_here(LeftoverReason::Os(errno)),
         };
-        let mount = mount_id(fd.as_fd()).ok();
+        let (mount, mode) = match mount_and_mode(fd.as_fd()) {
+            Ok((mount, mode)) => (Some(mount), Some(mode)),
+            Err(_) => (None, None),
+        };
         if let (Some(mine), Some(theirs)) = (mount, parent_mount)
             && mine != theirs
         {
@@ -265,11 +276,11 @@ impl Remover {
                 }
             }
         }
-        if let Ok(stat) = rustix::fs::fstat(&fd)
-            && stat.st_mode & 0o700 != 0o700
+        if let Some(mode) = mode
+            && mode & 0o700 != 0o700
         {
             // Best effort; a failure surfaces as leftovers below.
-            let _ = rustix::fs::fchmod(&fd, Mode::from_raw_mode(stat.st_mode | 0o700));
+            let _ = rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode | 0o700));
         }
         self.remove_contents(fd, mount, depth);
         if depth == 0 {

@@ -1,0 +1,124 @@
+//! The command-line interface, as clap types. `lib.rs` turns these into plain options.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use hyoka_workspace::{KeepPolicy, RunId};
+
+use crate::units::parse_duration;
+
+/// Run AI coding agents safely and unattended: contained workspaces and processes, limits
+/// enforced while they run, honest reports, and idle-aware respawn of interactive sessions.
+#[derive(Debug, Parser)]
+#[command(name = "hyoka", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    /// More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+
+    /// Only errors on stderr.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+
+    /// The command to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run an agent command (or a suite of evals) in isolated workspaces and report.
+    Run(RunArgs),
+    /// Show what hyoka does, end to end, against the built-in simulated agent.
+    Demo(DemoArgs),
+    /// The built-in simulated agent used by the demo and the tests.
+    #[command(hide = true)]
+    SimAgent(SimAgentArgs),
+}
+
+/// `hyoka run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The run id: [A-Za-z0-9][A-Za-z0-9._-]{0,63}. Default: YYYYMMDD-HHMMSS-xxxxxx.
+    #[arg(long, value_name = "ID", value_parser = parse_run_id)]
+    pub run_id: Option<RunId>,
+
+    /// Where reports are written (reports/<run_id>/…).
+    #[arg(long, value_name = "DIR", default_value = "reports")]
+    pub reports: PathBuf,
+
+    /// Where workspaces are created. Default: the system temp directory.
+    #[arg(long, value_name = "DIR")]
+    pub workspace_root: Option<PathBuf>,
+
+    /// A directory copied into the workspace before the agent starts.
+    #[arg(long, value_name = "DIR")]
+    pub starter: Option<PathBuf>,
+
+    /// When to keep the workspace: never, on-failure or always.
+    #[arg(long, value_name = "WHEN", default_value = "never", value_parser = parse_keep)]
+    pub keep_workspace: KeepPolicy,
+
+    /// Stop the agent after this long (30s, 10m, 1h; 0 disables).
+    #[arg(long, value_name = "DUR", default_value = "10m", value_parser = parse_duration, allow_hyphen_values = true)]
+    pub timeout: Duration,
+
+    /// How long processes get between SIGTERM and SIGKILL.
+    #[arg(long, value_name = "DUR", default_value = "5s", value_parser = parse_duration, allow_hyphen_values = true)]
+    pub grace: Duration,
+
+    /// The agent command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<OsString>,
+}
+
+/// `hyoka demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Where the demo's reports are written.
+    #[arg(long, value_name = "DIR", default_value = "reports")]
+    pub reports: PathBuf,
+
+    /// Where the demo's workspaces are created. Default: the system temp directory.
+    #[arg(long, value_name = "DIR")]
+    pub workspace_root: Option<PathBuf>,
+}
+
+/// `hyoka sim-agent`: a deterministic stand-in for a coding agent.
+#[derive(Debug, Args)]
+pub struct SimAgentArgs {
+    /// Files to write into the current directory.
+    #[arg(long, default_value_t = 3)]
+    pub files: u64,
+
+    /// Bytes per file.
+    #[arg(long, default_value_t = 64)]
+    pub file_size: u64,
+
+    /// Turns (assistant messages) to emit.
+    #[arg(long, default_value_t = 2)]
+    pub turns: u64,
+
+    /// Pause between turns (0 for none).
+    #[arg(long, value_name = "DUR", default_value = "0", value_parser = parse_duration)]
+    pub turn_delay: Duration,
+
+    /// Sleep this long before exiting (to exercise timeouts).
+    #[arg(long, value_name = "DUR", default_value = "0", value_parser = parse_duration)]
+    pub linger: Duration,
+
+    /// Exit with this code.
+    #[arg(long, default_value_t = 0)]
+    pub exit_code: u8,
+}
+
+fn parse_run_id(text: &str) -> Result<RunId, String> {
+    RunId::new(text).map_err(|e| e.to_string())
+}
+
+fn parse_keep(text: &str) -> Result<KeepPolicy, String> {
+    text.parse()
+}

@@ -1,0 +1,83 @@
+//! `hyoka demo`: one eval of the simulated agent, end to end, explained.
+
+use std::ffi::OsString;
+use std::time::Duration;
+
+use hyoka_workspace::{EvalId, KeepPolicy};
+
+use crate::args::DemoArgs;
+use crate::cmd::run::{RunPlan, default_run_id, execute, owner_identity};
+use crate::eval::{EvalSpec, RunContext};
+use crate::report::Status;
+use crate::{ExitStatus, Fail};
+
+#[expect(clippy::print_stdout, reason = "the demo talks to the user")]
+pub(crate) async fn exec(args: DemoArgs) -> Result<ExitStatus, Fail> {
+    let exe = std::env::current_exe()
+        .map_err(|e| Fail::failure(format!("cannot find the hyoka executable: {e}")))?;
+    let run_id = default_run_id();
+    let workspace_root = args.workspace_root.unwrap_or_else(std::env::temp_dir);
+    let plan = RunPlan {
+        ctx: RunContext {
+            run_dir: args.reports.join(run_id.as_str()),
+            run_id,
+            workspace_root,
+            keep: KeepPolicy::Never,
+            owner: owner_identity(),
+            name_with_eval: true,
+        },
+        evals: vec![EvalSpec {
+            eval_id: EvalId::new("demo").expect("valid id"),
+            command: vec![
+                exe.into_os_string(),
+                "sim-agent".into(),
+                "--files".into(),
+                "5".into(),
+                "--turns".into(),
+                "3".into(),
+            ],
+            starter: None,
+            timeout: Duration::from_secs(30),
+            grace: Duration::from_secs(2),
+            env: Vec::<(OsString, OsString)>::new(),
+        }],
+    };
+    println!("hyoka demo: running the simulated agent in an isolated workspace\n");
+    let (reports, lock) = execute(&plan).await?;
+    drop(lock);
+    for report in &reports {
+        println!("  eval        {}", report.eval_id);
+        println!("  command     {}", report.command.join(" "));
+        println!("  workspace   {}", report.workspace);
+        println!(
+            "  result      {:?}, {:?}, exit code {}",
+            report.status,
+            report.termination,
+            report
+                .exit_code
+                .map_or_else(|| "-".to_owned(), |c| c.to_string())
+        );
+        println!(
+            "  produced    {} files, {} bytes",
+            report.counts.files, report.counts.output_bytes
+        );
+        println!(
+            "  cleanup     workspace {}",
+            if report.cleanup.workspace_removed {
+                "removed"
+            } else {
+                "NOT removed"
+            }
+        );
+    }
+    let run_dir = &plan.ctx.run_dir;
+    println!("\nreports in {}", run_dir.display());
+    for file in ["run.json", "demo/report.json", "demo/output.log"] {
+        println!("  {}", run_dir.join(file).display());
+    }
+    Ok(if reports.iter().all(|r| r.status == Status::Passed) {
+        ExitStatus::Success
+    } else {
+        ExitStatus::Failure
+    })
+}

@@ -1,0 +1,5 @@
+//! One module per subcommand.
+
+pub(crate) mod demo;
+pub(crate) mod run;
+pub(crate) mod sim_agent;

@@ -1,0 +1,41 @@
+//! One exit-status enum for the whole CLI, mapped to process exit codes.
+
+use std::process::ExitCode;
+
+/// How a command ended, as the process exit code tells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitStatus {
+    /// Everything passed (0).
+    Success,
+    /// A run or check failed (1): an agent exited non-zero, hit a limit or timed out, or
+    /// `clean` left something behind.
+    Failure,
+    /// Bad input (2): flags, files, ids, sizes or paths. Nothing was started.
+    Error,
+    /// Interrupted by SIGINT, after teardown (130).
+    Interrupted,
+    /// Terminated by SIGTERM or SIGHUP, after teardown (143).
+    Terminated,
+    /// A specific code (the simulated agent's `--exit-code`).
+    Code(u8),
+}
+
+impl ExitStatus {
+    /// The numeric exit code.
+    pub fn code(self) -> u8 {
+        match self {
+            Self::Success => 0,
+            Self::Failure => 1,
+            Self::Error => 2,
+            Self::Interrupted => 130,
+            Self::Terminated => 143,
+            Self::Code(code) => code,
+        }
+    }
+}
+
+impl From<ExitStatus> for ExitCode {
+    fn from(status: ExitStatus) -> Self {
+        ExitCode::from(status.code())
+    }
+}

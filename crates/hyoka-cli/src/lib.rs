@@ -1,0 +1,108 @@
+//! The `hyoka` command line: the composition root of the hyoka crates.
+//!
+//! `main.rs` parses [`Cli`] and calls [`main`]; this crate turns arguments into the plain
+//! option structs of the library crates, picks the concrete implementations, prints, writes
+//! the records, and maps every outcome to an [`ExitStatus`].
+
+mod args;
+mod cmd;
+mod eval;
+mod exit;
+mod output;
+mod records;
+mod report;
+mod units;
+
+use std::fmt;
+
+use tracing_subscriber::EnvFilter;
+
+pub use crate::args::Cli;
+pub use crate::exit::ExitStatus;
+
+use crate::args::Command;
+
+/// A command's failure: a message for the user and the exit status it maps to.
+#[derive(Debug)]
+pub(crate) struct Fail {
+    status: ExitStatus,
+    message: String,
+}
+
+impl Fail {
+    /// Bad input (exit 2): nothing was started.
+    pub(crate) fn usage(message: impl Into<String>) -> Self {
+        Self {
+            status: ExitStatus::Error,
+            message: message.into(),
+        }
+    }
+
+    /// A failure while running (exit 1).
+    pub(crate) fn failure(message: impl Into<String>) -> Self {
+        Self {
+            status: ExitStatus::Failure,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for Fail {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// Runs the parsed command line and returns its exit status. Errors are printed to stderr as
+/// one `error:` line.
+pub fn main(cli: Cli) -> ExitStatus {
+    init_logging(cli.verbose, cli.quiet);
+    let result = match cli.command {
+        // The simulated agent is synchronous and must not start a runtime it does not need.
+        Command::SimAgent(args) => cmd::sim_agent::exec(&args),
+        command => match tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+        {
+            Ok(runtime) => runtime.block_on(dispatch(command)),
+            Err(err) => Err(Fail::failure(format!("cannot start the runtime: {err}"))),
+        },
+    };
+    match result {
+        Ok(status) => status,
+        Err(fail) => {
+            report_error(&fail);
+            fail.status
+        }
+    }
+}
+
+async fn dispatch(command: Command) -> Result<ExitStatus, Fail> {
+    match command {
+        Command::Run(args) => cmd::run::exec(args).await,
+        Command::Demo(args) => cmd::demo::exec(args).await,
+        Command::SimAgent(args) => cmd::sim_agent::exec(&args),
+    }
+}
+
+#[expect(clippy::print_stderr, reason = "the one place errors reach the user")]
+fn report_error(fail: &Fail) {
+    eprintln!("error: {fail}");
+}
+
+fn init_logging(verbose: u8, quiet: bool) {
+    let default = match (quiet, verbose) {
+        (true, _) => "error",
+        (false, 0) => "warn",
+        (false, 1) => "info",
+        (false, 2) => "debug",
+        (false, _) => "trace",
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}

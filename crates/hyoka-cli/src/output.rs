@@ -1,0 +1,79 @@
+//! `output.log`: the agent's stdout and stderr, interleaved as they arrive, capped.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::sync::Mutex;
+
+/// The most `output.log` holds before it is cut with a marker.
+pub(crate) const OUTPUT_CAP: u64 = 16 * 1024 * 1024;
+
+/// A shared, capped log file that several pipes write into.
+#[derive(Clone)]
+pub(crate) struct CappedLog {
+    inner: Arc<Mutex<Inner>>,
+}
+
+struct Inner {
+    file: tokio::fs::File,
+    written: u64,
+    discarded: u64,
+    cap: u64,
+}
+
+impl CappedLog {
+    /// Creates (truncates) the log at `path`.
+    pub(crate) async fn create(path: &Path, cap: u64) -> std::io::Result<Self> {
+        let file = tokio::fs::File::create(path).await?;
+        Ok(Self {
+            inner: Arc::new(Mutex::new(Inner {
+                file,
+                written: 0,
+                discarded: 0,
+                cap,
+            })),
+        })
+    }
+
+    /// Appends `bytes`, dropping whatever exceeds the cap.
+    pub(crate) async fn write(&self, bytes: &[u8]) -> std::io::Result<()> {
+        let mut inner = self.inner.lock().await;
+        let room = inner.cap.saturating_sub(inner.written);
+        let take = usize::try_from(room).unwrap_or(usize::MAX).min(bytes.len());
+        if take > 0 {
+            inner.file.write_all(&bytes[..take]).await?;
+            inner.written += take as u64;
+        }
+        inner.discarded += (bytes.len() - take) as u64;
+        Ok(())
+    }
+
+    /// Copies everything `reader` produces into the log until EOF, then returns. The pipe is
+    /// always drained, even past the cap, so the agent never blocks on a full pipe.
+    pub(crate) async fn pump(&self, mut reader: impl AsyncRead + Unpin) -> std::io::Result<()> {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = reader.read(&mut buf).await?;
+            if n == 0 {
+                return Ok(());
+            }
+            self.write(&buf[..n]).await?;
+        }
+    }
+
+    /// Writes the truncation marker if anything was dropped, and flushes.
+    pub(crate) async fn finish(&self) -> std::io::Result<u64> {
+        let mut inner = self.inner.lock().await;
+        if inner.discarded > 0 {
+            let marker = format!(
+                "\n[hyoka: output.log truncated at {} bytes; {} more bytes discarded]\n",
+                inner.cap, inner.discarded
+            );
+            inner.file.write_all(marker.as_bytes()).await?;
+        }
+        inner.file.flush().await?;
+        inner.file.sync_all().await?;
+        Ok(inner.written + inner.discarded)
+    }
+}

@@ -1,0 +1,229 @@
+//! `hyoka run -- COMMAND`: records, exit codes, workspaces, timeouts, output capture.
+
+use crate::support::{Scratch, hyoka, pid_alive, read_pid, stderr};
+
+#[test]
+fn a_passing_command_writes_its_records_and_removes_its_workspace() {
+    let s = Scratch::new();
+    let out = s.run(&[
+        "--run-id",
+        "pass-1",
+        "--",
+        "sh",
+        "-c",
+        "echo out; echo err >&2; mkdir -p sub; printf abc > sub/f; test \"$HYOKA_RUN_ID\" = pass-1 && test \"$HYOKA_EVAL_ID\" = main && test \"$HYOKA_WORKSPACE\" = \"$PWD\"",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report = s.report("pass-1", "main");
+    assert_eq!(report["status"], "passed");
+    assert_eq!(report["termination"], "exited");
+    assert_eq!(report["exit_code"], 0);
+    assert_eq!(report["run_id"], "pass-1");
+    assert_eq!(report["eval_id"], "main");
+    assert_eq!(report["counts"]["files"], 1);
+    assert_eq!(report["counts"]["output_bytes"], 3);
+    assert_eq!(report["cleanup"]["workspace_removed"], true);
+    let workspace = report["workspace"].as_str().unwrap();
+    assert!(
+        workspace.starts_with(s.ws_root().join("hyoka-pass-1-").to_str().unwrap()),
+        "{workspace}"
+    );
+    for field in [
+        "command",
+        "started_at",
+        "ended_at",
+        "duration_ms",
+        "signal",
+        "limits",
+    ] {
+        assert!(report.get(field).is_some(), "report lacks {field}");
+    }
+    let log = std::fs::read_to_string(s.reports().join("pass-1/main/output.log")).unwrap();
+    assert!(log.contains("out\n") && log.contains("err\n"), "{log:?}");
+    let run: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(s.reports().join("pass-1/run.json")).unwrap())
+            .unwrap();
+    assert_eq!(run["status"], "passed");
+    assert_eq!(run["evals"][0]["eval_id"], "main");
+    assert!(s.reports().join("pass-1/owner.lock").exists());
+    s.assert_no_workspaces();
+}
+
+#[test]
+fn a_failing_command_exits_1_and_is_reported() {
+    let s = Scratch::new();
+    let out = s.run(&["--run-id", "fail-1", "--", "sh", "-c", "exit 3"]);
+    assert_eq!(out.status.code(), Some(1));
+    let report = s.report("fail-1", "main");
+    assert_eq!(report["status"], "failed");
+    assert_eq!(report["termination"], "exited");
+    assert_eq!(report["exit_code"], 3);
+    s.assert_no_workspaces();
+}
+
+#[test]
+fn a_missing_command_is_spawn_failed_with_records() {
+    let s = Scratch::new();
+    let out = s.run(&["--run-id", "nocmd", "--", "/definitely/not/a/command"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let report = s.report("nocmd", "main");
+    assert_eq!(report["status"], "error");
+    assert_eq!(report["termination"], "spawn_failed");
+    assert!(
+        report["error"]
+            .as_str()
+            .unwrap()
+            .contains("/definitely/not/a/command")
+    );
+    s.assert_no_workspaces();
+}
+
+#[test]
+fn a_timeout_stops_the_agent_and_its_group() {
+    let s = Scratch::new();
+    let pidfile = s.path().join("pids");
+    let script = format!(
+        "sleep 300 & echo $! > {p}.child; echo $$ > {p}; wait",
+        p = pidfile.display()
+    );
+    let out = s.run(&[
+        "--run-id",
+        "slow",
+        "--timeout",
+        "1s",
+        "--grace",
+        "1s",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let report = s.report("slow", "main");
+    assert_eq!(report["termination"], "timeout");
+    assert_eq!(report["status"], "failed");
+    let agent = read_pid(&pidfile);
+    let child = read_pid(&pidfile.with_extension("child"));
+    assert!(!pid_alive(agent), "agent {agent} survived");
+    assert!(!pid_alive(child), "child {child} survived");
+    s.assert_no_workspaces();
+}
+
+#[test]
+fn keep_workspace_on_failure_keeps_only_failed_runs() {
+    let s = Scratch::new();
+    let out = s.run(&[
+        "--run-id",
+        "k-pass",
+        "--keep-workspace",
+        "on-failure",
+        "--",
+        "true",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        s.report("k-pass", "main")["cleanup"]["workspace_removed"],
+        true
+    );
+    s.assert_no_workspaces();
+
+    let out = s.run(&[
+        "--run-id",
+        "k-fail",
+        "--keep-workspace",
+        "on-failure",
+        "--",
+        "sh",
+        "-c",
+        "echo x > kept.txt; exit 1",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let report = s.report("k-fail", "main");
+    let kept = report["cleanup"]["workspace_kept_at"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        std::fs::read_to_string(std::path::Path::new(&kept).join("kept.txt")).unwrap(),
+        "x\n"
+    );
+    assert_eq!(report["cleanup"]["workspace_removed"], false);
+    std::fs::remove_dir_all(kept).unwrap();
+}
+
+#[test]
+fn the_starter_is_copied_and_does_not_count_as_output() {
+    let s = Scratch::new();
+    let starter = s.path().join("starter");
+    std::fs::create_dir_all(starter.join(".hidden")).unwrap();
+    std::fs::write(starter.join("README.md"), "hello").unwrap();
+    std::fs::write(starter.join(".hidden/config"), "x").unwrap();
+    let out = s.run(&[
+        "--run-id",
+        "starter",
+        "--starter",
+        starter.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "test \"$(cat README.md)\" = hello && test -f .hidden/config && echo new > new.txt",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report = s.report("starter", "main");
+    assert_eq!(report["counts"]["files"], 1);
+    assert_eq!(report["counts"]["output_bytes"], 4);
+    s.assert_no_workspaces();
+}
+
+#[test]
+fn output_log_is_capped_with_a_marker() {
+    let s = Scratch::new();
+    let out = s.run(&[
+        "--run-id",
+        "big",
+        "--",
+        "sh",
+        "-c",
+        "head -c 17000000 /dev/zero; echo done >&2",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let log = std::fs::read(s.reports().join("big/main/output.log")).unwrap();
+    let cap = 16 * 1024 * 1024;
+    assert!(log.len() > cap && log.len() < cap + 200, "{}", log.len());
+    let tail = String::from_utf8_lossy(&log[cap..]);
+    assert!(
+        tail.contains("output.log truncated at 16777216 bytes"),
+        "{tail}"
+    );
+    s.assert_no_workspaces();
+}
+
+#[test]
+fn two_default_run_ids_differ_and_follow_the_format() {
+    let s = Scratch::new();
+    for _ in 0..2 {
+        let out = s.run(&["--", "true"]);
+        assert_eq!(out.status.code(), Some(0));
+    }
+    let mut runs: Vec<String> = std::fs::read_dir(s.reports())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    runs.sort();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    for id in &runs {
+        let parts: Vec<&str> = id.split('-').collect();
+        assert_eq!(parts.len(), 3, "{id}");
+        assert_eq!(parts[0].len(), 8, "{id}");
+        assert_eq!(parts[1].len(), 6, "{id}");
+        assert_eq!(parts[2].len(), 6, "{id}");
+        assert!(
+            parts[0]
+                .bytes()
+                .chain(parts[1].bytes())
+                .all(|b| b.is_ascii_digit()),
+            "{id}"
+        );
+    }
+    let _ = hyoka;
+}

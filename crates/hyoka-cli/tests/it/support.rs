@@ -1,0 +1,89 @@
+//! Helpers: a scratch area per test, the `hyoka` binary, and `/proc` checks.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// A scratch area with `reports/` and `ws/` (the workspace root), removed at the end.
+pub(crate) struct Scratch {
+    pub(crate) dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    pub(crate) fn new() -> Self {
+        let dir = tempfile::Builder::new()
+            .prefix("cli-test-")
+            .tempdir()
+            .unwrap();
+        std::fs::create_dir(dir.path().join("ws")).unwrap();
+        Self { dir }
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub(crate) fn reports(&self) -> PathBuf {
+        self.dir.path().join("reports")
+    }
+
+    pub(crate) fn ws_root(&self) -> PathBuf {
+        self.dir.path().join("ws")
+    }
+
+    /// `hyoka run --reports … --workspace-root … <args>`.
+    pub(crate) fn run(&self, args: &[&str]) -> Output {
+        let mut cmd = hyoka();
+        cmd.arg("run")
+            .arg("--reports")
+            .arg(self.reports())
+            .arg("--workspace-root")
+            .arg(self.ws_root())
+            .args(args);
+        cmd.output().unwrap()
+    }
+
+    pub(crate) fn report(&self, run_id: &str, eval_id: &str) -> serde_json::Value {
+        let path = self
+            .reports()
+            .join(run_id)
+            .join(eval_id)
+            .join("report.json");
+        serde_json::from_slice(&std::fs::read(&path).unwrap_or_else(|e| panic!("{path:?}: {e}")))
+            .unwrap()
+    }
+
+    /// Asserts that the workspace root is empty: every workspace was removed.
+    #[track_caller]
+    pub(crate) fn assert_no_workspaces(&self) {
+        let left: Vec<_> = std::fs::read_dir(self.ws_root()).unwrap().collect();
+        assert!(left.is_empty(), "workspaces left behind: {left:?}");
+    }
+}
+
+pub(crate) fn hyoka() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_hyoka"))
+}
+
+pub(crate) fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// `true` while `pid` exists and is not a zombie.
+pub(crate) fn pid_alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let state = stat[stat.rfind(')').unwrap() + 2..].chars().next();
+            state != Some('Z') && state != Some('X')
+        }
+        Err(_) => false,
+    }
+}
+
+/// Reads a pid an agent wrote into `path`.
+pub(crate) fn read_pid(path: &Path) -> u32 {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{path:?}: {e}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
