@@ -1,4 +1,18 @@
 //! The respawn controller: cycle an interactive agent session only when it is really idle.
-//!
-//! This crate will own the sans-IO respawn state machine, its tokio driver, and the
-//! `Terminal` trait with PTY and tmux backends.
+#![warn(
+    clippy::disallowed_methods,
+    reason = "decisions are sans-IO: no clock, no environment"
+)]
+
+mod config;
+mod event;
+mod gate;
+mod machine;
+
+pub use crate::config::{CheckerConfig, DEFAULT_UPDATE_PROMPT, RespawnConfig};
+pub use crate::event::{
+    AutoAcceptSkip, BlockReason, CheckOutcome, CheckSkip, Checker, Event, IdleVerdict, PlanVerdict,
+    Stale, State, Step, TimerName,
+};
+pub use crate::gate::{FnGate, Gate, GateContext};
+pub use crate::machine::{Action, Input, Keys, Machine, Status, TimerInfo};

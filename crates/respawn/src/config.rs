@@ -1,0 +1,239 @@
+//! The controller's configuration: Codeman's `RespawnConfig` with its defaults, plus hyoka's
+//! safety settings (human-presence lock, cycle budget, input verification, dry run).
+
+use std::time::Duration;
+
+/// Codeman's default update prompt (step 1 of a cycle), verbatim.
+pub const DEFAULT_UPDATE_PROMPT: &str = "write a brief progress summary to CLAUDE.md noting what you accomplished, then continue working.";
+
+/// Everything the respawn [`Machine`](crate::Machine) can be told.
+///
+/// Defaults are Codeman's (`respawn-reference.md` §2.1) except where hyoka decided otherwise;
+/// each such field says so. Durations of zero where zero makes no sense fall back to the
+/// default in [`RespawnConfig::normalized`], as Codeman's constructor does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RespawnConfig {
+    /// `start` is refused when `false` (Codeman's `enabled`); turning it off while running
+    /// changes nothing until the next start.
+    pub enabled: bool,
+    /// The text typed as step 1 of a cycle. Newlines become spaces when typed (§5d 115).
+    pub update_prompt: String,
+    /// Delay before each step is typed (`interStepDelayMs`, 1 s).
+    pub inter_step_delay: Duration,
+    /// Send `/clear` after the update step.
+    pub send_clear: bool,
+    /// Send `/init` after `/clear`.
+    pub send_init: bool,
+    /// A prompt typed when `/init` does not start any work; `None` (or empty) skips it.
+    pub kickstart_prompt: Option<String>,
+    /// Silence that confirms a completion message (`completionConfirmMs`, 10 s). Also the
+    /// pre-filter period and the silence and token-stability thresholds.
+    pub completion_confirm: Duration,
+    /// Silence after which idle is considered without any completion (`noOutputTimeoutMs`,
+    /// 30 s).
+    pub no_output_timeout: Duration,
+    /// Silence a step needs after its completion or prompt before the next step. `None`
+    /// uses [`completion_confirm`](Self::completion_confirm), as Codeman does (§5b 84).
+    pub step_confirm: Option<Duration>,
+    /// Press Enter on a plan-approval menu after a silence (`autoAcceptPrompts`).
+    pub auto_accept: bool,
+    /// Silence before a plan menu is accepted (`autoAcceptDelayMs`, 8 s; zero allowed).
+    pub auto_accept_delay: Duration,
+    /// Minimum absence of working output before the pre-filter passes (8 s in Codeman's
+    /// code, 3 s in its docs).
+    pub working_absence: Duration,
+    /// How long a Stop hook waits for contradicting output before it confirms idle (3 s).
+    pub hook_confirm: Duration,
+    /// How long `/clear` may go without a prompt or completion before the cycle moves on
+    /// (10 s).
+    pub clear_fallback: Duration,
+    /// How long after `/init` the controller watches for work before kickstarting (3 s).
+    pub init_monitor: Duration,
+    /// The AI idle check.
+    pub idle_check: CheckerConfig,
+    /// The AI plan check.
+    pub plan_check: CheckerConfig,
+    /// Warn and recover when a state does not change for too long.
+    pub stuck_detection: bool,
+    /// Time in one state before a `stuck_warning` event (5 min).
+    pub stuck_warning: Duration,
+    /// Time in one state before a recovery (10 min).
+    pub stuck_recovery: Duration,
+    /// Recoveries before the controller gives up and waits for a human (3).
+    pub max_stuck_recoveries: u32,
+    /// Skip `/clear` while the last token count is below this value (and above zero).
+    /// Codeman skips below 30 % of 200,000 by default; hyoka defaults to `None` (never
+    /// skip), see §5d 114 in the crate docs.
+    pub skip_clear_below_tokens: Option<u64>,
+    /// Delay between typing a step's text and pressing Enter as a separate write (50 ms,
+    /// Codeman's Ink workaround).
+    pub enter_delay: Duration,
+    /// How long the session has to react (any output) to an Enter before it is retried.
+    pub verify_timeout: Duration,
+    /// Enter retries before the step is abandoned with a `blocked` event.
+    pub verify_retries: u32,
+    /// How long a keystroke from the user pauses automation (human-presence lock).
+    pub human_lock: Duration,
+    /// Stop after this many completed cycles (`--max-cycles`).
+    pub max_cycles: Option<u32>,
+    /// Start no more than this many cycles in any hour.
+    pub max_cycles_per_hour: Option<u32>,
+    /// Decide and report, never type.
+    pub dry_run: bool,
+}
+
+/// Settings of one AI checker (idle or plan), the controller's side of Codeman's
+/// `AiCheckerBase` policy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckerConfig {
+    /// Whether checks run at all. A disabled idle check confirms idle directly; a disabled
+    /// plan check accepts a plan menu directly.
+    pub enabled: bool,
+    /// How many characters of stripped output the check sees (16,000 idle, 8,000 plan).
+    pub max_context: usize,
+    /// How long a check may run before it counts as an error (90 s idle, 60 s plan).
+    pub timeout: Duration,
+    /// Cooldown after a negative verdict (WORKING: 180 s; NOT_PLAN_MODE: 30 s).
+    pub cooldown: Duration,
+    /// Base cooldown after an error, doubled per consecutive error (60 s idle, 30 s plan).
+    pub error_cooldown: Duration,
+    /// Cap of the error back-off (5 min).
+    pub max_error_cooldown: Duration,
+    /// Consecutive errors that disable the checker (3).
+    pub max_consecutive_errors: u32,
+}
+
+impl CheckerConfig {
+    /// Codeman's idle-checker defaults.
+    pub fn idle_defaults() -> Self {
+        Self {
+            enabled: true,
+            max_context: 16_000,
+            timeout: Duration::from_secs(90),
+            cooldown: Duration::from_secs(180),
+            error_cooldown: Duration::from_secs(60),
+            max_error_cooldown: Duration::from_secs(300),
+            max_consecutive_errors: 3,
+        }
+    }
+
+    /// Codeman's plan-checker defaults.
+    pub fn plan_defaults() -> Self {
+        Self {
+            enabled: true,
+            max_context: 8_000,
+            timeout: Duration::from_secs(60),
+            cooldown: Duration::from_secs(30),
+            error_cooldown: Duration::from_secs(30),
+            max_error_cooldown: Duration::from_secs(300),
+            max_consecutive_errors: 3,
+        }
+    }
+}
+
+impl Default for RespawnConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            update_prompt: DEFAULT_UPDATE_PROMPT.to_owned(),
+            inter_step_delay: Duration::from_secs(1),
+            send_clear: true,
+            send_init: true,
+            kickstart_prompt: None,
+            completion_confirm: Duration::from_secs(10),
+            no_output_timeout: Duration::from_secs(30),
+            step_confirm: None,
+            auto_accept: true,
+            auto_accept_delay: Duration::from_secs(8),
+            working_absence: Duration::from_secs(8),
+            hook_confirm: Duration::from_secs(3),
+            clear_fallback: Duration::from_secs(10),
+            init_monitor: Duration::from_secs(3),
+            idle_check: CheckerConfig::idle_defaults(),
+            plan_check: CheckerConfig::plan_defaults(),
+            stuck_detection: true,
+            stuck_warning: Duration::from_secs(300),
+            stuck_recovery: Duration::from_secs(600),
+            max_stuck_recoveries: 3,
+            skip_clear_below_tokens: None,
+            enter_delay: Duration::from_millis(50),
+            verify_timeout: Duration::from_secs(3),
+            verify_retries: 2,
+            human_lock: Duration::from_secs(30),
+            max_cycles: None,
+            max_cycles_per_hour: None,
+            dry_run: false,
+        }
+    }
+}
+
+impl RespawnConfig {
+    /// Applies Codeman's constructor validation (§2.2): zero durations that cannot be zero
+    /// fall back to their defaults, and `completion_confirm` is capped at
+    /// `no_output_timeout`. `auto_accept_delay` and the cooldowns may be zero.
+    #[must_use]
+    pub fn normalized(mut self) -> Self {
+        let defaults = Self::default();
+        let fix = |value: &mut Duration, default: Duration| {
+            if value.is_zero() {
+                *value = default;
+            }
+        };
+        fix(&mut self.completion_confirm, defaults.completion_confirm);
+        fix(&mut self.no_output_timeout, defaults.no_output_timeout);
+        fix(&mut self.inter_step_delay, defaults.inter_step_delay);
+        fix(&mut self.idle_check.timeout, defaults.idle_check.timeout);
+        fix(&mut self.plan_check.timeout, defaults.plan_check.timeout);
+        if self.idle_check.max_context == 0 {
+            self.idle_check.max_context = defaults.idle_check.max_context;
+        }
+        if self.plan_check.max_context == 0 {
+            self.plan_check.max_context = defaults.plan_check.max_context;
+        }
+        if self.step_confirm.is_some_and(|d| d.is_zero()) {
+            self.step_confirm = None;
+        }
+        if self.completion_confirm > self.no_output_timeout {
+            self.completion_confirm = self.no_output_timeout;
+        }
+        if self.kickstart_prompt.as_deref() == Some("") {
+            self.kickstart_prompt = None;
+        }
+        self
+    }
+
+    /// The silence a step needs before the next one.
+    pub fn step_confirm(&self) -> Duration {
+        self.step_confirm.unwrap_or(self.completion_confirm)
+    }
+
+    /// Codeman's test configuration `FAST_TEST_CONFIG` (§5 conventions): 20 ms steps, 50 ms
+    /// confirmation, 300 ms no-output fallback, 100 ms auto-accept, both AI checks off.
+    pub fn fast_test() -> Self {
+        let mut config = Self {
+            inter_step_delay: Duration::from_millis(20),
+            completion_confirm: Duration::from_millis(50),
+            no_output_timeout: Duration::from_millis(300),
+            auto_accept_delay: Duration::from_millis(100),
+            ..Self::default()
+        };
+        config.idle_check.enabled = false;
+        config.plan_check.enabled = false;
+        config
+    }
+
+    /// Codeman's `AI_ENABLED_TEST_CONFIG`: [`fast_test`](Self::fast_test) with both checks
+    /// on, 500 ms timeouts and 200 ms cooldowns.
+    pub fn fast_test_with_ai() -> Self {
+        let mut config = Self::fast_test();
+        for checker in [&mut config.idle_check, &mut config.plan_check] {
+            checker.enabled = true;
+            checker.timeout = Duration::from_millis(500);
+            checker.cooldown = Duration::from_millis(200);
+        }
+        config
+    }
+}
+
+#[cfg(test)]
+mod tests;

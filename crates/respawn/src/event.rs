@@ -1,0 +1,646 @@
+//! What the machine reports: its states, steps, timers, and the events it emits.
+//!
+//! Events carry no timestamps; the driver stamps them when it writes them out. Their names
+//! and fields follow Codeman's events (`respawn-reference.md` §1.7) in snake case, with
+//! typed reasons where Codeman logs a free-text line.
+
+use std::fmt;
+
+use hyoka_idle_detect::{BlockedKind, HookEvent};
+use serde::Serialize;
+
+/// The 13 states of Codeman's respawn controller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum State {
+    /// The controller is not running (initial).
+    Stopped,
+    /// Watching the session for idle signals.
+    Watching,
+    /// A completion message was seen; waiting for silence to confirm it.
+    ConfirmingIdle,
+    /// An AI idle check runs.
+    AiChecking,
+    /// The update prompt is about to be typed.
+    SendingUpdate,
+    /// Waiting for the update prompt's work to finish.
+    WaitingUpdate,
+    /// `/clear` is about to be typed.
+    SendingClear,
+    /// Waiting for `/clear` to finish.
+    WaitingClear,
+    /// `/init` is about to be typed.
+    SendingInit,
+    /// Waiting for `/init` to finish.
+    WaitingInit,
+    /// Watching whether `/init` started any work.
+    MonitoringInit,
+    /// The kickstart prompt is about to be typed.
+    SendingKickstart,
+    /// Waiting for the kickstart prompt's work to finish.
+    WaitingKickstart,
+}
+
+impl State {
+    /// Codeman's name for the state (`confirming_idle`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Stopped => "stopped",
+            Self::Watching => "watching",
+            Self::ConfirmingIdle => "confirming_idle",
+            Self::AiChecking => "ai_checking",
+            Self::SendingUpdate => "sending_update",
+            Self::WaitingUpdate => "waiting_update",
+            Self::SendingClear => "sending_clear",
+            Self::WaitingClear => "waiting_clear",
+            Self::SendingInit => "sending_init",
+            Self::WaitingInit => "waiting_init",
+            Self::MonitoringInit => "monitoring_init",
+            Self::SendingKickstart => "sending_kickstart",
+            Self::WaitingKickstart => "waiting_kickstart",
+        }
+    }
+
+    /// `true` in the three states that look for idle (`watching`, `confirming_idle`,
+    /// `ai_checking`).
+    pub fn is_detecting(self) -> bool {
+        matches!(
+            self,
+            Self::Watching | Self::ConfirmingIdle | Self::AiChecking
+        )
+    }
+
+    /// `true` while a cycle runs (any `sending_*`, `waiting_*` or `monitoring_init`).
+    pub fn in_cycle(self) -> bool {
+        !matches!(self, Self::Stopped) && !self.is_detecting()
+    }
+
+    /// The step a `sending_*` or `waiting_*` state belongs to.
+    pub fn step(self) -> Option<Step> {
+        match self {
+            Self::SendingUpdate | Self::WaitingUpdate => Some(Step::Update),
+            Self::SendingClear | Self::WaitingClear => Some(Step::Clear),
+            Self::SendingInit | Self::WaitingInit | Self::MonitoringInit => Some(Step::Init),
+            Self::SendingKickstart | Self::WaitingKickstart => Some(Step::Kickstart),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for State {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A step of a cycle, or the plan auto-accept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Step {
+    /// The update prompt.
+    Update,
+    /// `/clear`.
+    Clear,
+    /// `/init`.
+    Init,
+    /// The kickstart prompt.
+    Kickstart,
+    /// Enter on a plan-approval menu.
+    AutoAccept,
+}
+
+impl Step {
+    /// The step's name (`update`, `clear`, `init`, `kickstart`, `auto_accept`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Update => "update",
+            Self::Clear => "clear",
+            Self::Init => "init",
+            Self::Kickstart => "kickstart",
+            Self::AutoAccept => "auto_accept",
+        }
+    }
+}
+
+/// The named timers (Codeman's tracked timers, plus hyoka's own).
+///
+/// `no-output-fallback`, `pre-filter` and `auto-accept` are restarted by every output chunk,
+/// as in Codeman, but that restart is one store of the chunk's time: no event, no OS timer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TimerName {
+    /// The idle check's time limit.
+    IdleCheckTimeout,
+    /// The plan check's time limit.
+    PlanCheckTimeout,
+    /// The end of the idle checker's cooldown.
+    IdleCheckCooldown,
+    /// The end of the plan checker's cooldown.
+    PlanCheckCooldown,
+    /// The end of the human-presence lock.
+    HumanLock,
+    /// When the hourly cycle budget frees a slot.
+    CycleRate,
+    /// Between a step's text and its separate Enter.
+    EnterDelay,
+    /// How long the session has to react to an Enter.
+    Verify,
+    /// The delay before a step is typed.
+    StepDelay,
+    /// The 3 s after a Stop hook.
+    HookConfirm,
+    /// Silence after a completion message.
+    CompletionConfirm,
+    /// Silence after a step's completion or prompt.
+    StepConfirm,
+    /// The 10 s fallback after `/clear`.
+    ClearFallback,
+    /// The 3 s watch after `/init`.
+    InitMonitor,
+    /// Silence of `auto_accept_delay`: a plan menu may be accepted.
+    AutoAccept,
+    /// Silence of `completion_confirm` with AI on: the pre-filter may start an AI check.
+    PreFilter,
+    /// Silence of `no_output_timeout`: idle is considered without a completion.
+    NoOutputFallback,
+    /// When the current state counts as stuck (warning, then recovery).
+    StuckState,
+}
+
+impl TimerName {
+    /// Every timer, in declaration order, which is also the order in which timers due at the
+    /// same instant fire.
+    pub const ALL: [Self; 18] = [
+        Self::IdleCheckTimeout,
+        Self::PlanCheckTimeout,
+        Self::IdleCheckCooldown,
+        Self::PlanCheckCooldown,
+        Self::HumanLock,
+        Self::CycleRate,
+        Self::EnterDelay,
+        Self::Verify,
+        Self::StepDelay,
+        Self::HookConfirm,
+        Self::CompletionConfirm,
+        Self::StepConfirm,
+        Self::ClearFallback,
+        Self::InitMonitor,
+        Self::AutoAccept,
+        Self::PreFilter,
+        Self::NoOutputFallback,
+        Self::StuckState,
+    ];
+
+    /// The timer's name (`no-output-fallback`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::NoOutputFallback => "no-output-fallback",
+            Self::PreFilter => "pre-filter",
+            Self::AutoAccept => "auto-accept",
+            Self::CompletionConfirm => "completion-confirm",
+            Self::HookConfirm => "hook-confirm",
+            Self::StepDelay => "step-delay",
+            Self::StepConfirm => "step-confirm",
+            Self::ClearFallback => "clear-fallback",
+            Self::InitMonitor => "init-monitor",
+            Self::StuckState => "stuck-state",
+            Self::EnterDelay => "enter-delay",
+            Self::Verify => "verify",
+            Self::HumanLock => "human-lock",
+            Self::CycleRate => "cycle-rate",
+            Self::IdleCheckCooldown => "idle-check-cooldown",
+            Self::PlanCheckCooldown => "plan-check-cooldown",
+            Self::IdleCheckTimeout => "idle-check-timeout",
+            Self::PlanCheckTimeout => "plan-check-timeout",
+        }
+    }
+
+    /// `true` for the three timers every output chunk restarts.
+    pub fn follows_output(self) -> bool {
+        matches!(
+            self,
+            Self::NoOutputFallback | Self::PreFilter | Self::AutoAccept
+        )
+    }
+}
+
+impl fmt::Display for TimerName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Which AI checker an event is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Checker {
+    /// The idle checker (IDLE / WORKING).
+    Idle,
+    /// The plan checker (PLAN_MODE / NOT_PLAN_MODE).
+    Plan,
+}
+
+/// An AI idle check's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum IdleVerdict {
+    /// The session finished.
+    Idle,
+    /// The session is still working.
+    Working,
+}
+
+/// An AI plan check's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum PlanVerdict {
+    /// A plan-approval menu is on screen.
+    PlanMode,
+    /// It is not.
+    NotPlanMode,
+}
+
+/// What an AI check returned, as the driver reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum CheckOutcome<V> {
+    /// The checker answered.
+    Verdict {
+        /// The verdict (first line of the answer).
+        verdict: V,
+        /// The rest of the answer.
+        reasoning: String,
+    },
+    /// The check failed: spawn failure, crash, unparsable answer. (A timeout is decided by
+    /// the machine itself.)
+    Failed {
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// Why the gate chain refused to start a cycle (Codeman's `respawnBlocked` reasons plus
+/// hyoka's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BlockReason {
+    /// The session waits for a human (permission, question, plan, trust).
+    SessionBlocked,
+    /// The user typed recently (human-presence lock).
+    HumanPresent,
+    /// A pluggable [`Gate`](crate::Gate) refused (for example active teammates).
+    Gate,
+    /// `max_cycles` cycles ran.
+    MaxCycles,
+    /// `max_cycles_per_hour` cycles started in the last hour.
+    CycleRate,
+    /// The session never drew anything: nothing to judge, nothing to type into.
+    NoOutputYet,
+    /// The session's process exited (`session_stopped`).
+    SessionStopped,
+    /// The session has no process (`no_pty`).
+    NoPty,
+    /// The session did not react to a step's Enter after the retries.
+    NoReaction,
+    /// Stuck recovery gave up after `max_stuck_recoveries` attempts.
+    StuckGaveUp,
+}
+
+/// Why an attempt to start an AI idle check did not start one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(tag = "why", rename_all = "snake_case")]
+pub enum CheckSkip {
+    /// The detector says the session works (Codeman's `isWorking` veto, T13).
+    SessionWorking,
+    /// The checker is cooling down (T15).
+    Cooldown {
+        /// Time left, in milliseconds.
+        remaining_ms: u64,
+    },
+    /// A check is already running (T15).
+    AlreadyChecking,
+    /// A plan check runs; the idle check waits for it (hyoka fix of the §4 race).
+    PlanCheckRunning,
+}
+
+/// Why an auto-accept did not press Enter (Codeman's skip log lines, typed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(tag = "why", rename_all = "snake_case")]
+pub enum AutoAcceptSkip {
+    /// Not in `watching`.
+    NotWatching,
+    /// A completion message was seen.
+    CompletionSeen,
+    /// No output since start or since the last Enter.
+    NoNewOutput,
+    /// An elicitation dialog (AskUserQuestion) is open.
+    Elicitation,
+    /// The screen is not a plan-approval menu (Codeman's pre-filter).
+    NotPlanMenu,
+    /// The screen is a permission, question or trust prompt: never auto-accepted.
+    HumanDecision {
+        /// What the session waits for.
+        kind: BlockedKind,
+    },
+    /// The plan checker is cooling down.
+    PlanCheckCooldown {
+        /// Time left, in milliseconds.
+        remaining_ms: u64,
+    },
+    /// A plan check is already running.
+    PlanCheckInProgress,
+    /// An idle check runs; the plan check waits (hyoka fix of the §4 race).
+    IdleCheckRunning,
+    /// The user typed recently.
+    HumanPresent,
+}
+
+/// Why a check result was ignored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stale {
+    /// The id is not the running check's (cancelled or superseded).
+    StaleId,
+    /// The state changed since the check started.
+    StateChanged,
+    /// Output arrived while the plan check ran.
+    OutputArrived,
+}
+
+/// Something the controller did or decided. One JSON object per event in `--events`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Event {
+    /// `start` ran (T1/T5).
+    Started,
+    /// `start` was refused: already running (T3) or disabled (T2).
+    StartIgnored {
+        /// `already_running`.
+        why: &'static str,
+    },
+    /// `stop` ran (T4).
+    Stopped,
+    /// Automation paused: no timers, no typing.
+    Paused,
+    /// Automation resumed.
+    Resumed,
+    /// The state changed.
+    StateChanged {
+        /// The previous state.
+        from: State,
+        /// The new state.
+        to: State,
+    },
+    /// A timer was started explicitly (restarts by output are not reported).
+    TimerStarted {
+        /// The timer.
+        timer: TimerName,
+        /// Its duration.
+        duration_ms: u64,
+    },
+    /// A timer was cancelled.
+    TimerCancelled {
+        /// The timer.
+        timer: TimerName,
+        /// Why (`working detected`, `prompt detected`, …).
+        reason: &'static str,
+    },
+    /// A timer fired.
+    TimerFired {
+        /// The timer.
+        timer: TimerName,
+    },
+    /// A completion message started idle confirmation (T6) or refreshed it (T9).
+    CompletionDetected,
+    /// Working output cancelled idle confirmation or a check (T7, T21).
+    WorkingDetected {
+        /// The state it was seen in.
+        state: State,
+    },
+    /// Substantial output cancelled idle confirmation or a check (T8, T22).
+    SubstantialOutput {
+        /// The state it was seen in.
+        state: State,
+    },
+    /// Completion-confirm fired with recent output and restarted (T11, TC-002).
+    ConfirmationReset,
+    /// The no-output fallback fired (T17).
+    NoOutputFallback {
+        /// The silence, in milliseconds.
+        silence_ms: u64,
+    },
+    /// Idle was confirmed and the gate chain starts (`Idle confirmed via`).
+    IdleConfirmed {
+        /// The path: `completion + silence`, `ai-check: idle`, `stop hook (confirmed)`, …
+        via: &'static str,
+    },
+    /// Idle confirmation was rejected because the session works (gate 1).
+    IdleRejected,
+    /// The gate chain refused a cycle, or the session could not be typed into.
+    Blocked {
+        /// Why.
+        reason: BlockReason,
+        /// Details for humans (`2 teammate(s) still working`, the blocked kind, …).
+        details: String,
+    },
+    /// An AI idle check started (T16).
+    IdleCheckStarted {
+        /// The check id.
+        id: u64,
+        /// What triggered it (`pre-filter`, `completion + silence`, `no-output fallback`).
+        reason: &'static str,
+    },
+    /// An AI idle check was not started.
+    IdleCheckSkipped {
+        /// Why.
+        skip: CheckSkip,
+    },
+    /// An AI idle check answered (T18/T19).
+    IdleCheckCompleted {
+        /// The check id.
+        id: u64,
+        /// The verdict.
+        verdict: IdleVerdict,
+        /// The reasoning.
+        reasoning: String,
+    },
+    /// An AI idle check failed or timed out (T20).
+    IdleCheckFailed {
+        /// The check id.
+        id: u64,
+        /// Why.
+        message: String,
+    },
+    /// A check was cancelled (working or substantial output, a hook, stop).
+    CheckCancelled {
+        /// Which checker.
+        checker: Checker,
+        /// The check id.
+        id: u64,
+        /// Why.
+        reason: &'static str,
+    },
+    /// A check result arrived too late and was ignored (T23, APC-005).
+    CheckResultIgnored {
+        /// Which checker.
+        checker: Checker,
+        /// The check id.
+        id: u64,
+        /// Why.
+        stale: Stale,
+        /// The state when it arrived.
+        state: State,
+    },
+    /// A checker's cooldown started or ended (`aiCheckCooldown`).
+    CheckerCooldown {
+        /// Which checker.
+        checker: Checker,
+        /// `true` when it starts.
+        active: bool,
+        /// Its length when it starts.
+        duration_ms: Option<u64>,
+    },
+    /// A checker was disabled (3 consecutive errors, or by configuration).
+    CheckerDisabled {
+        /// Which checker.
+        checker: Checker,
+        /// Why.
+        reason: String,
+    },
+    /// A checker was re-enabled by configuration.
+    CheckerEnabled {
+        /// Which checker.
+        checker: Checker,
+    },
+    /// An AI plan check started.
+    PlanCheckStarted {
+        /// The check id.
+        id: u64,
+    },
+    /// An AI plan check answered.
+    PlanCheckCompleted {
+        /// The check id.
+        id: u64,
+        /// The verdict.
+        verdict: PlanVerdict,
+        /// The reasoning.
+        reasoning: String,
+    },
+    /// An AI plan check failed or timed out.
+    PlanCheckFailed {
+        /// The check id.
+        id: u64,
+        /// Why.
+        message: String,
+    },
+    /// PLAN_MODE arrived while the state was no longer `watching` (APC-006).
+    PlanAcceptRefused {
+        /// The state.
+        state: State,
+    },
+    /// The auto-accept timer fired but no Enter was pressed.
+    AutoAcceptSkipped {
+        /// Why.
+        skip: AutoAcceptSkip,
+    },
+    /// Enter was pressed on a plan menu (or would have been, in a dry run).
+    AutoAcceptSent {
+        /// `true` in a dry run: nothing was typed.
+        dry_run: bool,
+    },
+    /// A cycle started (T29).
+    CycleStarted {
+        /// Its number, from 1.
+        cycle: u32,
+    },
+    /// A cycle completed (T43).
+    CycleCompleted {
+        /// Its number.
+        cycle: u32,
+    },
+    /// A cycle was abandoned (the user typed, the session did not react, stuck recovery).
+    CycleAborted {
+        /// Its number.
+        cycle: u32,
+        /// Why.
+        reason: &'static str,
+    },
+    /// A step was typed (text, then a separate Enter), or would have been in a dry run.
+    StepSent {
+        /// The step.
+        step: Step,
+        /// What was typed (`↵` for a bare Enter).
+        input: String,
+        /// `true` in a dry run: nothing was typed.
+        dry_run: bool,
+    },
+    /// A step completed.
+    StepCompleted {
+        /// The step.
+        step: Step,
+        /// How (`silence`, `prompt detected`, `clear fallback`, `work started`, …).
+        via: &'static str,
+    },
+    /// A step was skipped (`/clear` with a low token count).
+    StepSkipped {
+        /// The step.
+        step: Step,
+        /// Why.
+        reason: &'static str,
+    },
+    /// A step was not typed yet because the session is not safe to type into.
+    StepDeferred {
+        /// The step.
+        step: Step,
+        /// Why (`session working`, `session blocked`, `human present`).
+        reason: &'static str,
+    },
+    /// The session did not react to an Enter; it is pressed again.
+    StepRetried {
+        /// The step.
+        step: Step,
+        /// The retry number, from 1.
+        attempt: u32,
+    },
+    /// A hook arrived.
+    HookReceived {
+        /// The hook.
+        hook: HookEvent,
+        /// `false` when the state ignores it (T28).
+        accepted: bool,
+    },
+    /// A state has lasted `stuck_warning` (once per state entry).
+    StuckWarning {
+        /// The state.
+        state: State,
+        /// How long, in milliseconds.
+        duration_ms: u64,
+    },
+    /// A stuck state is being recovered.
+    StuckRecovery {
+        /// The state.
+        state: State,
+        /// How long it lasted, in milliseconds.
+        duration_ms: u64,
+        /// The attempt, from 1.
+        attempt: u32,
+    },
+    /// The user typed: automation pauses for `human_lock`.
+    HumanPresent {
+        /// How long automation stays paused, in milliseconds.
+        lock_ms: u64,
+    },
+    /// The human-presence lock ran out.
+    HumanLockReleased,
+    /// `max_cycles` cycles completed: the controller stops the session.
+    BudgetExhausted {
+        /// Cycles completed.
+        cycles: u32,
+    },
+    /// The session's process exited.
+    SessionExited {
+        /// Its exit code, when it exited normally.
+        code: Option<i32>,
+    },
+}

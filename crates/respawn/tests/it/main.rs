@@ -1,0 +1,8 @@
+//! Integration tests of `hyoka-respawn`.
+//!
+//! - `s5a_*`, `s5b`, `s5c`, `s5d`: the scenarios of `respawn-reference.md` §5 against the
+//!   sans-IO machine on exact virtual time, each test named after its scenario id.
+//! - `support`: the virtual-time harness and scripted checkers.
+
+mod s5a_states;
+mod support;
