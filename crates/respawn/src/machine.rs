@@ -203,7 +203,8 @@ pub struct Machine {
     tokens: Option<u64>,
     completion_at: Option<Instant>,
     has_received_output: bool,
-    ever_output: bool,
+    /// Why no cycle may start until the session draws something (again).
+    awaiting_output: Option<BlockReason>,
     working_detected: bool,
     prompt_detected: bool,
     elicitation: bool,
@@ -259,7 +260,7 @@ impl Machine {
             tokens: None,
             completion_at: None,
             has_received_output: false,
-            ever_output: false,
+            awaiting_output: None,
             working_detected: false,
             prompt_detected: false,
             elicitation: false,
@@ -618,7 +619,7 @@ impl Machine {
         self.last_token_change = Some(now);
         self.completion_at = None;
         self.has_received_output = false;
-        self.ever_output = false;
+        self.awaiting_output = Some(BlockReason::NoOutputYet);
         self.working_detected = false;
         self.prompt_detected = false;
         self.reset_hooks();
@@ -764,7 +765,7 @@ impl Machine {
         }
         self.last_output = Some(now);
         self.has_received_output = true;
-        self.ever_output = true;
+        self.awaiting_output = None;
         if self
             .pending
             .as_ref()
@@ -1215,11 +1216,21 @@ impl Machine {
                 format!("the session waits for a human ({kind})"),
             ));
         }
-        if !self.ever_output {
-            return Some((
-                BlockReason::NoOutputYet,
-                "the session has not drawn anything yet".to_owned(),
-            ));
+        match self.awaiting_output {
+            Some(BlockReason::NoOutputYet) => {
+                return Some((
+                    BlockReason::NoOutputYet,
+                    "the session has not drawn anything yet".to_owned(),
+                ));
+            }
+            Some(reason) => {
+                return Some((
+                    reason,
+                    "the session did not react to the last input; waiting for it to draw"
+                        .to_owned(),
+                ));
+            }
+            None => {}
         }
         if let Some(until) = self.human_lock_until.filter(|&t| t > now) {
             return Some((
@@ -1526,6 +1537,8 @@ impl Machine {
             return;
         }
         self.pending = None;
+        // Nothing more is typed into a session that does not react until it draws again.
+        self.awaiting_output = Some(BlockReason::NoReaction);
         self.emit(Event::Blocked {
             reason: BlockReason::NoReaction,
             details: format!("the session did not react to the {} step", step.as_str()),
@@ -1626,13 +1639,18 @@ impl Machine {
         self.after_clear(now);
     }
 
-    /// T40.
+    /// T40. If the kickstart was removed meanwhile the cycle ends (Codeman types a bare
+    /// Enter, CC-005).
     fn init_monitor_done(&mut self, now: Instant) {
         self.emit(Event::StepCompleted {
             step: Step::Init,
             via: "no work started",
         });
-        self.send_step(State::SendingKickstart, now);
+        if self.kickstart_configured() {
+            self.send_step(State::SendingKickstart, now);
+        } else {
+            self.complete_cycle(now);
+        }
     }
 
     /// T43, with the completion flag cleared (§5d 107) and the cycle budget applied.

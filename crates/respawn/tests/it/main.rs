@@ -4,5 +4,7 @@
 //!   sans-IO machine on exact virtual time, each test named after its scenario id.
 //! - `support`: the virtual-time harness and scripted checkers.
 
+mod s5a_checks;
+mod s5a_robustness;
 mod s5a_states;
 mod support;
