@@ -110,9 +110,9 @@ impl CheckerConfig {
             enabled: true,
             max_context: 16_000,
             timeout: Duration::from_secs(90),
-            cooldown: Duration::from_secs(180),
-            error_cooldown: Duration::from_secs(60),
-            max_error_cooldown: Duration::from_secs(300),
+            cooldown: Duration::from_mins(3),
+            error_cooldown: Duration::from_mins(1),
+            max_error_cooldown: Duration::from_mins(5),
             max_consecutive_errors: 3,
         }
     }
@@ -122,10 +122,10 @@ impl CheckerConfig {
         Self {
             enabled: true,
             max_context: 8_000,
-            timeout: Duration::from_secs(60),
+            timeout: Duration::from_mins(1),
             cooldown: Duration::from_secs(30),
             error_cooldown: Duration::from_secs(30),
-            max_error_cooldown: Duration::from_secs(300),
+            max_error_cooldown: Duration::from_mins(5),
             max_consecutive_errors: 3,
         }
     }
@@ -152,8 +152,8 @@ impl Default for RespawnConfig {
             idle_check: CheckerConfig::idle_defaults(),
             plan_check: CheckerConfig::plan_defaults(),
             stuck_detection: true,
-            stuck_warning: Duration::from_secs(300),
-            stuck_recovery: Duration::from_secs(600),
+            stuck_warning: Duration::from_mins(5),
+            stuck_recovery: Duration::from_mins(10),
             max_stuck_recoveries: 3,
             skip_clear_below_tokens: None,
             enter_delay: Duration::from_millis(50),

@@ -360,7 +360,7 @@ pub enum AutoAcceptSkip {
 #[serde(rename_all = "snake_case")]
 pub enum Stale {
     /// The id is not the running check's (cancelled or superseded).
-    StaleId,
+    UnknownId,
     /// The state changed since the check started.
     StateChanged,
     /// Output arrived while the plan check ran.

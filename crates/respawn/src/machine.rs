@@ -60,7 +60,7 @@ pub enum Input {
         outcome: CheckOutcome<PlanVerdict>,
     },
     /// The user typed into the session (human-presence lock).
-    UserInput,
+    UserTyped,
     /// The session's process exited.
     SessionExited {
         /// Its exit code, if it exited normally.
@@ -377,7 +377,7 @@ impl Machine {
             Input::Tick | Input::Verdict(_) => {}
             Input::IdleCheckDone { id, outcome } => self.idle_check_done(id, outcome, now),
             Input::PlanCheckDone { id, outcome } => self.plan_check_done(id, outcome, now),
-            Input::UserInput => self.user_input(now),
+            Input::UserTyped => self.user_input(now),
             Input::SessionExited { code } => {
                 self.emit(Event::SessionExited { code });
                 self.stop();
@@ -1108,7 +1108,7 @@ impl Machine {
             self.emit(Event::CheckResultIgnored {
                 checker: Checker::Idle,
                 id,
-                stale: Stale::StaleId,
+                stale: Stale::UnknownId,
                 state: self.state,
             });
             return;
@@ -1196,10 +1196,19 @@ impl Machine {
         self.emit(Event::IdleConfirmed { via });
         if let Some((reason, details)) = self.gate_chain(now) {
             self.emit(Event::Blocked { reason, details });
-            // Every refusal leaves the detection timers armed (§5d 112); a plan menu
-            // keeps its auto-accept.
-            let plan = self.verdict.blocked == Some(BlockedKind::Plan);
-            self.back_to_watching(now, plan);
+            // §5d 112: a refusal that can end without any output (a pluggable gate) keeps
+            // the detection timers armed; one that ends at a known time (human lock, cycle
+            // rate) re-arms them then; the rest (a blocked screen, a silent or unresponsive
+            // session) can only end with output, which re-arms them. A plan menu keeps
+            // its auto-accept.
+            self.timers.take(TimerName::CompletionConfirm);
+            self.completion_at = None;
+            self.set_state(State::Watching, now);
+            if reason == BlockReason::Gate {
+                self.restart_detection(now, false);
+            } else if self.verdict.blocked == Some(BlockedKind::Plan) && self.config.auto_accept {
+                self.arm(TimerName::AutoAccept, self.config.auto_accept_delay, now);
+            }
             return;
         }
         self.completion_at = None;
@@ -1257,7 +1266,7 @@ impl Machine {
             return Some((BlockReason::MaxCycles, format!("{max} cycle(s) done")));
         }
         if let Some(per_hour) = self.config.max_cycles_per_hour {
-            let hour = Duration::from_secs(3600);
+            let hour = Duration::from_hours(1);
             while self
                 .cycle_starts
                 .front()
@@ -1759,7 +1768,7 @@ impl Machine {
             self.emit(Event::CheckResultIgnored {
                 checker: Checker::Plan,
                 id,
-                stale: Stale::StaleId,
+                stale: Stale::UnknownId,
                 state: self.state,
             });
             return;
@@ -1793,9 +1802,7 @@ impl Machine {
                 verdict: PlanVerdict::PlanMode,
                 reasoning,
             } => {
-                if self.state != State::Watching {
-                    self.emit(Event::PlanAcceptRefused { state: self.state });
-                } else {
+                if self.state == State::Watching {
                     self.emit(Event::PlanCheckCompleted {
                         id,
                         verdict: PlanVerdict::PlanMode,
@@ -1809,14 +1816,15 @@ impl Machine {
                     } else {
                         self.plan_menu_skip()
                     };
-                    match skip {
-                        Some(skip) => self.emit(Event::AutoAcceptSkipped { skip }),
-                        None => {
-                            self.deferred_idle_check = None;
-                            self.send_auto_accept(now);
-                            return;
-                        }
+                    if let Some(skip) = skip {
+                        self.emit(Event::AutoAcceptSkipped { skip });
+                    } else {
+                        self.deferred_idle_check = None;
+                        self.send_auto_accept(now);
+                        return;
                     }
+                } else {
+                    self.emit(Event::PlanAcceptRefused { state: self.state });
                 }
             }
             CheckOutcome::Verdict {

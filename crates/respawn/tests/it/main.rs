@@ -7,4 +7,8 @@
 mod s5a_checks;
 mod s5a_robustness;
 mod s5a_states;
+mod s5b;
+mod s5c;
+mod s5d;
+mod safety;
 mod support;

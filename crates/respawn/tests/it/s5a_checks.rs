@@ -125,7 +125,7 @@ fn aic_005_working_during_the_check() {
     assert!(sim.has(|e| matches!(
         e,
         Event::CheckResultIgnored {
-            stale: Stale::StaleId,
+            stale: Stale::UnknownId,
             ..
         }
     )));

@@ -274,7 +274,7 @@ impl Sim {
     }
 
     pub(crate) fn user_types(&mut self) {
-        self.send(Input::UserInput);
+        self.send(Input::UserTyped);
     }
 
     /// Every event so far.

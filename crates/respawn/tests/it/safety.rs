@@ -1,0 +1,219 @@
+//! hyoka's safety rules beyond Codeman: the human-presence lock, the cycle budget, the
+//! dry run, input verification, and never typing into a busy or blocked session.
+
+use hyoka_idle_detect::{BlockedKind, SessionState};
+use hyoka_respawn::{
+    Action, AutoAcceptSkip, BlockReason, Event, Input, Keys, RespawnConfig, State, Step,
+};
+
+use crate::support::{Sim, ms};
+
+fn fast() -> RespawnConfig {
+    RespawnConfig {
+        human_lock: ms(1_000),
+        ..RespawnConfig::fast_test()
+    }
+}
+
+#[test]
+fn a_keystroke_aborts_the_cycle_and_holds_automation() {
+    let mut sim = Sim::started(fast());
+    sim.completion();
+    sim.advance(50);
+    assert_eq!(sim.state(), State::SendingUpdate);
+    sim.user_types();
+    assert!(sim.has(|e| *e
+        == Event::CycleAborted {
+            cycle: 1,
+            reason: "user input"
+        }));
+    assert!(sim.has(|e| *e == Event::HumanPresent { lock_ms: 1_000 }));
+    assert_eq!(sim.state(), State::Watching);
+    // The session goes idle again while the user is still around: blocked, not typed.
+    sim.advance(10);
+    sim.completion();
+    sim.advance(300);
+    assert!(sim.typed().is_empty());
+    assert!(sim.has(|e| matches!(
+        e,
+        Event::Blocked {
+            reason: BlockReason::HumanPresent,
+            ..
+        }
+    )));
+    // The lock runs out at 1 050; detection restarts and the cycle runs.
+    sim.advance(1_100);
+    assert!(sim.has(|e| *e == Event::HumanLockReleased));
+    assert_eq!(sim.cycles_started(), 2);
+    assert!(!sim.typed().is_empty());
+}
+
+#[test]
+fn a_keystroke_blocks_auto_accept() {
+    let mut sim = Sim::started(fast());
+    sim.plan_menu();
+    sim.user_types();
+    sim.advance(200);
+    assert!(sim.has(|e| *e
+        == Event::AutoAcceptSkipped {
+            skip: AutoAcceptSkip::HumanPresent
+        }));
+    assert!(sim.typed().is_empty());
+}
+
+#[test]
+fn max_cycles_stops_the_session() {
+    let mut sim = Sim::started(RespawnConfig {
+        send_clear: false,
+        send_init: false,
+        max_cycles: Some(2),
+        ..fast()
+    });
+    for _ in 0..2 {
+        sim.completion();
+        sim.advance(50 + 70 + 10);
+        sim.working();
+        sim.completion();
+        sim.advance(50);
+    }
+    assert!(sim.has(|e| *e == Event::BudgetExhausted { cycles: 2 }));
+    assert!(sim.log.iter().any(|(_, a)| *a == Action::StopSession));
+    assert_eq!(sim.state(), State::Stopped);
+    assert_eq!(sim.m.next_deadline(), None);
+}
+
+#[test]
+fn cycles_per_hour_are_capped() {
+    let mut sim = Sim::started(RespawnConfig {
+        send_clear: false,
+        send_init: false,
+        max_cycles_per_hour: Some(1),
+        ..fast()
+    });
+    let cycle = |sim: &mut Sim| {
+        sim.completion();
+        sim.advance(50 + 70 + 10);
+        sim.working();
+        sim.completion();
+        sim.advance(50);
+    };
+    cycle(&mut sim);
+    sim.completion();
+    sim.advance(50);
+    assert!(sim.has(|e| matches!(
+        e,
+        Event::Blocked {
+            reason: BlockReason::CycleRate,
+            ..
+        }
+    )));
+    assert_eq!(sim.cycles_started(), 1);
+    assert_eq!(
+        sim.count(|e| matches!(e, Event::Blocked { .. })),
+        1,
+        "no polling while rate-limited"
+    );
+    // An hour after the first cycle started the slot frees and detection restarts.
+    sim.advance(3_600_500);
+    assert_eq!(sim.cycles_started(), 2);
+}
+
+#[test]
+fn a_dry_run_decides_but_never_types() {
+    let mut sim = Sim::started(RespawnConfig {
+        dry_run: true,
+        kickstart_prompt: Some("go".to_owned()),
+        max_cycles: Some(1),
+        ..fast()
+    });
+    sim.completion();
+    sim.advance(1_000);
+    assert!(sim.typed().is_empty());
+    let sent: Vec<_> = sim
+        .events()
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::StepSent {
+                step,
+                dry_run: true,
+                ..
+            } => Some(step),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        sent,
+        [Step::Update, Step::Clear, Step::Init, Step::Kickstart]
+    );
+    assert!(sim.has(|e| *e == Event::BudgetExhausted { cycles: 1 }));
+
+    let mut sim = Sim::started(RespawnConfig {
+        dry_run: true,
+        ..fast()
+    });
+    sim.plan_menu();
+    sim.advance(200);
+    assert!(sim.has(|e| *e == Event::AutoAcceptSent { dry_run: true }));
+    assert!(sim.typed().is_empty());
+}
+
+#[test]
+fn enter_is_retried_then_the_step_is_given_up() {
+    let mut sim = Sim::started(fast());
+    sim.completion();
+    sim.advance(50 + 70);
+    sim.advance(3_000);
+    assert_eq!(sim.enters(), 2);
+    sim.text("...");
+    assert_eq!(sim.state(), State::WaitingUpdate);
+    assert!(!sim.has(|e| matches!(e, Event::Blocked { .. })));
+}
+
+#[test]
+fn a_verdict_that_turns_working_counts_as_a_reaction() {
+    let mut sim = Sim::started(fast());
+    sim.completion();
+    sim.advance(50 + 70);
+    sim.verdict(SessionState::Working, None);
+    sim.advance(10_000);
+    assert_eq!(sim.enters(), 1);
+    assert!(!sim.has(|e| matches!(e, Event::StepRetried { .. })));
+}
+
+#[test]
+fn a_plan_menu_is_accepted_but_a_permission_prompt_is_left_alone() {
+    let mut sim = Sim::started(fast());
+    sim.plan_menu();
+    sim.advance(200);
+    assert_eq!(sim.typed(), [Keys::Enter]);
+
+    let mut sim = Sim::started(fast());
+    sim.permission_prompt();
+    sim.advance(60_000);
+    assert!(sim.typed().is_empty());
+    assert!(sim.has(|e| *e
+        == Event::AutoAcceptSkipped {
+            skip: AutoAcceptSkip::HumanDecision {
+                kind: BlockedKind::Permission
+            }
+        }));
+    // Idle confirmation meets the blocked verdict: no cycle either.
+    assert!(sim.has(|e| matches!(
+        e,
+        Event::Blocked {
+            reason: BlockReason::SessionBlocked,
+            ..
+        }
+    )));
+    assert_eq!(sim.cycles_started(), 0);
+}
+
+#[test]
+fn the_session_exiting_stops_the_machine() {
+    let mut sim = Sim::started(fast());
+    sim.completion();
+    sim.send(Input::SessionExited { code: Some(0) });
+    assert_eq!(sim.state(), State::Stopped);
+    assert!(sim.has(|e| *e == Event::SessionExited { code: Some(0) }));
+    assert_eq!(sim.m.next_deadline(), None);
+}
