@@ -7,11 +7,16 @@
 mod args;
 mod cmd;
 mod eval;
+pub mod events;
 mod exit;
+mod limits;
 mod output;
 mod records;
 mod report;
+mod suite;
+mod timeline;
 mod units;
+mod watch;
 
 use std::fmt;
 
@@ -19,6 +24,11 @@ use tracing_subscriber::EnvFilter;
 
 pub use crate::args::Cli;
 pub use crate::exit::ExitStatus;
+pub use crate::limits::{LimitSet, Monitor};
+pub use crate::report::{
+    Cleanup, Counts, EvalSummary, Limits, Report, RunSummary, Status, Termination, Totals,
+};
+pub use crate::suite::Shard;
 
 use crate::args::Command;
 
@@ -82,6 +92,7 @@ async fn dispatch(command: Command) -> Result<ExitStatus, Fail> {
     match command {
         Command::Run(args) => cmd::run::exec(args).await,
         Command::Demo(args) => cmd::demo::exec(args).await,
+        Command::Report(args::ReportCommand::Merge(args)) => cmd::report::merge(&args),
         Command::SimAgent(args) => cmd::sim_agent::exec(&args),
     }
 }
