@@ -6,7 +6,10 @@
 //!   same lines;
 //! - `limits`: the limit bookkeeping per event (`Monitor`).
 
-#![allow(clippy::print_stderr, reason = "benchmarks say which input they measured")]
+#![allow(
+    clippy::print_stderr,
+    reason = "benchmarks say which input they measured"
+)]
 
 use std::hint::black_box;
 use std::path::PathBuf;

@@ -14,6 +14,7 @@ use tokio::process::Command;
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 
 use crate::events::{AgentEvent, EventSource, LineSplitter, StreamJsonParser, parse_jsonl_event};
+use crate::interrupt::{Interrupt, Level};
 use crate::limits::{LimitSet, Monitor};
 use crate::output::{CappedLog, OUTPUT_CAP};
 use crate::records::{millis, rfc3339, write_json};
@@ -52,10 +53,54 @@ pub(crate) struct EvalSpec {
     pub(crate) events: EventSource,
 }
 
+/// The report of an eval that never started because hyoka was interrupted first.
+pub(crate) fn not_started(ctx: &RunContext, spec: &EvalSpec, sig: &str) -> Report {
+    let now = rfc3339(SystemTime::now());
+    Report {
+        run_id: ctx.run_id.to_string(),
+        eval_id: spec.eval_id.to_string(),
+        command: spec
+            .command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        workspace: String::new(),
+        started_at: now.clone(),
+        ended_at: now,
+        duration_ms: 0,
+        status: Status::Failed,
+        termination: Termination::Interrupted,
+        exit_code: None,
+        signal: None,
+        limits: limits_of(spec),
+        counts: Counts::default(),
+        cleanup: Cleanup {
+            workspace_removed: true,
+            ..Cleanup::default()
+        },
+        error: Some(format!("not started: {sig} arrived first")),
+    }
+}
+
+fn limits_of(spec: &EvalSpec) -> Limits {
+    Limits {
+        max_turns: spec.limits.max_turns,
+        max_files: spec.limits.max_files,
+        max_output_size: spec.limits.max_output_size,
+        max_session_actions: spec.limits.max_session_actions,
+        timeout_ms: millis(spec.timeout),
+        grace_ms: millis(spec.grace),
+    }
+}
+
 /// Runs one eval to the end and writes its records. Every outcome of the agent, a failed
 /// spawn included, becomes a report; only a failure to create the workspace or write the
 /// records is an error.
-pub(crate) async fn run_eval(ctx: &RunContext, spec: &EvalSpec) -> Result<Report, WorkspaceError> {
+pub(crate) async fn run_eval(
+    ctx: &RunContext,
+    spec: &EvalSpec,
+    interrupt: Interrupt,
+) -> Result<Report, WorkspaceError> {
     let eval_dir = ctx.run_dir.join(spec.eval_id.as_str());
     std::fs::create_dir_all(&eval_dir).map_err(|e| WorkspaceError::Io {
         op: "create",
@@ -72,7 +117,7 @@ pub(crate) async fn run_eval(ctx: &RunContext, spec: &EvalSpec) -> Result<Report
     })?;
     let started_at = SystemTime::now();
     let started = Instant::now();
-    let outcome = run_agent(ctx, spec, &workspace, &eval_dir, started).await;
+    let outcome = run_agent(ctx, spec, &workspace, &eval_dir, started, interrupt).await;
     let status = match outcome.termination {
         Termination::Exited if outcome.exit_code == Some(0) => Status::Passed,
         Termination::SpawnFailed => Status::Error,
@@ -105,14 +150,7 @@ pub(crate) async fn run_eval(ctx: &RunContext, spec: &EvalSpec) -> Result<Report
         termination: outcome.termination,
         exit_code: outcome.exit_code,
         signal: outcome.signal,
-        limits: Limits {
-            max_turns: spec.limits.max_turns,
-            max_files: spec.limits.max_files,
-            max_output_size: spec.limits.max_output_size,
-            max_session_actions: spec.limits.max_session_actions,
-            timeout_ms: millis(spec.timeout),
-            grace_ms: millis(spec.grace),
-        },
+        limits: limits_of(spec),
         counts: outcome.counts,
         cleanup,
         error: outcome.error,
@@ -187,6 +225,7 @@ async fn run_agent(
     workspace: &TempWorkspace,
     eval_dir: &Path,
     started: Instant,
+    mut interrupt: Interrupt,
 ) -> AgentOutcome {
     let mut timeline = TimelineBuilder::new(started);
     let mut monitor = Monitor::new(spec.limits);
@@ -265,6 +304,10 @@ async fn run_agent(
     let end = loop {
         tokio::select! {
             status = child.wait() => break End::Exited(status.ok()),
+            sig = interrupt.requested() => {
+                timeline.signal(Instant::now(), format!("{}: stopping the agent", sig.name()));
+                break End::Stopped(Termination::Interrupted);
+            }
             () = sleep_until(deadline) => {
                 timeline.signal(Instant::now(), format!("timeout after {}", humantime::format_duration(spec.timeout)));
                 break End::Stopped(Termination::Timeout);
@@ -291,14 +334,14 @@ async fn run_agent(
     };
     let stop_counts = monitor.counts();
     if let End::Stopped(termination) = end {
-        if termination != Termination::Timeout {
+        if !matches!(termination, Termination::Timeout | Termination::Interrupted) {
             timeline.limit(Instant::now(), termination, stop_counts);
         }
         tracing::info!(?termination, "stopping the agent");
     }
     // The agent's whole group goes now (on a normal exit: whatever it left behind), so no
     // pipe stays open and nothing outlives the eval.
-    stop_group(pgid, &mut child, spec.grace).await;
+    stop_group(pgid, &mut child, spec.grace, &mut interrupt).await;
     let status = match end {
         End::Exited(status) => status,
         End::Stopped(_) => child.wait().await.ok(),
@@ -343,7 +386,9 @@ async fn run_agent(
         Err(err) => tracing::warn!(error = %err, "cannot measure workspace usage"),
     }
     let (termination, counts) = match (end, monitor.stopped()) {
-        (End::Stopped(Termination::Timeout), _) => (Termination::Timeout, stop_counts),
+        (End::Stopped(t @ (Termination::Timeout | Termination::Interrupted)), _) => {
+            (t, stop_counts)
+        }
         (End::Stopped(termination), _) => (
             termination,
             monitor.stopped().map_or(stop_counts, |(_, c)| c),
@@ -472,8 +517,14 @@ async fn tail_jsonl(
     (0, bad)
 }
 
-/// SIGTERM to the agent's process group, a grace period, then SIGKILL.
-async fn stop_group(pgid: Option<i32>, child: &mut tokio::process::Child, grace: Duration) {
+/// SIGTERM to the agent's process group, a grace period (cut short by a forced
+/// interruption), then SIGKILL.
+async fn stop_group(
+    pgid: Option<i32>,
+    child: &mut tokio::process::Child,
+    grace: Duration,
+    interrupt: &mut Interrupt,
+) {
     let Some(pgid) = pgid
         .filter(|&p| p > 1)
         .and_then(rustix::process::Pid::from_raw)
@@ -488,12 +539,15 @@ async fn stop_group(pgid: Option<i32>, child: &mut tokio::process::Child, grace:
         return;
     }
     let deadline = tokio::time::Instant::now() + grace;
-    while tokio::time::Instant::now() < deadline {
+    while tokio::time::Instant::now() < deadline && !matches!(interrupt.level(), Level::Force(_)) {
         let _ = child.try_wait();
         if rustix::process::test_kill_process_group(pgid).is_err() {
             return;
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_millis(20)) => {}
+            () = interrupt.forced() => {}
+        }
     }
     signal_group(rustix::process::Signal::KILL);
 }

@@ -9,6 +9,7 @@ mod cmd;
 mod eval;
 pub mod events;
 mod exit;
+mod interrupt;
 mod limits;
 mod output;
 mod records;

@@ -46,7 +46,12 @@ pub(crate) async fn exec(args: DemoArgs) -> Result<ExitStatus, Fail> {
         workers: 1,
     };
     println!("hyoka demo: running the simulated agent in an isolated workspace\n");
-    let outcome = execute(&plan, crate::cmd::run::Progress::silent()).await?;
+    let outcome = execute(
+        &plan,
+        crate::cmd::run::Progress::silent(),
+        crate::interrupt::Interrupt::never(),
+    )
+    .await?;
     let reports = outcome.reports;
     for report in &reports {
         println!("  eval        {}", report.eval_id);

@@ -9,8 +9,9 @@ use std::time::{Duration, Instant, SystemTime};
 use hyoka_workspace::{EvalId, RunId};
 
 use crate::args::RunArgs;
-use crate::eval::{EvalSpec, RunContext, run_eval};
+use crate::eval::{EvalSpec, RunContext, not_started, run_eval};
 use crate::events::EventSource;
+use crate::interrupt::{Interrupt, Level};
 use crate::limits::PartialLimits;
 use crate::records::{millis, rfc3339, write_json};
 use crate::report::{Report, RunSummary, Status};
@@ -33,12 +34,14 @@ pub(crate) struct RunPlan {
 pub(crate) async fn exec(args: RunArgs) -> Result<ExitStatus, Fail> {
     let json = args.json;
     let plan = plan(&args)?;
-    let outcome = execute(&plan, Progress::new(plan.evals.len())).await?;
+    let (interrupt, _signals) = crate::interrupt::install()
+        .map_err(|e| Fail::failure(format!("cannot install signal handlers: {e}")))?;
+    let outcome = execute(&plan, Progress::new(plan.evals.len()), interrupt.clone()).await?;
     print_summary(&outcome.summary, &plan.ctx.run_dir, json);
-    Ok(if outcome.summary.status == Status::Passed {
-        ExitStatus::Success
-    } else {
-        ExitStatus::Failure
+    Ok(match interrupt.level() {
+        Level::Graceful(sig) | Level::Force(sig) => sig.exit_status(),
+        Level::Running if outcome.summary.status == Status::Passed => ExitStatus::Success,
+        Level::Running => ExitStatus::Failure,
     })
 }
 
@@ -158,7 +161,11 @@ pub(crate) struct RunOutcome {
 
 /// Creates the run directory, takes the owner lock, runs the evals (up to `workers` at
 /// once) and writes `run.json`.
-pub(crate) async fn execute(plan: &RunPlan, progress: Progress) -> Result<RunOutcome, Fail> {
+pub(crate) async fn execute(
+    plan: &RunPlan,
+    progress: Progress,
+    interrupt: Interrupt,
+) -> Result<RunOutcome, Fail> {
     let ctx = &plan.ctx;
     if let Some(parent) = ctx.run_dir.parent() {
         std::fs::create_dir_all(parent).map_err(|e| {
@@ -189,13 +196,24 @@ pub(crate) async fn execute(plan: &RunPlan, progress: Progress) -> Result<RunOut
     let mut tasks = Vec::with_capacity(plan.evals.len());
     for spec in plan.evals.iter().cloned() {
         let (semaphore, ctx, progress) = (semaphore.clone(), ctx_shared.clone(), progress.clone());
+        let interrupt = interrupt.clone();
         tasks.push(tokio::spawn(async move {
             let _permit = semaphore
                 .acquire_owned()
                 .await
                 .expect("the semaphore is never closed");
+            if let Level::Graceful(sig) | Level::Force(sig) = interrupt.level() {
+                let report = not_started(&ctx, &spec, sig.name());
+                let dir = ctx.run_dir.join(spec.eval_id.as_str());
+                let written = std::fs::create_dir_all(&dir)
+                    .and_then(|()| write_json(&dir.join("report.json"), &report));
+                progress.finished(&report);
+                return written
+                    .map(|()| report)
+                    .map_err(|e| format!("eval {}: {e}", spec.eval_id));
+            }
             progress.started(&spec.eval_id);
-            let result = run_eval(&ctx, &spec).await;
+            let result = run_eval(&ctx, &spec, interrupt).await;
             if let Ok(report) = &result {
                 progress.finished(report);
             }

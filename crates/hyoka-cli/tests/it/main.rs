@@ -13,5 +13,6 @@ mod bad_input;
 mod demo;
 mod limits;
 mod run;
+mod signals;
 mod suite;
 mod support;
