@@ -33,6 +33,17 @@ pub use crate::suite::Shard;
 
 use crate::args::Command;
 
+/// The JSON Schemas of the records hyoka writes, by file stem: `report` (`report.json`),
+/// `run` (`run.json`), `action-timeline` (`action_timeline.json`). `cargo xtask codegen`
+/// writes them to `schemas/`.
+pub fn schemas() -> Vec<(&'static str, schemars::Schema)> {
+    vec![
+        ("report", schemars::schema_for!(Report)),
+        ("run", schemars::schema_for!(RunSummary)),
+        ("action-timeline", schemars::schema_for!(timeline::Timeline)),
+    ]
+}
+
 /// A command's failure: a message for the user and the exit status it maps to.
 #[derive(Debug)]
 pub(crate) struct Fail {

@@ -2,10 +2,11 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// How an eval ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     /// The agent exited 0 and no limit, timeout or phase failed.
@@ -28,7 +29,7 @@ impl Status {
 }
 
 /// Why the agent stopped. Exactly one reason, never guessed from strings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Termination {
     /// The agent exited on its own.
@@ -66,7 +67,7 @@ impl Termination {
 }
 
 /// The limits in force for an eval (0 means disabled).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Limits {
     /// `--max-turns`.
     pub max_turns: u64,
@@ -83,7 +84,7 @@ pub struct Limits {
 }
 
 /// What the agent did, counted one way for enforcement and reporting alike.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Counts {
     /// Assistant messages.
     pub turns: u64,
@@ -96,7 +97,7 @@ pub struct Counts {
 }
 
 /// What was cleaned up after the agent.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Cleanup {
     /// Processes of the agent's tree that hyoka saw.
     pub processes_seen: u64,
@@ -114,7 +115,7 @@ pub struct Cleanup {
 }
 
 /// `reports/<run_id>/<eval_id>/report.json`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Report {
     /// The run.
     pub run_id: String,
@@ -150,7 +151,7 @@ pub struct Report {
 }
 
 /// One eval's line in `run.json`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct EvalSummary {
     /// The eval.
     pub eval_id: String,
@@ -169,7 +170,7 @@ pub struct EvalSummary {
 }
 
 /// Totals over a run.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Totals {
     /// Evals in the run.
     pub evals: u64,
@@ -184,7 +185,7 @@ pub struct Totals {
 }
 
 /// `reports/<run_id>/run.json`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct RunSummary {
     /// The run.
     pub run_id: String,
