@@ -7,7 +7,9 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use hyoka_workspace::{KeepPolicy, RunId};
 
-use crate::units::parse_duration;
+use crate::events::EventSource;
+use crate::suite::{Shard, parse_shard};
+use crate::units::{parse_duration, parse_size};
 
 /// Run AI coding agents safely and unattended: contained workspaces and processes, limits
 /// enforced while they run, honest reports, and idle-aware respawn of interactive sessions.
@@ -34,6 +36,9 @@ pub enum Command {
     Run(RunArgs),
     /// Show what hyoka does, end to end, against the built-in simulated agent.
     Demo(DemoArgs),
+    /// Work with run reports.
+    #[command(subcommand)]
+    Report(ReportCommand),
     /// The built-in simulated agent used by the demo and the tests.
     #[command(hide = true)]
     SimAgent(SimAgentArgs),
@@ -41,6 +46,7 @@ pub enum Command {
 
 /// `hyoka run`.
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("what").required(true).args(["suite", "command"])))]
 pub struct RunArgs {
     /// The run id: [A-Za-z0-9][A-Za-z0-9._-]{0,63}. Default: YYYYMMDD-HHMMSS-xxxxxx.
     #[arg(long, value_name = "ID", value_parser = parse_run_id)]
@@ -55,24 +61,85 @@ pub struct RunArgs {
     pub workspace_root: Option<PathBuf>,
 
     /// A directory copied into the workspace before the agent starts.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", conflicts_with = "suite")]
     pub starter: Option<PathBuf>,
 
     /// When to keep the workspace: never, on-failure or always.
     #[arg(long, value_name = "WHEN", default_value = "never", value_parser = parse_keep)]
     pub keep_workspace: KeepPolicy,
 
-    /// Stop the agent after this long (30s, 10m, 1h; 0 disables).
-    #[arg(long, value_name = "DUR", default_value = "10m", value_parser = parse_duration, allow_hyphen_values = true)]
-    pub timeout: Duration,
+    /// Stop the agent after this long (30s, 10m, 1h; 0 disables). Default: 10m.
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, allow_hyphen_values = true)]
+    pub timeout: Option<Duration>,
 
-    /// How long processes get between SIGTERM and SIGKILL.
-    #[arg(long, value_name = "DUR", default_value = "5s", value_parser = parse_duration, allow_hyphen_values = true)]
-    pub grace: Duration,
+    /// How long processes get between SIGTERM and SIGKILL. Default: 5s.
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, allow_hyphen_values = true)]
+    pub grace: Option<Duration>,
+
+    /// Stop after this many turns (assistant messages); 0 disables. Default: 25.
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub max_turns: Option<u64>,
+
+    /// Stop after this many files created or changed; 0 disables. Default: 50.
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub max_files: Option<u64>,
+
+    /// Stop after this many bytes of files created or changed (1048576, 512KiB, 1MiB, 1MB);
+    /// 0 disables. Default: 1MiB.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
+    pub max_output_size: Option<u64>,
+
+    /// Stop after this many tool calls; 0 disables. Default: 50.
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub max_session_actions: Option<u64>,
+
+    /// Where turns and tool calls come from: none, stream-json (the agent's stdout) or jsonl
+    /// (lines appended to $HYOKA_EVENTS). Default: none.
+    #[arg(long, value_name = "SOURCE", value_parser = parse_events)]
+    pub events: Option<EventSource>,
+
+    /// Run the evals of a YAML suite file instead of one command.
+    #[arg(long, value_name = "FILE")]
+    pub suite: Option<PathBuf>,
+
+    /// How many evals run at once.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub workers: u16,
+
+    /// Run only shard I of N of the suite (1-based; evals dealt round-robin).
+    #[arg(long, value_name = "I/N", value_parser = parse_shard, requires = "suite")]
+    pub shard: Option<Shard>,
+
+    /// Print the run summary (run.json) on stdout instead of the human summary.
+    #[arg(long)]
+    pub json: bool,
 
     /// The agent command and its arguments, after `--`.
-    #[arg(last = true, required = true, value_name = "COMMAND")]
+    #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,
+}
+
+/// `hyoka report …`.
+#[derive(Debug, Subcommand)]
+pub enum ReportCommand {
+    /// Merge the run.json files of a suite's shards into one summary.
+    Merge(MergeArgs),
+}
+
+/// `hyoka report merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Run directories (each holding a run.json) or run.json files, one per shard.
+    #[arg(required = true, value_name = "DIR")]
+    pub inputs: Vec<PathBuf>,
+
+    /// Write the merged summary here (atomically) instead of stdout.
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// The merged run's id. Default: the shards' common run id, else `merged`.
+    #[arg(long, value_name = "ID", value_parser = parse_run_id)]
+    pub run_id: Option<RunId>,
 }
 
 /// `hyoka demo`.
@@ -120,5 +187,9 @@ fn parse_run_id(text: &str) -> Result<RunId, String> {
 }
 
 fn parse_keep(text: &str) -> Result<KeepPolicy, String> {
+    text.parse()
+}
+
+fn parse_events(text: &str) -> Result<EventSource, String> {
     text.parse()
 }

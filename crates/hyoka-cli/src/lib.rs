@@ -7,11 +7,17 @@
 mod args;
 mod cmd;
 mod eval;
+pub mod events;
 mod exit;
+mod interrupt;
+mod limits;
 mod output;
 mod records;
 mod report;
+mod suite;
+mod timeline;
 mod units;
+mod watch;
 
 use std::fmt;
 
@@ -19,8 +25,24 @@ use tracing_subscriber::EnvFilter;
 
 pub use crate::args::Cli;
 pub use crate::exit::ExitStatus;
+pub use crate::limits::{LimitSet, Monitor};
+pub use crate::report::{
+    Cleanup, Counts, EvalSummary, Limits, Report, RunSummary, Status, Termination, Totals,
+};
+pub use crate::suite::Shard;
 
 use crate::args::Command;
+
+/// The JSON Schemas of the records hyoka writes, by file stem: `report` (`report.json`),
+/// `run` (`run.json`), `action-timeline` (`action_timeline.json`). `cargo xtask codegen`
+/// writes them to `schemas/`.
+pub fn schemas() -> Vec<(&'static str, schemars::Schema)> {
+    vec![
+        ("report", schemars::schema_for!(Report)),
+        ("run", schemars::schema_for!(RunSummary)),
+        ("action-timeline", schemars::schema_for!(timeline::Timeline)),
+    ]
+}
 
 /// A command's failure: a message for the user and the exit status it maps to.
 #[derive(Debug)]
@@ -82,6 +104,7 @@ async fn dispatch(command: Command) -> Result<ExitStatus, Fail> {
     match command {
         Command::Run(args) => cmd::run::exec(args).await,
         Command::Demo(args) => cmd::demo::exec(args).await,
+        Command::Report(args::ReportCommand::Merge(args)) => cmd::report::merge(&args),
         Command::SimAgent(args) => cmd::sim_agent::exec(&args),
     }
 }

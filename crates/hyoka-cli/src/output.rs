@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::sync::Mutex;
 
 /// The most `output.log` holds before it is cut with a marker.
@@ -47,19 +47,6 @@ impl CappedLog {
         }
         inner.discarded += (bytes.len() - take) as u64;
         Ok(())
-    }
-
-    /// Copies everything `reader` produces into the log until EOF, then returns. The pipe is
-    /// always drained, even past the cap, so the agent never blocks on a full pipe.
-    pub(crate) async fn pump(&self, mut reader: impl AsyncRead + Unpin) -> std::io::Result<()> {
-        let mut buf = vec![0u8; 64 * 1024];
-        loop {
-            let n = reader.read(&mut buf).await?;
-            if n == 0 {
-                return Ok(());
-            }
-            self.write(&buf[..n]).await?;
-        }
     }
 
     /// Writes the truncation marker if anything was dropped, and flushes.

@@ -21,7 +21,6 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
 /// `GB`, `TB`) powers of 1000; `B` or no unit means bytes. Units are case-insensitive, a
 /// space between number and unit is allowed, and fractions are allowed with a unit
 /// (`1.5MiB`).
-#[allow(dead_code, reason = "the limit flags use it once they land")]
 pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
     let err =
         |why: &str| format!("invalid size {text:?}: {why} (examples: 1048576, 512KiB, 1MiB, 1MB)");

@@ -15,7 +15,8 @@
 //! - [`remove_tree`] removes a tree without following links or crossing mounts and reports
 //!   what it could not remove ([`RemovalReport`]); `hyoka clean` uses it on abandoned runs.
 //! - [`copy_tree`] copies a starter without ever following a link out of it.
-//! - [`Snapshot`] and [`scan`] account for the files an agent created or changed.
+//! - [`Snapshot`] and [`scan`] account for the files an agent created or changed;
+//!   [`UsageTracker`] keeps that account current from a file watcher's events.
 //! - [`read_marker`] tells whether a directory is a hyoka workspace and whose.
 //! - With the `mock` feature: `MemWorkspace`, an in-memory implementation, and
 //!   `MockWorkspace`, a `mockall` mock, for downstream tests.
@@ -79,7 +80,7 @@ pub use crate::marker::{MARKER_XATTR, Marker, read_marker};
 pub use crate::mem::MemWorkspace;
 pub use crate::remove::{Leftover, LeftoverReason, MAX_OPEN_DEPTH, RemovalReport, remove_tree};
 pub use crate::temp::{Closed, KeepPolicy, Outcome, TempWorkspace, WorkspaceOptions};
-pub use crate::usage::{Snapshot, Stamp, Usage, scan};
+pub use crate::usage::{Snapshot, Stamp, Usage, UsageTracker, scan};
 #[cfg(feature = "mock")]
 pub use crate::workspace::MockWorkspace;
 pub use crate::workspace::{Entry, EntryKind, Workspace};

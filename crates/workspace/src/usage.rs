@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
+use std::sync::Arc;
 
 use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags, Stat};
 use serde::Serialize;
@@ -63,9 +64,11 @@ impl Stamp {
 
 /// The state of a workspace at one moment: one [`Stamp`] per non-directory entry, keyed by
 /// its path relative to the root (bytes, `/`-separated).
+///
+/// Cloning is cheap (the stamps are shared).
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
-    stamps: HashMap<Box<[u8]>, Stamp>,
+    stamps: Arc<HashMap<Box<[u8]>, Stamp>>,
 }
 
 impl Snapshot {
@@ -75,10 +78,12 @@ impl Snapshot {
     /// [`WorkspaceError::Io`] when the root cannot be opened or listed.
     pub fn take(root: &Path) -> Result<Self, WorkspaceError> {
         let mut stamps = HashMap::new();
-        walk(root, |rel, stamp| {
+        walk(root, &[], |rel, stamp| {
             stamps.insert(rel.into(), stamp);
         })?;
-        Ok(Self { stamps })
+        Ok(Self {
+            stamps: Arc::new(stamps),
+        })
     }
 
     /// How many entries the snapshot holds.
@@ -104,7 +109,7 @@ impl Snapshot {
 pub fn scan(root: &Path, snapshot: &Snapshot) -> Result<Usage, WorkspaceError> {
     let mut usage = Usage::default();
     let mut matched: u64 = 0;
-    walk(root, |rel, stamp| match snapshot.stamps.get(rel) {
+    walk(root, &[], |rel, stamp| match snapshot.stamps.get(rel) {
         None => {
             usage.created += 1;
             usage.bytes += stamp.size;
@@ -123,16 +128,21 @@ pub fn scan(root: &Path, snapshot: &Snapshot) -> Result<Usage, WorkspaceError> {
 }
 
 /// Calls `visit` with the relative path and stamp of every non-directory entry beneath
-/// `root`. Unreadable subdirectories are skipped (their files cannot be the agent's output
-/// that we could count anyway); an unreadable root is an error.
-fn walk(root: &Path, mut visit: impl FnMut(&[u8], Stamp)) -> Result<(), WorkspaceError> {
+/// `root`; each relative path starts with `prefix` (empty, or ending in `/`). Unreadable
+/// subdirectories are skipped (their files cannot be the agent's output that we could count
+/// anyway); an unreadable root is an error.
+fn walk(
+    root: &Path,
+    prefix: &[u8],
+    mut visit: impl FnMut(&[u8], Stamp),
+) -> Result<(), WorkspaceError> {
     let dir_flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let root_fd = rustix::fs::open(root, dir_flags, Mode::empty())
         .map_err(|e| WorkspaceError::io("open", root, e.into()))?;
     let root_dev =
         mount_id(root_fd.as_fd()).map_err(|e| WorkspaceError::io("stat", root, e.into()))?;
     // Each pending directory: its descriptor and its relative path prefix (with trailing '/').
-    let mut stack: Vec<(OwnedFd, Vec<u8>)> = vec![(root_fd, Vec::new())];
+    let mut stack: Vec<(OwnedFd, Vec<u8>)> = vec![(root_fd, prefix.to_vec())];
     let mut path = Vec::with_capacity(256);
     while let Some((fd, prefix)) = stack.pop() {
         let Ok(listing) = Dir::read_from(&fd) else {
@@ -188,4 +198,160 @@ fn open_same_dev(dir: BorrowedFd<'_>, name: &std::ffi::CStr, root_mount: u64) ->
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let fd = rustix::fs::openat(dir, name, flags, Mode::empty()).ok()?;
     (mount_id(fd.as_fd()).ok()? == root_mount).then_some(fd)
+}
+
+/// How one path counts towards [`Usage`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Contribution {
+    Created(u64),
+    Changed(u64),
+    Deleted,
+}
+
+/// Keeps [`Usage`] current as paths change, without rescanning the tree.
+///
+/// A file-system watcher calls [`UsageTracker::update`] with each path it reports; the
+/// tracker looks at that one path (O(1) for a file; a new directory is walked once, since
+/// files may have appeared in it before a watch was placed) and adjusts the totals. A
+/// removed or renamed directory, or a watcher that lost events, calls
+/// [`UsageTracker::rescan`]. The result always equals what [`scan`] would say at that
+/// moment, which the final scan of a run confirms.
+#[derive(Debug, Clone)]
+pub struct UsageTracker {
+    root: std::path::PathBuf,
+    snapshot: Snapshot,
+    contributions: HashMap<Box<[u8]>, Contribution>,
+    usage: Usage,
+}
+
+impl UsageTracker {
+    /// A tracker of the tree at `root`, compared with `snapshot`, with nothing counted yet
+    /// (call [`rescan`](Self::rescan) if the tree may already differ).
+    pub fn new(root: &Path, snapshot: Snapshot) -> Self {
+        Self {
+            root: root.to_owned(),
+            snapshot,
+            contributions: HashMap::new(),
+            usage: Usage::default(),
+        }
+    }
+
+    /// The usage now.
+    pub fn usage(&self) -> Usage {
+        self.usage
+    }
+
+    /// Re-reads the path `abs` (absolute, beneath the root) and updates the totals.
+    /// Paths outside the root are ignored.
+    pub fn update(&mut self, abs: &Path) -> Usage {
+        use std::os::unix::ffi::OsStrExt;
+        let Ok(rel) = abs.strip_prefix(&self.root) else {
+            return self.usage;
+        };
+        let rel = rel.as_os_str().as_bytes();
+        if rel.is_empty() || rel == MARKER_FILE.as_bytes() {
+            return self.usage;
+        }
+        match rustix::fs::lstat(abs) {
+            Ok(stat) if FileType::from_raw_mode(stat.st_mode) == FileType::Directory => {
+                let mut prefix = rel.to_vec();
+                prefix.push(b'/');
+                let mut found = Vec::new();
+                // A directory that vanished mid-walk is simply not counted.
+                let _ = walk(abs, &prefix, |path, stamp| {
+                    found.push((Box::<[u8]>::from(path), stamp));
+                });
+                for (path, stamp) in found {
+                    self.set(path, Some(stamp));
+                }
+            }
+            Ok(stat) => self.set(rel.into(), Some(Stamp::of(&stat))),
+            Err(_) => self.set(rel.into(), None),
+        }
+        self.usage
+    }
+
+    /// Recomputes everything from a full walk.
+    ///
+    /// # Errors
+    /// [`WorkspaceError::Io`] when the root cannot be read; the totals are unchanged.
+    pub fn rescan(&mut self) -> Result<Usage, WorkspaceError> {
+        let mut contributions = HashMap::new();
+        let mut present = 0u64;
+        let snapshot = &self.snapshot;
+        walk(&self.root, &[], |rel, stamp| {
+            match snapshot.stamps.get(rel) {
+                None => {
+                    contributions.insert(rel.into(), Contribution::Created(stamp.size));
+                }
+                Some(old) => {
+                    present += 1;
+                    if *old != stamp {
+                        contributions.insert(rel.into(), Contribution::Changed(stamp.size));
+                    }
+                }
+            }
+        })?;
+        let missing = (self.snapshot.stamps.len() as u64).saturating_sub(present);
+        if missing > 0 {
+            for key in self.snapshot.stamps.keys() {
+                if !contributions.contains_key(key) && !self.exists(key) {
+                    contributions.insert(key.clone(), Contribution::Deleted);
+                }
+            }
+        }
+        self.contributions = contributions;
+        self.usage = Usage::default();
+        for contribution in self.contributions.values() {
+            Self::apply(&mut self.usage, *contribution, true);
+        }
+        Ok(self.usage)
+    }
+
+    fn exists(&self, rel: &[u8]) -> bool {
+        use std::os::unix::ffi::OsStrExt;
+        rustix::fs::lstat(self.root.join(std::ffi::OsStr::from_bytes(rel))).is_ok()
+    }
+
+    fn set(&mut self, rel: Box<[u8]>, stamp: Option<Stamp>) {
+        let new = match (stamp, self.snapshot.stamps.get(&rel)) {
+            (Some(stamp), None) => Some(Contribution::Created(stamp.size)),
+            (Some(stamp), Some(old)) if *old != stamp => Some(Contribution::Changed(stamp.size)),
+            (None, Some(_)) => Some(Contribution::Deleted),
+            // Unchanged since the snapshot, or never existed: counts for nothing.
+            (Some(_), Some(_)) | (None, None) => None,
+        };
+        let old = match new {
+            Some(new) => self.contributions.insert(rel, new),
+            None => self.contributions.remove(&rel),
+        };
+        if let Some(old) = old {
+            Self::apply(&mut self.usage, old, false);
+        }
+        if let Some(new) = new {
+            Self::apply(&mut self.usage, new, true);
+        }
+    }
+
+    fn apply(usage: &mut Usage, contribution: Contribution, add: bool) {
+        let step = |value: &mut u64, by: u64| {
+            *value = if add {
+                *value + by
+            } else {
+                value.saturating_sub(by)
+            };
+        };
+        match contribution {
+            Contribution::Created(size) => {
+                step(&mut usage.created, 1);
+                step(&mut usage.bytes, size);
+            }
+            Contribution::Changed(size) => {
+                step(&mut usage.changed, 1);
+                step(&mut usage.bytes, size);
+            }
+            Contribution::Deleted => step(&mut usage.deleted, 1),
+        }
+        usage.files = usage.created + usage.changed;
+    }
 }

@@ -40,11 +40,19 @@ pub(crate) async fn exec(args: DemoArgs) -> Result<ExitStatus, Fail> {
             timeout: Duration::from_secs(30),
             grace: Duration::from_secs(2),
             env: Vec::<(OsString, OsString)>::new(),
+            limits: crate::limits::LimitSet::default(),
+            events: crate::events::EventSource::StreamJson,
         }],
+        workers: 1,
     };
     println!("hyoka demo: running the simulated agent in an isolated workspace\n");
-    let (reports, lock) = execute(&plan).await?;
-    drop(lock);
+    let outcome = execute(
+        &plan,
+        crate::cmd::run::Progress::silent(),
+        crate::interrupt::Interrupt::never(),
+    )
+    .await?;
+    let reports = outcome.reports;
     for report in &reports {
         println!("  eval        {}", report.eval_id);
         println!("  command     {}", report.command.join(" "));
@@ -58,8 +66,11 @@ pub(crate) async fn exec(args: DemoArgs) -> Result<ExitStatus, Fail> {
                 .map_or_else(|| "-".to_owned(), |c| c.to_string())
         );
         println!(
-            "  produced    {} files, {} bytes",
-            report.counts.files, report.counts.output_bytes
+            "  agent did   {} turns, {} tool calls, {} files, {} bytes",
+            report.counts.turns,
+            report.counts.actions,
+            report.counts.files,
+            report.counts.output_bytes
         );
         println!(
             "  cleanup     workspace {}",
@@ -72,7 +83,12 @@ pub(crate) async fn exec(args: DemoArgs) -> Result<ExitStatus, Fail> {
     }
     let run_dir = &plan.ctx.run_dir;
     println!("\nreports in {}", run_dir.display());
-    for file in ["run.json", "demo/report.json", "demo/output.log"] {
+    for file in [
+        "run.json",
+        "demo/report.json",
+        "demo/action_timeline.json",
+        "demo/output.log",
+    ] {
         println!("  {}", run_dir.join(file).display());
     }
     Ok(if reports.iter().all(|r| r.status == Status::Passed) {

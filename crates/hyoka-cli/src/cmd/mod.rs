@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
 pub(crate) mod demo;
+pub(crate) mod report;
 pub(crate) mod run;
 pub(crate) mod sim_agent;

@@ -1,39 +1,57 @@
-//! `hyoka run -- COMMAND…`: one eval in an isolated workspace, with records.
+//! `hyoka run`: one command, or the evals of a suite, in isolated workspaces, with records.
 
-use std::ffi::OsString;
 use std::fs::File;
+use std::io::IsTerminal;
 use std::path::Path;
-use std::time::{Instant, SystemTime};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
 
 use hyoka_workspace::{EvalId, RunId};
 
 use crate::args::RunArgs;
-use crate::eval::{EvalSpec, RunContext, run_eval};
+use crate::eval::{EvalSpec, RunContext, not_started, run_eval};
+use crate::events::EventSource;
+use crate::interrupt::{Interrupt, Level};
+use crate::limits::PartialLimits;
 use crate::records::{millis, rfc3339, write_json};
 use crate::report::{Report, RunSummary, Status};
+use crate::suite::{self, Settings};
 use crate::{ExitStatus, Fail};
 
-/// Validated inputs of `hyoka run`.
+/// The built-in timeout.
+const DEFAULT_TIMEOUT: Duration = Duration::from_mins(10);
+/// The built-in SIGTERM→SIGKILL grace.
+const DEFAULT_GRACE: Duration = Duration::from_secs(5);
+
+/// Validated inputs of a run.
 #[derive(Debug)]
 pub(crate) struct RunPlan {
     pub(crate) ctx: RunContext,
     pub(crate) evals: Vec<EvalSpec>,
+    pub(crate) workers: usize,
 }
 
 pub(crate) async fn exec(args: RunArgs) -> Result<ExitStatus, Fail> {
-    let plan = plan(args)?;
-    let (reports, _lock) = execute(&plan).await?;
-    Ok(if reports.iter().all(|r| r.status == Status::Passed) {
-        ExitStatus::Success
-    } else {
-        ExitStatus::Failure
+    let json = args.json;
+    let plan = plan(&args)?;
+    let (interrupt, _signals) = crate::interrupt::install()
+        .map_err(|e| Fail::failure(format!("cannot install signal handlers: {e}")))?;
+    let outcome = execute(&plan, Progress::new(plan.evals.len()), interrupt.clone()).await?;
+    print_summary(&outcome.summary, &plan.ctx.run_dir, json);
+    Ok(match interrupt.level() {
+        Level::Graceful(sig) | Level::Force(sig) => sig.exit_status(),
+        Level::Running if outcome.summary.status == Status::Passed => ExitStatus::Success,
+        Level::Running => ExitStatus::Failure,
     })
 }
 
 /// Checks every input before anything is created.
-pub(crate) fn plan(args: RunArgs) -> Result<RunPlan, Fail> {
-    let run_id = args.run_id.unwrap_or_else(default_run_id);
-    let workspace_root = args.workspace_root.unwrap_or_else(std::env::temp_dir);
+pub(crate) fn plan(args: &RunArgs) -> Result<RunPlan, Fail> {
+    let run_id = args.run_id.clone().unwrap_or_else(default_run_id);
+    let workspace_root = args
+        .workspace_root
+        .clone()
+        .unwrap_or_else(std::env::temp_dir);
     require_dir(&workspace_root, "workspace root")?;
     if let Some(starter) = &args.starter {
         require_dir(starter, "starter")?;
@@ -46,9 +64,47 @@ pub(crate) fn plan(args: RunArgs) -> Result<RunPlan, Fail> {
             run_dir.display()
         )));
     }
-    if args.command.first().is_none_or(|p| p.is_empty()) {
-        return Err(Fail::usage("the command after `--` is empty"));
-    }
+    let cli = Settings {
+        timeout: args.timeout,
+        grace: args.grace,
+        events: args.events,
+        limits: PartialLimits {
+            max_turns: args.max_turns,
+            max_files: args.max_files,
+            max_output_size: args.max_output_size,
+            max_session_actions: args.max_session_actions,
+        },
+        env: Vec::new(),
+    };
+    let (evals, name_with_eval) = if let Some(path) = &args.suite {
+        let suite = suite::load(path).map_err(Fail::usage)?;
+        let evals: Vec<EvalSpec> = suite
+            .evals
+            .iter()
+            .enumerate()
+            .filter(|(position, _)| args.shard.is_none_or(|shard| shard.includes(*position)))
+            .map(|(_, eval)| {
+                spec(
+                    eval.id.clone(),
+                    eval.command.clone(),
+                    eval.starter.clone(),
+                    &[&cli, &eval.settings, &suite.defaults],
+                )
+            })
+            .collect();
+        (evals, true)
+    } else {
+        if args.command.first().is_none_or(|p| p.is_empty()) {
+            return Err(Fail::usage("the command after `--` is empty"));
+        }
+        let eval = spec(
+            EvalId::main(),
+            args.command.clone(),
+            args.starter.clone(),
+            &[&cli],
+        );
+        (vec![eval], false)
+    };
     Ok(RunPlan {
         ctx: RunContext {
             run_id,
@@ -56,21 +112,60 @@ pub(crate) fn plan(args: RunArgs) -> Result<RunPlan, Fail> {
             workspace_root,
             keep: args.keep_workspace,
             owner: owner_identity(),
-            name_with_eval: false,
+            name_with_eval,
         },
-        evals: vec![EvalSpec {
-            eval_id: EvalId::main(),
-            command: args.command,
-            starter: args.starter,
-            timeout: args.timeout,
-            grace: args.grace,
-            env: Vec::<(OsString, OsString)>::new(),
-        }],
+        evals,
+        workers: usize::from(args.workers),
     })
 }
 
-/// Creates the run directory, takes the owner lock, runs every eval and writes `run.json`.
-pub(crate) async fn execute(plan: &RunPlan) -> Result<(Vec<Report>, File), Fail> {
+/// Builds an eval's effective settings from levels ordered strongest first.
+fn spec(
+    eval_id: EvalId,
+    command: Vec<std::ffi::OsString>,
+    starter: Option<std::path::PathBuf>,
+    levels: &[&Settings],
+) -> EvalSpec {
+    let pick = |f: &dyn Fn(&Settings) -> Option<Duration>| levels.iter().find_map(|l| f(l));
+    let limits = levels
+        .iter()
+        .fold(PartialLimits::default(), |acc, level| acc.or(level.limits))
+        .resolve();
+    // Environment: weakest level first, so stronger levels override.
+    let env = levels
+        .iter()
+        .rev()
+        .flat_map(|l| l.env.iter().cloned())
+        .collect();
+    EvalSpec {
+        eval_id,
+        command,
+        starter,
+        timeout: pick(&|l| l.timeout).unwrap_or(DEFAULT_TIMEOUT),
+        grace: pick(&|l| l.grace).unwrap_or(DEFAULT_GRACE),
+        env,
+        limits,
+        events: levels
+            .iter()
+            .find_map(|l| l.events)
+            .unwrap_or(EventSource::None),
+    }
+}
+
+/// What a finished run left: its reports, summary and the (still held) owner lock.
+pub(crate) struct RunOutcome {
+    pub(crate) reports: Vec<Report>,
+    pub(crate) summary: RunSummary,
+    pub(crate) _lock: File,
+}
+
+/// Creates the run directory, takes the owner lock, runs the evals (up to `workers` at
+/// once) and writes `run.json`.
+pub(crate) async fn execute(
+    plan: &RunPlan,
+    progress: Progress,
+    interrupt: Interrupt,
+) -> Result<RunOutcome, Fail> {
     let ctx = &plan.ctx;
     if let Some(parent) = ctx.run_dir.parent() {
         std::fs::create_dir_all(parent).map_err(|e| {
@@ -95,14 +190,50 @@ pub(crate) async fn execute(plan: &RunPlan) -> Result<(Vec<Report>, File), Fail>
         .map_err(|e| Fail::failure(format!("cannot take the owner lock: {e}")))?;
     let started_at = SystemTime::now();
     let started = Instant::now();
-    let mut reports = Vec::with_capacity(plan.evals.len());
-    for spec in &plan.evals {
-        let report = run_eval(ctx, spec)
-            .await
-            .map_err(|e| Fail::failure(format!("eval {}: {e}", spec.eval_id)))?;
-        tracing::info!(eval = %report.eval_id, status = ?report.status, termination = ?report.termination, "eval finished");
-        reports.push(report);
+    let semaphore = Arc::new(tokio::sync::Semaphore::new(plan.workers.max(1)));
+    let ctx_shared = Arc::new(ctx.clone());
+    let progress = Arc::new(progress);
+    let mut tasks = Vec::with_capacity(plan.evals.len());
+    for spec in plan.evals.iter().cloned() {
+        let (semaphore, ctx, progress) = (semaphore.clone(), ctx_shared.clone(), progress.clone());
+        let interrupt = interrupt.clone();
+        tasks.push(tokio::spawn(async move {
+            let _permit = semaphore
+                .acquire_owned()
+                .await
+                .expect("the semaphore is never closed");
+            if let Level::Graceful(sig) | Level::Force(sig) = interrupt.level() {
+                let report = not_started(&ctx, &spec, sig.name());
+                let dir = ctx.run_dir.join(spec.eval_id.as_str());
+                let written = std::fs::create_dir_all(&dir)
+                    .and_then(|()| write_json(&dir.join("report.json"), &report));
+                progress.finished(&report);
+                return written
+                    .map(|()| report)
+                    .map_err(|e| format!("eval {}: {e}", spec.eval_id));
+            }
+            progress.started(&spec.eval_id);
+            let result = run_eval(&ctx, &spec, interrupt).await;
+            if let Ok(report) = &result {
+                progress.finished(report);
+            }
+            result.map_err(|e| format!("eval {}: {e}", spec.eval_id))
+        }));
     }
+    let mut reports = Vec::with_capacity(tasks.len());
+    let mut first_error = None;
+    for task in tasks {
+        match task.await {
+            Ok(Ok(report)) => reports.push(report),
+            Ok(Err(err)) => {
+                first_error.get_or_insert(err);
+            }
+            Err(err) => {
+                first_error.get_or_insert(format!("an eval task failed: {err}"));
+            }
+        }
+    }
+    progress.done();
     let summary = RunSummary::from_reports(
         ctx.run_id.as_str(),
         rfc3339(started_at),
@@ -112,7 +243,131 @@ pub(crate) async fn execute(plan: &RunPlan) -> Result<(Vec<Report>, File), Fail>
     );
     write_json(&ctx.run_dir.join("run.json"), &summary)
         .map_err(|e| Fail::failure(format!("cannot write run.json: {e}")))?;
-    Ok((reports, lock))
+    if let Some(err) = first_error {
+        return Err(Fail::failure(err));
+    }
+    Ok(RunOutcome {
+        reports,
+        summary,
+        _lock: lock,
+    })
+}
+
+/// Progress on stderr: a bar on a terminal, plain lines otherwise.
+pub(crate) struct Progress {
+    bar: Option<indicatif::ProgressBar>,
+    total: usize,
+    finished: std::sync::atomic::AtomicUsize,
+}
+
+impl Progress {
+    pub(crate) fn new(total: usize) -> Self {
+        let bar = (total > 1 && std::io::stderr().is_terminal()).then(|| {
+            let bar = indicatif::ProgressBar::new(total as u64);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            bar.enable_steady_tick(Duration::from_millis(120));
+            bar
+        });
+        Self {
+            bar,
+            total,
+            finished: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    /// No output at all (the demo narrates itself).
+    pub(crate) fn silent() -> Self {
+        Self {
+            bar: None,
+            total: 0,
+            finished: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    fn started(&self, eval: &EvalId) {
+        if let Some(bar) = &self.bar {
+            bar.set_message(format!("running {eval}"));
+        }
+    }
+
+    #[expect(
+        clippy::print_stderr,
+        reason = "progress lines when stderr is not a terminal"
+    )]
+    fn finished(&self, report: &Report) {
+        let n = self
+            .finished
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1;
+        let line = format!(
+            "[{n}/{}] {}: {} ({}) in {}",
+            self.total,
+            report.eval_id,
+            report.status.as_str(),
+            report.termination.as_str(),
+            humantime::format_duration(Duration::from_millis(report.duration_ms))
+        );
+        match &self.bar {
+            Some(bar) => {
+                bar.println(line);
+                bar.inc(1);
+            }
+            None if self.total > 1 => eprintln!("{line}"),
+            None => {}
+        }
+    }
+
+    fn done(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+#[expect(clippy::print_stdout, reason = "the run's summary is its output")]
+fn print_summary(summary: &RunSummary, run_dir: &Path, json: bool) {
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(summary).unwrap_or_default()
+        );
+        return;
+    }
+    let t = &summary.totals;
+    println!(
+        "run {}: {} — {} passed, {} failed, {} errors in {}",
+        summary.run_id,
+        summary.status.as_str(),
+        t.passed,
+        t.failed,
+        t.errors,
+        humantime::format_duration(Duration::from_millis(summary.duration_ms))
+    );
+    let shown = summary.evals.len().min(20);
+    for eval in &summary.evals[..shown] {
+        println!(
+            "  {:<7} {:<24} {:<20} turns {:>3}  actions {:>3}  files {:>4}  {}",
+            eval.status.as_str(),
+            eval.eval_id,
+            eval.termination.as_str(),
+            eval.counts.turns,
+            eval.counts.actions,
+            eval.counts.files,
+            humantime::format_duration(Duration::from_millis(eval.duration_ms))
+        );
+    }
+    if summary.evals.len() > shown {
+        println!(
+            "  … and {} more (see run.json)",
+            summary.evals.len() - shown
+        );
+    }
+    println!("reports: {}", run_dir.display());
 }
 
 fn require_dir(path: &Path, what: &str) -> Result<(), Fail> {

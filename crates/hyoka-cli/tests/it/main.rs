@@ -3,10 +3,16 @@
 #![allow(
     clippy::print_stderr,
     clippy::unnecessary_debug_formatting,
-    reason = "tests say on stderr why they skip, and quote paths in failures"
+    clippy::similar_names,
+    clippy::needless_raw_string_hashes,
+    clippy::format_collect,
+    reason = "tests say on stderr why they skip, quote paths in failures, and favour plain test data"
 )]
 
 mod bad_input;
 mod demo;
+mod limits;
 mod run;
+mod signals;
+mod suite;
 mod support;

@@ -87,3 +87,17 @@ pub(crate) fn read_pid(path: &Path) -> u32 {
         .parse()
         .unwrap()
 }
+
+/// The `hyoka` binary's path, for commands that run it as the agent.
+pub(crate) fn hyoka_path() -> &'static str {
+    env!("CARGO_BIN_EXE_hyoka")
+}
+
+/// `../shared` (overridable with `HYOKA_SHARED_DIR`), if present.
+pub(crate) fn shared_dir() -> Option<PathBuf> {
+    let dir = std::env::var_os("HYOKA_SHARED_DIR").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
+        PathBuf::from,
+    );
+    dir.is_dir().then_some(dir)
+}

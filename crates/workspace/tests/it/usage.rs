@@ -57,3 +57,60 @@ fn a_touch_or_a_same_size_rewrite_counts_as_changed() {
     assert_eq!((usage.changed, usage.bytes), (1, 4));
     ws.close(Outcome::Success).unwrap();
 }
+
+#[test]
+fn the_tracker_follows_changes_and_agrees_with_a_full_scan() {
+    use hyoka_workspace::{UsageTracker, scan};
+    let root = scratch();
+    let starter = root.path().join("starter");
+    std::fs::create_dir_all(starter.join("lib")).unwrap();
+    std::fs::write(starter.join("lib/a.rs"), b"aaaa").unwrap();
+    std::fs::write(starter.join("b.rs"), b"bb").unwrap();
+    let mut opts = options(root.path(), "tracker");
+    opts.starter = Some(starter);
+    let ws = TempWorkspace::create(&opts).unwrap();
+    let p = ws.path().to_owned();
+    let mut tracker = UsageTracker::new(&p, ws.snapshot().clone());
+    assert_eq!(tracker.rescan().unwrap(), Usage::default());
+
+    std::fs::write(p.join("new.txt"), b"12345").unwrap();
+    assert_eq!(tracker.update(&p.join("new.txt")).files, 1);
+    std::fs::write(p.join("new.txt"), b"1234567").unwrap();
+    let usage = tracker.update(&p.join("new.txt"));
+    assert_eq!(
+        (usage.files, usage.bytes),
+        (1, 7),
+        "a rewrite replaces, not adds"
+    );
+    std::fs::write(p.join("lib/a.rs"), b"changed!").unwrap();
+    tracker.update(&p.join("lib/a.rs"));
+    std::fs::remove_file(p.join("b.rs")).unwrap();
+    tracker.update(&p.join("b.rs"));
+    // A directory that appeared with files already inside is walked once.
+    std::fs::create_dir_all(p.join("build/out")).unwrap();
+    std::fs::write(p.join("build/out/x.o"), [0u8; 100]).unwrap();
+    std::fs::write(p.join("build/y.o"), [0u8; 10]).unwrap();
+    tracker.update(&p.join("build"));
+    // Reporting the same path twice changes nothing.
+    tracker.update(&p.join("build"));
+    std::fs::remove_file(p.join("new.txt")).unwrap();
+    tracker.update(&p.join("new.txt"));
+    let tracked = tracker.usage();
+    let scanned = scan(&p, ws.snapshot()).unwrap();
+    assert_eq!(tracked, scanned);
+    assert_eq!(
+        tracked,
+        Usage {
+            files: 3,
+            bytes: 8 + 100 + 10,
+            created: 2,
+            changed: 1,
+            deleted: 1
+        }
+    );
+    // A removed directory needs a rescan, which agrees again.
+    std::fs::remove_dir_all(p.join("build")).unwrap();
+    assert_eq!(tracker.rescan().unwrap(), scan(&p, ws.snapshot()).unwrap());
+    assert_eq!(tracker.update(Path::new("/elsewhere/x")), tracker.usage());
+    ws.close(Outcome::Success).unwrap();
+}

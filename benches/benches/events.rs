@@ -1,0 +1,147 @@
+//! Event benchmarks, each against its named baseline measured in the same run:
+//!
+//! - `stream_json`: our stream-json reader on a ~100 MB stream built by repeating the real
+//!   captures' lines (`../shared/fixtures/stream-json`, or built-in lines of the same shape
+//!   when that directory is absent) vs `serde_json::from_slice::<serde_json::Value>` on the
+//!   same lines;
+//! - `limits`: the limit bookkeeping per event (`Monitor`).
+
+#![allow(
+    clippy::print_stderr,
+    reason = "benchmarks say which input they measured"
+)]
+
+use std::hint::black_box;
+use std::path::PathBuf;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use hyoka_cli::events::{AgentEvent, StreamJsonParser};
+use hyoka_cli::{LimitSet, Monitor};
+
+const TARGET_BYTES: usize = 100 * 1024 * 1024;
+
+fn fixture_lines() -> Vec<Vec<u8>> {
+    let dir = std::env::var_os("HYOKA_SHARED_DIR")
+        .map_or_else(
+            || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared"),
+            PathBuf::from,
+        )
+        .join("fixtures/stream-json");
+    let mut lines = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(&dir) {
+        let mut files: Vec<_> = entries.flatten().map(|e| e.path()).collect();
+        files.sort();
+        for file in files
+            .iter()
+            .filter(|f| f.extension().is_some_and(|e| e == "jsonl"))
+        {
+            let text = std::fs::read(file).expect("fixture");
+            lines.extend(
+                text.split(|&b| b == b'\n')
+                    .filter(|l| !l.is_empty())
+                    .map(<[u8]>::to_vec),
+            );
+        }
+    }
+    if lines.is_empty() {
+        eprintln!(
+            "note: {} is absent; using built-in lines of the same shape",
+            dir.display()
+        );
+        lines.push(br#"{"type":"assistant","message":{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"text","text":"Writing the file now."}],"usage":{"input_tokens":10,"output_tokens":5}},"session_id":"s"}"#.to_vec());
+        lines.push(br#"{"type":"assistant","message":{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"Write","input":{"file_path":"/w/index.html","content":"<html>hello</html>"}}]},"session_id":"s"}"#.to_vec());
+        lines.push(br#"{"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_1","type":"tool_result","content":"File created successfully"}]},"session_id":"s"}"#.to_vec());
+    }
+    lines
+}
+
+/// The fixture lines repeated to about 100 MB, with message ids made unique per repetition
+/// so turns keep being counted.
+fn stream() -> (Vec<Vec<u8>>, usize) {
+    let base = fixture_lines();
+    let mut lines = Vec::new();
+    let mut bytes = 0;
+    let mut round = 0u64;
+    while bytes < TARGET_BYTES {
+        for line in &base {
+            let text = String::from_utf8_lossy(line)
+                .replace("\"id\":\"msg_", &format!("\"id\":\"msg_{round}_"));
+            bytes += text.len() + 1;
+            lines.push(text.into_bytes());
+        }
+        round += 1;
+    }
+    (lines, bytes)
+}
+
+fn stream_json(c: &mut Criterion) {
+    let (lines, bytes) = stream();
+    let mut group = c.benchmark_group("stream_json");
+    group.sample_size(10);
+    group.throughput(Throughput::Bytes(bytes as u64));
+    group.bench_function("baseline/serde_json_Value", |b| {
+        b.iter(|| {
+            for line in &lines {
+                let value: serde_json::Value = serde_json::from_slice(line).expect("valid");
+                black_box(value);
+            }
+        });
+    });
+    group.bench_function("hyoka/StreamJsonParser", |b| {
+        let mut events = Vec::new();
+        b.iter(|| {
+            let mut parser = StreamJsonParser::default();
+            for line in &lines {
+                parser.feed_line(line, &mut events);
+                events.clear();
+            }
+            black_box(parser.malformed);
+        });
+    });
+    group.finish();
+    eprintln!(
+        "stream_json: {} lines, {} bytes per iteration",
+        lines.len(),
+        bytes
+    );
+}
+
+fn limits(c: &mut Criterion) {
+    let events: Vec<AgentEvent> = (0..1000)
+        .map(|i| {
+            if i % 4 == 0 {
+                AgentEvent::Turn { message_id: None }
+            } else {
+                AgentEvent::ToolCall {
+                    name: "Write".into(),
+                    path: None,
+                    input: None,
+                }
+            }
+        })
+        .collect();
+    let mut group = c.benchmark_group("limits");
+    group.throughput(Throughput::Elements(events.len() as u64 * 2));
+    group.bench_function("hyoka/Monitor_per_event", |b| {
+        b.iter(|| {
+            let mut monitor = Monitor::new(LimitSet {
+                max_turns: 0,
+                max_files: 1_000_000,
+                max_output_size: 0,
+                max_session_actions: 0,
+            });
+            for (i, event) in events.iter().enumerate() {
+                let crossed = match event {
+                    AgentEvent::Turn { .. } => monitor.turn(),
+                    AgentEvent::ToolCall { .. } => monitor.action(),
+                };
+                black_box(crossed);
+                black_box(monitor.usage(i as u64, i as u64 * 100));
+            }
+        });
+    });
+    group.finish();
+}
+
+criterion_group!(benches, stream_json, limits);
+criterion_main!(benches);

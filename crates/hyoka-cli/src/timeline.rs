@@ -1,0 +1,233 @@
+//! `action_timeline.json`: what the agent did, in order, with a summary.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::events::AgentEvent;
+use crate::records::millis;
+use crate::report::{Counts, Termination};
+use crate::watch::FileChange;
+
+/// The most events a timeline keeps; later ones are counted in `summary.dropped_events`.
+/// The summary's counts are always complete.
+pub(crate) const MAX_EVENTS: usize = 10_000;
+
+/// The kind of a timeline event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum EventType {
+    /// An assistant message began.
+    Turn,
+    /// A tool call (`tool`, and `path` and `input` where known).
+    ToolCall,
+    /// A file appeared in the workspace.
+    FileCreated,
+    /// A file of the workspace was written.
+    FileChanged,
+    /// A file of the workspace was removed.
+    FileDeleted,
+    /// A limit was crossed (`detail` names it and the counts).
+    LimitReached,
+    /// A timeout or a signal stopped the agent.
+    Signal,
+    /// The agent's exit (`detail`: code or signal).
+    Exit,
+}
+
+/// One event.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub(crate) struct TimelineEvent {
+    /// Position in the timeline, from 0.
+    pub(crate) sequence: u64,
+    /// Milliseconds since the eval started.
+    pub(crate) t_ms: u64,
+    /// What happened.
+    #[serde(rename = "type")]
+    pub(crate) kind: EventType,
+    /// The tool's name, for tool calls.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) tool: Option<String>,
+    /// The file, for tool calls that name one and for file events (relative to the workspace).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) path: Option<String>,
+    /// The tool call's input as JSON text, cut at 512 bytes on a character boundary (`…`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) input: Option<String>,
+    /// A human-readable detail (limit, signal, exit code).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) detail: Option<String>,
+}
+
+/// The totals over the whole eval.
+#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
+pub(crate) struct Summary {
+    /// Assistant messages seen.
+    pub(crate) turns: u64,
+    /// Tool calls seen.
+    pub(crate) actions: u64,
+    /// Tool calls per tool name.
+    pub(crate) tools: BTreeMap<String, u64>,
+    /// File-created events.
+    pub(crate) files_created: u64,
+    /// File-changed events.
+    pub(crate) files_changed: u64,
+    /// File-deleted events.
+    pub(crate) files_deleted: u64,
+    /// Files created or changed at the end (from the final scan), as in `report.json`.
+    pub(crate) files: u64,
+    /// Their bytes.
+    pub(crate) bytes: u64,
+    /// Wall time of the eval.
+    pub(crate) duration_ms: u64,
+    /// Events in total, kept or not.
+    pub(crate) events: u64,
+    /// Events beyond the 10,000 kept.
+    pub(crate) dropped_events: u64,
+    /// Event lines of an unknown type.
+    pub(crate) unknown_lines: u64,
+    /// Event lines that were not valid (not JSON, or oversized).
+    pub(crate) malformed_lines: u64,
+}
+
+/// `action_timeline.json`: what the agent did, in order, with a summary.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub(crate) struct Timeline {
+    /// The run.
+    pub(crate) run_id: String,
+    /// The eval.
+    pub(crate) eval_id: String,
+    /// What happened, in order (at most 10,000 events).
+    pub(crate) events: Vec<TimelineEvent>,
+    /// Totals over the whole eval.
+    pub(crate) summary: Summary,
+}
+
+/// Builds a timeline as events arrive.
+#[derive(Debug)]
+pub(crate) struct TimelineBuilder {
+    start: Instant,
+    next: u64,
+    events: Vec<TimelineEvent>,
+    summary: Summary,
+}
+
+impl TimelineBuilder {
+    pub(crate) fn new(start: Instant) -> Self {
+        Self {
+            start,
+            next: 0,
+            events: Vec::new(),
+            summary: Summary::default(),
+        }
+    }
+
+    fn push(
+        &mut self,
+        at: Instant,
+        kind: EventType,
+        tool: Option<String>,
+        path: Option<String>,
+        input: Option<String>,
+        detail: Option<String>,
+    ) {
+        self.summary.events += 1;
+        if self.events.len() >= MAX_EVENTS {
+            self.summary.dropped_events += 1;
+            return;
+        }
+        self.events.push(TimelineEvent {
+            sequence: self.next,
+            t_ms: millis(at.saturating_duration_since(self.start)),
+            kind,
+            tool,
+            path,
+            input,
+            detail,
+        });
+        self.next += 1;
+    }
+
+    pub(crate) fn agent(&mut self, at: Instant, event: &AgentEvent) {
+        match event {
+            AgentEvent::Turn { .. } => {
+                self.summary.turns += 1;
+                self.push(at, EventType::Turn, None, None, None, None);
+            }
+            AgentEvent::ToolCall { name, path, input } => {
+                self.summary.actions += 1;
+                *self.summary.tools.entry(name.clone()).or_default() += 1;
+                self.push(
+                    at,
+                    EventType::ToolCall,
+                    Some(name.clone()),
+                    path.clone(),
+                    input.clone(),
+                    None,
+                );
+            }
+        }
+    }
+
+    pub(crate) fn file(&mut self, at: Instant, change: FileChange, path: String) {
+        let kind = match change {
+            FileChange::Created => {
+                self.summary.files_created += 1;
+                EventType::FileCreated
+            }
+            FileChange::Changed => {
+                self.summary.files_changed += 1;
+                EventType::FileChanged
+            }
+            FileChange::Deleted => {
+                self.summary.files_deleted += 1;
+                EventType::FileDeleted
+            }
+        };
+        self.push(at, kind, None, Some(path), None, None);
+    }
+
+    pub(crate) fn limit(&mut self, at: Instant, termination: Termination, counts: Counts) {
+        let detail = format!(
+            "{} crossed: turns {}, actions {}, files {}, bytes {}",
+            termination.as_str(),
+            counts.turns,
+            counts.actions,
+            counts.files,
+            counts.output_bytes
+        );
+        self.push(at, EventType::LimitReached, None, None, None, Some(detail));
+    }
+
+    pub(crate) fn signal(&mut self, at: Instant, detail: String) {
+        self.push(at, EventType::Signal, None, None, None, Some(detail));
+    }
+
+    pub(crate) fn exit(&mut self, at: Instant, detail: String) {
+        self.push(at, EventType::Exit, None, None, None, Some(detail));
+    }
+
+    pub(crate) fn finish(
+        mut self,
+        run_id: &str,
+        eval_id: &str,
+        counts: Counts,
+        duration: Duration,
+        unknown: u64,
+        malformed: u64,
+    ) -> Timeline {
+        self.summary.files = counts.files;
+        self.summary.bytes = counts.output_bytes;
+        self.summary.duration_ms = millis(duration);
+        self.summary.unknown_lines = unknown;
+        self.summary.malformed_lines = malformed;
+        Timeline {
+            run_id: run_id.to_owned(),
+            eval_id: eval_id.to_owned(),
+            events: self.events,
+            summary: self.summary,
+        }
+    }
+}

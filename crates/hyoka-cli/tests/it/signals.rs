@@ -1,0 +1,155 @@
+//! SIGINT, SIGTERM and SIGHUP during a run: teardown, records, workspace removal, exit codes.
+
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::support::{Scratch, hyoka, pid_alive, read_pid};
+
+/// Waits (bounded) until `path` exists: the agent's readiness marker.
+#[track_caller]
+fn wait_for(path: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !path.exists() {
+        assert!(Instant::now() < deadline, "{path:?} never appeared");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn start(s: &Scratch, run_id: &str, script: &str) -> Child {
+    hyoka()
+        .args(["run", "--run-id", run_id, "--grace", "10s", "--reports"])
+        .arg(s.reports())
+        .arg("--workspace-root")
+        .arg(s.ws_root())
+        .args(["--", "sh", "-c", script])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn send(child: &Child, sig: rustix::process::Signal) {
+    let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+    rustix::process::kill_process(pid, sig).unwrap();
+}
+
+#[track_caller]
+fn check(s: &Scratch, sig: rustix::process::Signal, code: i32) {
+    let name = format!("sig-{code}");
+    let ready = s.path().join(format!("{name}.ready"));
+    let script = format!(
+        "sleep 300 & echo $! > {r}.child; echo $$ > {r}; wait",
+        r = ready.display()
+    );
+    let child = start(s, &name, &script);
+    wait_for(&ready.with_extension("ready.child"));
+    wait_for(&ready);
+    send(&child, sig);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = s.report(&name, "main");
+    assert_eq!(report["termination"], "interrupted");
+    assert_eq!(report["status"], "failed");
+    assert_eq!(report["cleanup"]["workspace_removed"], true);
+    for pid in [
+        read_pid(&ready),
+        read_pid(&ready.with_extension("ready.child")),
+    ] {
+        assert!(!pid_alive(pid), "{pid} survived");
+    }
+    let run: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(s.reports().join(&name).join("run.json")).unwrap())
+            .unwrap();
+    assert_eq!(run["totals"]["terminations"]["interrupted"], 1);
+    s.assert_no_workspaces();
+}
+
+#[test]
+fn sigint_tears_down_writes_records_and_exits_130() {
+    check(&Scratch::new(), rustix::process::Signal::INT, 130);
+}
+
+#[test]
+fn sigterm_and_sighup_exit_143() {
+    let s = Scratch::new();
+    check(&s, rustix::process::Signal::TERM, 143);
+    let s = Scratch::new();
+    check(&s, rustix::process::Signal::HUP, 143);
+}
+
+#[test]
+fn a_second_sigint_kills_an_agent_that_ignores_sigterm() {
+    let s = Scratch::new();
+    let ready = s.path().join("stubborn.ready");
+    // The agent survives SIGTERM (it only notes it); the grace period is 10 s, so only the
+    // escalation can end the run quickly.
+    let script = format!(
+        "trap 'touch {r}.term' TERM; echo $$ > {r}; while :; do sleep 1; done",
+        r = ready.display()
+    );
+    let mut child = start(&s, "stubborn", &script);
+    wait_for(&ready);
+    let started = Instant::now();
+    send(&child, rustix::process::Signal::INT);
+    // The second SIGINT comes once the first has been handled: the agent got its SIGTERM.
+    wait_for(&ready.with_extension("ready.term"));
+    let log = s.reports().join("stubborn/main/action_timeline.json");
+    send(&child, rustix::process::Signal::INT);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "escalation did not cut the grace short"
+    );
+    assert!(log.exists(), "records are still written");
+    assert_eq!(s.report("stubborn", "main")["termination"], "interrupted");
+    assert!(!pid_alive(read_pid(&ready)));
+    s.assert_no_workspaces();
+}
+
+#[test]
+fn evals_not_yet_started_are_recorded_as_interrupted() {
+    let s = Scratch::new();
+    let ready = s.path().join("first.ready");
+    let suite = s.path().join("suite.yaml");
+    std::fs::write(
+        &suite,
+        format!(
+            "evals:\n  - {{ id: first, command: [sh, -c, 'echo $$ > {r}; exec sleep 300'] }}\n  - {{ id: second, command: [\"true\"] }}\n  - {{ id: third, command: [\"true\"] }}\n",
+            r = ready.display()
+        ),
+    )
+    .unwrap();
+    let child = hyoka()
+        .args(["run", "--run-id", "queued", "--workers", "1", "--suite"])
+        .arg(&suite)
+        .arg("--reports")
+        .arg(s.reports())
+        .arg("--workspace-root")
+        .arg(s.ws_root())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(&ready);
+    send(&child, rustix::process::Signal::INT);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    for id in ["first", "second", "third"] {
+        assert_eq!(s.report("queued", id)["termination"], "interrupted", "{id}");
+    }
+    assert!(
+        s.report("queued", "second")["error"]
+            .as_str()
+            .unwrap()
+            .contains("not started")
+    );
+    assert!(!pid_alive(read_pid(&ready)));
+    s.assert_no_workspaces();
+}

@@ -1,0 +1,91 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_hyoka_global_optspecs
+    string join \n v/verbose q/quiet h/help V/version
+end
+
+function __fish_hyoka_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_hyoka_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_hyoka_using_subcommand
+    set -l cmd (__fish_hyoka_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c hyoka -n "__fish_hyoka_needs_command" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c hyoka -n "__fish_hyoka_needs_command" -s q -l quiet -d 'Only errors on stderr'
+complete -c hyoka -n "__fish_hyoka_needs_command" -s h -l help -d 'Print help'
+complete -c hyoka -n "__fish_hyoka_needs_command" -s V -l version -d 'Print version'
+complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "run" -d 'Run an agent command (or a suite of evals) in isolated workspaces and report'
+complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "demo" -d 'Show what hyoka does, end to end, against the built-in simulated agent'
+complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "report" -d 'Work with run reports'
+complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "sim-agent" -d 'The built-in simulated agent used by the demo and the tests'
+complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l run-id -d 'The run id: [A-Za-z0-9][A-Za-z0-9._-]{0,63}. Default: YYYYMMDD-HHMMSS-xxxxxx' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l reports -d 'Where reports are written (reports/<run_id>/…)' -r -F
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l workspace-root -d 'Where workspaces are created. Default: the system temp directory' -r -F
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l starter -d 'A directory copied into the workspace before the agent starts' -r -F
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l keep-workspace -d 'When to keep the workspace: never, on-failure or always' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l timeout -d 'Stop the agent after this long (30s, 10m, 1h; 0 disables). Default: 10m' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l grace -d 'How long processes get between SIGTERM and SIGKILL. Default: 5s' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l max-turns -d 'Stop after this many turns (assistant messages); 0 disables. Default: 25' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l max-files -d 'Stop after this many files created or changed; 0 disables. Default: 50' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l max-output-size -d 'Stop after this many bytes of files created or changed (1048576, 512KiB, 1MiB, 1MB); 0 disables. Default: 1MiB' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l max-session-actions -d 'Stop after this many tool calls; 0 disables. Default: 50' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l events -d 'Where turns and tool calls come from: none, stream-json (the agent\'s stdout) or jsonl (lines appended to $HYOKA_EVENTS). Default: none' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l suite -d 'Run the evals of a YAML suite file instead of one command' -r -F
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l workers -d 'How many evals run at once' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l shard -d 'Run only shard I of N of the suite (1-based; evals dealt round-robin)' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l json -d 'Print the run summary (run.json) on stdout instead of the human summary'
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -s q -l quiet -d 'Only errors on stderr'
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -s h -l help -d 'Print help'
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -s V -l version -d 'Print version'
+complete -c hyoka -n "__fish_hyoka_using_subcommand demo" -l reports -d 'Where the demo\'s reports are written' -r -F
+complete -c hyoka -n "__fish_hyoka_using_subcommand demo" -l workspace-root -d 'Where the demo\'s workspaces are created. Default: the system temp directory' -r -F
+complete -c hyoka -n "__fish_hyoka_using_subcommand demo" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c hyoka -n "__fish_hyoka_using_subcommand demo" -s q -l quiet -d 'Only errors on stderr'
+complete -c hyoka -n "__fish_hyoka_using_subcommand demo" -s h -l help -d 'Print help'
+complete -c hyoka -n "__fish_hyoka_using_subcommand demo" -s V -l version -d 'Print version'
+complete -c hyoka -n "__fish_hyoka_using_subcommand report; and not __fish_seen_subcommand_from merge help" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c hyoka -n "__fish_hyoka_using_subcommand report; and not __fish_seen_subcommand_from merge help" -s q -l quiet -d 'Only errors on stderr'
+complete -c hyoka -n "__fish_hyoka_using_subcommand report; and not __fish_seen_subcommand_from merge help" -s h -l help -d 'Print help'
+complete -c hyoka -n "__fish_hyoka_using_subcommand report; and not __fish_seen_subcommand_from merge help" -s V -l version -d 'Print version'
+complete -c hyoka -n "__fish_hyoka_using_subcommand report; and not __fish_seen_subcommand_from merge help" -f -a "merge" -d 'Merge the run.json files of a suite\'s shards into one summary'
+complete -c hyoka -n "__fish_hyoka_using_subcommand report; and not __fish_seen_subcommand_from merge help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from merge" -s o -l output -d 'Write the merged summary here (atomically) instead of stdout' -r -F
+complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from merge" -l run-id -d 'The merged run\'s id. Default: the shards\' common run id, else `merged`' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from merge" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from merge" -s q -l quiet -d 'Only errors on stderr'
+complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from merge" -s h -l help -d 'Print help'
+complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from merge" -s V -l version -d 'Print version'
+complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from help" -f -a "merge" -d 'Merge the run.json files of a suite\'s shards into one summary'
+complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l files -d 'Files to write into the current directory' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l file-size -d 'Bytes per file' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l turns -d 'Turns (assistant messages) to emit' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l turn-delay -d 'Pause between turns (0 for none)' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l linger -d 'Sleep this long before exiting (to exercise timeouts)' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l exit-code -d 'Exit with this code' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -s q -l quiet -d 'Only errors on stderr'
+complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -s h -l help -d 'Print help'
+complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -s V -l version -d 'Print version'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run demo report sim-agent help" -f -a "run" -d 'Run an agent command (or a suite of evals) in isolated workspaces and report'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run demo report sim-agent help" -f -a "demo" -d 'Show what hyoka does, end to end, against the built-in simulated agent'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run demo report sim-agent help" -f -a "report" -d 'Work with run reports'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run demo report sim-agent help" -f -a "sim-agent" -d 'The built-in simulated agent used by the demo and the tests'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run demo report sim-agent help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and __fish_seen_subcommand_from report" -f -a "merge" -d 'Merge the run.json files of a suite\'s shards into one summary'
