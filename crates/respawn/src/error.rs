@@ -1,0 +1,83 @@
+//! The crate's one error type.
+
+use std::io;
+use std::path::PathBuf;
+
+/// Everything that can go wrong outside the (infallible) machine: starting, talking to and
+/// stopping a session, running a checker, the hook socket.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RespawnError {
+    /// The agent could not be started.
+    #[error("cannot start {program:?}: {source}")]
+    Spawn {
+        /// The program.
+        program: String,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+    /// A pseudo-terminal could not be opened or configured.
+    #[error("cannot {op} the pseudo-terminal: {source}")]
+    Pty {
+        /// `open`, `resize`, `spawn on`.
+        op: &'static str,
+        /// Why.
+        #[source]
+        source: pty_process::Error,
+    },
+    /// Reading from or writing to the session failed.
+    #[error("cannot {op} the session: {source}")]
+    Io {
+        /// `read`, `write to`, `signal`.
+        op: &'static str,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+    /// The session is gone (its terminal closed, or its tmux server died).
+    #[error("the session is gone")]
+    Closed,
+    /// `tmux` is not installed.
+    #[error("tmux is not installed (or not on PATH)")]
+    TmuxMissing,
+    /// A tmux command failed.
+    #[error("tmux {args:?} failed (exit code {code:?}): {stderr}")]
+    Tmux {
+        /// The arguments after `tmux -L <socket>`.
+        args: Vec<String>,
+        /// Its exit code.
+        code: Option<i32>,
+        /// Its stderr.
+        stderr: String,
+    },
+    /// A tmux session name that tmux would misread.
+    #[error("invalid tmux session name {name:?}: use 1 to 64 of [A-Za-z0-9_-]")]
+    SessionName {
+        /// The name.
+        name: String,
+    },
+    /// The tmux session asked for does not exist.
+    #[error("no tmux session {session:?} on socket {socket:?}")]
+    NoSuchSession {
+        /// The session.
+        session: String,
+        /// The socket name.
+        socket: String,
+    },
+    /// The hook socket could not be bound, reached or read.
+    #[error("hook socket {path}: {source}")]
+    Socket {
+        /// The socket path.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+    /// A hook message was not valid.
+    #[error("invalid hook message: {reason}")]
+    HookMessage {
+        /// Why.
+        reason: String,
+    },
+}

@@ -1,0 +1,41 @@
+//! The detector seam: what the driver asks about a session's output.
+//!
+//! The driver feeds every chunk of output to a [`SessionModel`] and the resulting
+//! [`ChunkSignals`] to the machine; at decision time (before a tick, a hook or a check
+//! result) it asks the model for the fused [`Verdict`]. `hyoka-idle-detect`'s detector is
+//! the real model; [`BasicModel`] is a small built-in one (a VT screen plus Codeman's
+//! per-chunk patterns) used where no profile-driven detector is wired in.
+
+mod basic;
+
+use std::time::Instant;
+
+use hyoka_idle_detect::{ChunkSignals, HookEvent, Verdict};
+
+pub use self::basic::BasicModel;
+
+/// A model of a session's terminal that turns output into signals and verdicts.
+pub trait SessionModel: Send {
+    /// Observes one chunk of output at `now` and says what it shows. Chunks may split
+    /// escape sequences and UTF-8 characters anywhere.
+    fn output(&mut self, now: Instant, bytes: &[u8]) -> ChunkSignals;
+
+    /// Observes a Claude Code hook event.
+    fn hook(&mut self, now: Instant, event: HookEvent);
+
+    /// Observes that the user typed into the session.
+    fn user_input(&mut self, now: Instant);
+
+    /// The terminal was resized.
+    fn resize(&mut self, rows: u16, cols: u16);
+
+    /// The fused verdict at `now`.
+    fn verdict(&mut self, now: Instant) -> Verdict;
+
+    /// The last `max_chars` characters of ANSI-stripped output since the last
+    /// [`SessionModel::reset_context`], for an AI check.
+    fn context(&self, max_chars: usize) -> String;
+
+    /// Forgets the output context (the machine does so at every step and cycle end).
+    fn reset_context(&mut self);
+}
