@@ -2,7 +2,11 @@
 //! backend (embedded default), a tmux backend (the session outlives hyoka), and, behind the
 //! `mock` feature, an in-memory fake and a `mockall` mock.
 
-#[cfg(feature = "mock")]
+#[cfg(any(test, feature = "mock"))]
+#[cfg_attr(
+    not(feature = "mock"),
+    allow(dead_code, unreachable_pub, reason = "only the unit tests use it")
+)]
 mod fake;
 mod pty;
 mod teardown;
@@ -16,6 +20,8 @@ use async_trait::async_trait;
 
 use crate::error::RespawnError;
 
+#[cfg(all(test, not(feature = "mock")))]
+pub(crate) use self::fake::{FakeHandle, FakeTerminal, Written};
 #[cfg(feature = "mock")]
 pub use self::fake::{FakeHandle, FakeTerminal, Written};
 pub use self::pty::PtyTerminal;

@@ -1,0 +1,365 @@
+//! The tokio driver: a thin loop around the [`Machine`] that feeds it the session's output
+//! (through a [`SessionModel`]), hooks, the user's keys and check results, sleeps until its
+//! next deadline, and performs its actions on a [`Terminal`].
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hyoka_idle_detect::HookEvent;
+use tokio::sync::mpsc;
+use tokio::task::{AbortHandle, JoinSet};
+
+use crate::checks::Checks;
+use crate::error::RespawnError;
+use crate::event::{CheckOutcome, Event, IdleVerdict, PlanVerdict};
+use crate::machine::{Action, Input, Keys, Machine};
+use crate::model::SessionModel;
+use crate::terminal::{Exit, Size, Terminal};
+
+/// Receives what the driver sees and decides, as it happens. Called inline: keep it quick.
+pub trait Observer: Send {
+    /// A chunk of the session's output (for mirroring it to the user's terminal).
+    fn output(&mut self, bytes: &[u8]) {
+        let _ = bytes;
+    }
+
+    /// An event of the machine, at the time it was decided.
+    fn event(&mut self, at: Instant, event: &Event) {
+        let _ = (at, event);
+    }
+}
+
+/// An observer that ignores everything.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoObserver;
+
+impl Observer for NoObserver {}
+
+/// Optional input streams besides the session's own output.
+#[derive(Debug, Default)]
+pub struct DriverInputs {
+    /// Claude Code hooks (from a [`HookListener`](crate::HookListener)).
+    pub hooks: Option<mpsc::Receiver<HookEvent>>,
+    /// Bytes the user typed (mirror mode); forwarded to the session, and each chunk sets
+    /// the human-presence lock.
+    pub keys: Option<mpsc::Receiver<Vec<u8>>>,
+    /// Size changes of the user's terminal.
+    pub resize: Option<mpsc::Receiver<Size>>,
+}
+
+/// How a driven session ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Outcome {
+    /// The shutdown future completed (SIGINT, SIGTERM).
+    Interrupted,
+    /// `max_cycles` cycles completed.
+    BudgetExhausted {
+        /// Cycles completed.
+        cycles: u32,
+    },
+    /// The session ended by itself.
+    SessionEnded,
+    /// Talking to the session failed.
+    SessionLost {
+        /// What failed.
+        error: String,
+    },
+}
+
+/// Settings of the driver itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DriverOptions {
+    /// SIGTERM → SIGKILL grace when the session is stopped.
+    pub grace: Duration,
+}
+
+impl Default for DriverOptions {
+    fn default() -> Self {
+        Self {
+            grace: Duration::from_secs(5),
+        }
+    }
+}
+
+/// The report of [`Driver::run`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Report {
+    /// Why the loop ended.
+    pub outcome: Outcome,
+    /// How the session's process ended (after it was stopped, if it had to be).
+    pub exit: Exit,
+    /// Cycles started.
+    pub cycles: u32,
+}
+
+enum CheckResult {
+    Idle(u64, CheckOutcome<IdleVerdict>),
+    Plan(u64, CheckOutcome<PlanVerdict>),
+}
+
+/// One controlled session: the machine, the terminal, the model of its screen, and the
+/// checks in flight.
+pub struct Driver<T, M, O> {
+    machine: Machine,
+    terminal: T,
+    model: M,
+    observer: O,
+    checks: Option<Arc<dyn Checks>>,
+    options: DriverOptions,
+    running: JoinSet<CheckResult>,
+    aborts: HashMap<u64, AbortHandle>,
+    end: Option<Outcome>,
+}
+
+impl<T, M, O> std::fmt::Debug for Driver<T, M, O> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Driver")
+            .field("machine", &self.machine)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The current time, from tokio's clock (so a paused test clock drives the machine too).
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the driver is where time is read; the machine only receives it"
+)]
+fn now() -> Instant {
+    tokio::time::Instant::now().into_std()
+}
+
+impl<T: Terminal, M: SessionModel, O: Observer> Driver<T, M, O> {
+    /// A driver for `terminal`. Without `checks`, enable no AI check in the machine's
+    /// configuration (a check that never answers times out and counts as an error).
+    pub fn new(
+        machine: Machine,
+        terminal: T,
+        model: M,
+        observer: O,
+        checks: Option<Arc<dyn Checks>>,
+        options: DriverOptions,
+    ) -> Self {
+        Self {
+            machine,
+            terminal,
+            model,
+            observer,
+            checks,
+            options,
+            running: JoinSet::new(),
+            aborts: HashMap::new(),
+            end: None,
+        }
+    }
+
+    /// The machine (for status displays).
+    pub fn machine(&self) -> &Machine {
+        &self.machine
+    }
+
+    /// Starts the machine and drives the session until `shutdown` completes, the cycle
+    /// budget is spent, or the session ends; then stops everything: the checks in flight
+    /// and the session's whole process group (SIGTERM, `grace`, SIGKILL).
+    ///
+    /// # Errors
+    /// Never for the session's own failures (those end the loop with an [`Outcome`]); only
+    /// when stopping the session fails.
+    pub async fn run(
+        mut self,
+        mut inputs: DriverInputs,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<Report, RespawnError> {
+        tokio::pin!(shutdown);
+        self.step(Input::Start, now()).await;
+        let mut buf = vec![0u8; 64 * 1024].into_boxed_slice();
+        while self.end.is_none() {
+            let deadline = self
+                .machine
+                .next_deadline()
+                .map(tokio::time::Instant::from_std);
+            tokio::select! {
+                biased;
+                () = &mut shutdown => self.end = Some(Outcome::Interrupted),
+                Some(result) = self.running.join_next(), if !self.running.is_empty() => {
+                    self.check_done(result).await;
+                }
+                hook = recv(&mut inputs.hooks) => {
+                    let at = now();
+                    self.model.hook(at, hook);
+                    self.decide(Input::Hook(hook), at).await;
+                }
+                keys = recv(&mut inputs.keys) => {
+                    let at = now();
+                    if let Err(err) = self.terminal.send_raw(&keys).await {
+                        self.lost(&err);
+                    }
+                    self.model.user_input(at);
+                    self.step(Input::UserTyped, at).await;
+                }
+                size = recv(&mut inputs.resize) => {
+                    self.model.resize(size.rows, size.cols);
+                    if let Err(err) = self.terminal.resize(size).await {
+                        self.lost(&err);
+                    }
+                }
+                () = sleep_until(deadline) => self.decide(Input::Tick, now()).await,
+                read = self.terminal.read(&mut buf) => match read {
+                    Ok(0) => self.session_ended().await,
+                    Ok(n) => self.output(&buf[..n]).await,
+                    Err(err) => self.lost(&err),
+                },
+            }
+        }
+        self.finish().await
+    }
+
+    async fn output(&mut self, bytes: &[u8]) {
+        let at = now();
+        self.observer.output(bytes);
+        let signals = self.model.output(at, bytes);
+        if self.machine.next_deadline().is_some_and(|d| d <= at) {
+            // Timers due before this chunk fire first, with a fresh verdict.
+            self.decide(Input::Tick, at).await;
+        }
+        self.step(Input::Output(signals), at).await;
+    }
+
+    /// Delivers `input` after a fresh verdict: everything that can lead to typing goes
+    /// through here.
+    async fn decide(&mut self, input: Input, at: Instant) {
+        let verdict = self.model.verdict(at);
+        self.step(Input::Verdict(verdict), at).await;
+        if !matches!(input, Input::Tick) {
+            self.step(input, at).await;
+        }
+    }
+
+    async fn step(&mut self, input: Input, at: Instant) {
+        let actions = self.machine.handle(input, at);
+        for action in actions {
+            self.act(action, at).await;
+        }
+    }
+
+    async fn act(&mut self, action: Action, at: Instant) {
+        match action {
+            Action::Emit(event) => self.observer.event(at, &event),
+            Action::Type(keys) => {
+                let sent = match &keys {
+                    Keys::Text(text) => self.terminal.send_text(text).await,
+                    Keys::Enter => self.terminal.send_enter().await,
+                };
+                if let Err(err) = sent {
+                    self.lost(&err);
+                }
+            }
+            Action::StartIdleCheck { id, max_context } => {
+                let context = self.model.context(max_context);
+                let checks = self.checks.clone();
+                let abort = self.running.spawn(async move {
+                    let outcome = match checks {
+                        Some(checks) => checks.check_idle(context).await,
+                        None => no_checker(),
+                    };
+                    CheckResult::Idle(id, outcome)
+                });
+                self.aborts.insert(id, abort);
+            }
+            Action::StartPlanCheck { id, max_context } => {
+                let context = self.model.context(max_context);
+                let checks = self.checks.clone();
+                let abort = self.running.spawn(async move {
+                    let outcome = match checks {
+                        Some(checks) => checks.check_plan(context).await,
+                        None => no_checker(),
+                    };
+                    CheckResult::Plan(id, outcome)
+                });
+                self.aborts.insert(id, abort);
+            }
+            Action::CancelIdleCheck { id } | Action::CancelPlanCheck { id } => {
+                if let Some(abort) = self.aborts.remove(&id) {
+                    abort.abort();
+                }
+            }
+            Action::ResetContext => self.model.reset_context(),
+            Action::StopSession => {
+                self.end = Some(Outcome::BudgetExhausted {
+                    cycles: self.machine.cycles(),
+                });
+            }
+        }
+    }
+
+    async fn check_done(&mut self, result: Result<CheckResult, tokio::task::JoinError>) {
+        let input = match result {
+            Ok(CheckResult::Idle(id, outcome)) => {
+                self.aborts.remove(&id);
+                Input::IdleCheckDone { id, outcome }
+            }
+            Ok(CheckResult::Plan(id, outcome)) => {
+                self.aborts.remove(&id);
+                Input::PlanCheckDone { id, outcome }
+            }
+            // Cancelled by the machine: nothing to report. A panicking checker times out
+            // in the machine like a hanging one.
+            Err(_) => return,
+        };
+        self.decide(input, now()).await;
+    }
+
+    async fn session_ended(&mut self) {
+        let code = self.terminal.exit().and_then(|e| e.code);
+        self.step(Input::SessionExited { code }, now()).await;
+        self.end = Some(Outcome::SessionEnded);
+    }
+
+    fn lost(&mut self, err: &RespawnError) {
+        if self.end.is_none() {
+            self.end = Some(Outcome::SessionLost {
+                error: err.to_string(),
+            });
+        }
+    }
+
+    async fn finish(mut self) -> Result<Report, RespawnError> {
+        self.step(Input::Stop, now()).await;
+        self.running.shutdown().await;
+        let exit = self.terminal.stop(self.options.grace).await?;
+        Ok(Report {
+            outcome: self.end.unwrap_or(Outcome::Interrupted),
+            exit,
+            cycles: self.machine.cycles(),
+        })
+    }
+}
+
+fn no_checker<V>() -> CheckOutcome<V> {
+    CheckOutcome::Failed {
+        message: "no AI checker is configured".to_owned(),
+    }
+}
+
+/// Receives from an optional channel; pending forever when there is none or it closed.
+async fn recv<V>(rx: &mut Option<mpsc::Receiver<V>>) -> V {
+    if let Some(receiver) = rx {
+        if let Some(value) = receiver.recv().await {
+            return value;
+        }
+        *rx = None;
+    }
+    std::future::pending().await
+}
+
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests;

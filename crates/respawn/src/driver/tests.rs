@@ -1,0 +1,376 @@
+//! The driver against the in-memory fake terminal on tokio's paused clock (no real I/O, so
+//! auto-advance cannot race anything): a scripted agent that reacts to what is typed.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use hyoka_idle_detect::HookEvent;
+use tokio::sync::mpsc;
+
+use super::{Driver, DriverInputs, DriverOptions, Observer, Outcome, Report};
+use crate::event::{Event, IdleVerdict, Step};
+use crate::terminal::{FakeHandle, FakeTerminal, Written};
+use crate::{BasicModel, CheckOutcome, Checks, Exit, Machine, PlanVerdict, RespawnConfig};
+
+const fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn screen(top: &str) -> Vec<u8> {
+    format!("\x1b[2J\x1b[H{top}\r\n────────\r\n❯ \r\n────────\r\n").into_bytes()
+}
+
+fn done() -> Vec<u8> {
+    screen("✻ Worked for 0m 1s")
+}
+
+fn busy() -> Vec<u8> {
+    screen("✢ Thinking… (1s · esc to interrupt)")
+}
+
+/// An agent that answers each Enter with a second of work and a completion; `/clear`
+/// just redraws the prompt.
+async fn agent(handle: FakeHandle) {
+    handle.output(done());
+    let mut seen = 0;
+    let mut last_text = String::new();
+    loop {
+        tokio::time::sleep(ms(10)).await;
+        let written = handle.written();
+        for w in &written[seen..] {
+            match w {
+                Written::Text(text) => last_text.clone_from(text),
+                Written::Enter if last_text == "/clear" => handle.output(screen("")),
+                Written::Enter => {
+                    handle.output(busy());
+                    tokio::time::sleep(ms(1_000)).await;
+                    handle.output(done());
+                }
+                _ => {}
+            }
+        }
+        seen = written.len();
+    }
+}
+
+#[derive(Clone, Default)]
+struct Recorder(Arc<Mutex<Vec<(Instant, Event)>>>);
+
+impl Observer for Recorder {
+    fn event(&mut self, at: Instant, event: &Event) {
+        self.0.lock().unwrap().push((at, event.clone()));
+    }
+}
+
+impl Recorder {
+    fn events(&self) -> Vec<Event> {
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(_, e)| e.clone())
+            .collect()
+    }
+}
+
+fn config() -> RespawnConfig {
+    let mut config = RespawnConfig {
+        completion_confirm: ms(500),
+        no_output_timeout: ms(5_000),
+        inter_step_delay: ms(200),
+        verify_timeout: ms(2_000),
+        max_cycles: Some(1),
+        ..RespawnConfig::default()
+    };
+    config.idle_check.enabled = false;
+    config.plan_check.enabled = false;
+    config
+}
+
+struct Run {
+    report: Report,
+    written: Vec<Written>,
+    events: Vec<Event>,
+    stops: u32,
+}
+
+async fn run(
+    config: RespawnConfig,
+    inputs: DriverInputs,
+    checks: Option<Arc<dyn Checks>>,
+    script: impl FnOnce(FakeHandle) -> tokio::task::JoinHandle<()>,
+    shutdown_after: Duration,
+) -> Run {
+    let (terminal, handle) = FakeTerminal::new(Some(4242));
+    let recorder = Recorder::default();
+    let driver = Driver::new(
+        Machine::new(config),
+        terminal,
+        BasicModel::new(40, 120),
+        recorder.clone(),
+        checks,
+        DriverOptions::default(),
+    );
+    let agent = script(handle.clone());
+    let report = driver
+        .run(inputs, tokio::time::sleep(shutdown_after))
+        .await
+        .unwrap();
+    agent.abort();
+    let _ = agent.await;
+    Run {
+        report,
+        written: handle.written(),
+        events: recorder.events(),
+        stops: handle.stops(),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_full_cycle_through_the_driver() {
+    // t=0 the agent shows a completion; 500 ms of silence confirm it; the update is typed
+    // at 700 (text) and 750 (Enter); the agent works 1 s; /clear, /init follow the same way.
+    let run = run(
+        config(),
+        DriverInputs::default(),
+        None,
+        |h| tokio::spawn(agent(h)),
+        Duration::from_mins(1),
+    )
+    .await;
+    assert_eq!(run.report.outcome, Outcome::BudgetExhausted { cycles: 1 });
+    assert_eq!(
+        run.written,
+        [
+            Written::Text(crate::DEFAULT_UPDATE_PROMPT.to_owned()),
+            Written::Enter,
+            Written::Text("/clear".to_owned()),
+            Written::Enter,
+            Written::Text("/init".to_owned()),
+            Written::Enter,
+        ]
+    );
+    let steps: Vec<_> = run
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::StepCompleted { step, .. } => Some(*step),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(steps, [Step::Update, Step::Clear, Step::Init]);
+    assert_eq!(run.stops, 1, "the session is stopped exactly once");
+}
+
+#[tokio::test(start_paused = true)]
+async fn nothing_is_typed_into_a_busy_session() {
+    // The agent is stuck on a spinner: completion lines never come, the verdict is working.
+    let run = run(
+        config(),
+        DriverInputs::default(),
+        None,
+        |h| {
+            tokio::spawn(async move {
+                loop {
+                    h.output(busy());
+                    tokio::time::sleep(ms(2_000)).await;
+                }
+            })
+        },
+        Duration::from_mins(2),
+    )
+    .await;
+    assert!(run.written.is_empty(), "{:?}", run.written);
+    assert_eq!(run.report.outcome, Outcome::Interrupted);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_dry_run_types_nothing() {
+    let run = run(
+        RespawnConfig {
+            dry_run: true,
+            ..config()
+        },
+        DriverInputs::default(),
+        None,
+        |h| tokio::spawn(agent(h)),
+        Duration::from_mins(1),
+    )
+    .await;
+    assert!(run.written.is_empty());
+    assert_eq!(run.report.outcome, Outcome::BudgetExhausted { cycles: 1 });
+    assert!(
+        run.events
+            .iter()
+            .any(|e| matches!(e, Event::StepSent { dry_run: true, .. }))
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_users_keys_are_forwarded_and_hold_automation() {
+    let (tx, rx) = mpsc::channel(8);
+    let inputs = DriverInputs {
+        keys: Some(rx),
+        ..DriverInputs::default()
+    };
+    let run = run(
+        RespawnConfig {
+            human_lock: Duration::from_mins(10),
+            ..config()
+        },
+        inputs,
+        None,
+        move |h| {
+            tokio::spawn(async move {
+                h.output(done());
+                tx.send(b"hi".to_vec()).await.unwrap();
+                std::future::pending::<()>().await;
+            })
+        },
+        Duration::from_mins(1),
+    )
+    .await;
+    assert_eq!(run.written, [Written::Raw(b"hi".to_vec())]);
+    assert!(
+        run.events
+            .iter()
+            .any(|e| matches!(e, Event::HumanPresent { .. }))
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_idle_prompt_hook_starts_a_cycle_at_once() {
+    let (tx, rx) = mpsc::channel(8);
+    let inputs = DriverInputs {
+        hooks: Some(rx),
+        ..DriverInputs::default()
+    };
+    let run = run(
+        RespawnConfig {
+            completion_confirm: Duration::from_secs(30),
+            no_output_timeout: Duration::from_secs(30),
+            ..config()
+        },
+        inputs,
+        None,
+        move |h| {
+            tokio::spawn(async move {
+                h.output(screen("ready"));
+                tokio::time::sleep(ms(100)).await;
+                tx.send(HookEvent::IdlePrompt).await.unwrap();
+                std::future::pending::<()>().await;
+            })
+        },
+        Duration::from_secs(1),
+    )
+    .await;
+    assert!(run.events.iter().any(|e| matches!(
+        e,
+        Event::HookReceived {
+            hook: HookEvent::IdlePrompt,
+            accepted: true
+        }
+    )));
+    assert!(
+        run.events
+            .iter()
+            .any(|e| matches!(e, Event::CycleStarted { cycle: 1 }))
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_session_ending_ends_the_loop() {
+    let run = run(
+        config(),
+        DriverInputs::default(),
+        None,
+        |h| {
+            tokio::spawn(async move {
+                h.output(screen("bye"));
+                h.close(Exit {
+                    code: Some(3),
+                    signal: None,
+                });
+                std::future::pending::<()>().await;
+            })
+        },
+        Duration::from_hours(1),
+    )
+    .await;
+    assert_eq!(run.report.outcome, Outcome::SessionEnded);
+    assert_eq!(run.report.exit.code, Some(3));
+    assert!(run.events.contains(&Event::SessionExited { code: Some(3) }));
+}
+
+struct SlowChecks;
+
+#[async_trait::async_trait]
+impl Checks for SlowChecks {
+    async fn check_idle(&self, _context: String) -> CheckOutcome<IdleVerdict> {
+        std::future::pending().await
+    }
+
+    async fn check_plan(&self, _context: String) -> CheckOutcome<PlanVerdict> {
+        std::future::pending().await
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_hanging_checker_times_out_and_is_cancelled() {
+    let mut config = config();
+    config.idle_check.enabled = true;
+    config.idle_check.timeout = Duration::from_secs(10);
+    let run = run(
+        config,
+        DriverInputs::default(),
+        Some(Arc::new(SlowChecks)),
+        |h| {
+            tokio::spawn(async move {
+                h.output(screen("hello"));
+                std::future::pending::<()>().await;
+            })
+        },
+        Duration::from_secs(30),
+    )
+    .await;
+    assert!(run.events.iter().any(|e| matches!(
+        e,
+        Event::IdleCheckFailed { message, .. } if message.contains("timed out")
+    )));
+    assert!(run.written.is_empty());
+}
+
+#[cfg(feature = "mock")]
+#[tokio::test(start_paused = true)]
+async fn checks_get_the_stripped_context() {
+    let mut mock = crate::MockChecks::new();
+    mock.expect_check_idle()
+        .withf(|context| context.contains("Worked for 0m 1s") && !context.contains('\x1b'))
+        .returning(|_| CheckOutcome::Verdict {
+            verdict: IdleVerdict::Working,
+            reasoning: "busy".to_owned(),
+        });
+    let mut config = config();
+    config.idle_check.enabled = true;
+    let run = run(
+        config,
+        DriverInputs::default(),
+        Some(Arc::new(mock)),
+        |h| {
+            tokio::spawn(async move {
+                h.output(done());
+                std::future::pending::<()>().await;
+            })
+        },
+        Duration::from_secs(5),
+    )
+    .await;
+    assert!(run.events.iter().any(|e| matches!(
+        e,
+        Event::IdleCheckCompleted {
+            verdict: IdleVerdict::Working,
+            ..
+        }
+    )));
+    assert!(run.written.is_empty());
+}
