@@ -88,7 +88,12 @@ impl CgroupRoot {
         let rel = own_cgroup(&own)
             .ok_or_else(|| unavailable("this process has no cgroup v2 path".to_owned()))?;
         let base = mount.join(rel);
-        let probe = base.join(format!("hyoka-probe-{}", std::process::id()));
+        static PROBES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let probe = base.join(format!(
+            "hyoka-probe-{}-{}",
+            std::process::id(),
+            PROBES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
         std::fs::create_dir(&probe)
             .map_err(|e| unavailable(format!("{} is not writable: {e}", base.display())))?;
         let has_kill = probe.join("cgroup.kill").exists();

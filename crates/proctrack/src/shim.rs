@@ -147,12 +147,14 @@ pub fn shim_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
 
     let mut command = std::process::Command::new(&args.program);
     command.args(&args.args);
-    // SAFETY: `setsid` is async-signal-safe and touches no memory of the parent.
+    // SAFETY: `setsid`, `pthread_sigmask` and `signal` are async-signal-safe and touch no
+    // memory of the parent.
     unsafe {
-        command.pre_exec(|| rustix::process::setsid().map(drop).map_err(Into::into));
+        command.pre_exec(|| {
+            crate::tracker::reset_signals();
+            rustix::process::setsid().map(drop).map_err(Into::into)
+        });
     }
-    // std's spawn resets the signal mask and SIGPIPE in the child, so the agent starts with
-    // default dispositions and nothing blocked.
     let child = match command.spawn() {
         Ok(child) => child,
         Err(e) => {
@@ -244,7 +246,7 @@ fn wait_signal(set: &libc::sigset_t, timeout: Duration) -> Option<i32> {
 /// has been reaped and no child is left.
 fn reap(agent: i32, status: &mut Option<i32>, say: &mut impl FnMut(String)) -> bool {
     loop {
-        match rustix::process::waitpid(None, WaitOptions::NOHANG) {
+        match rustix::process::wait(WaitOptions::NOHANG) {
             Ok(Some((pid, st))) => {
                 if pid.as_raw_nonzero().get() == agent {
                     let raw = st.as_raw();
@@ -264,7 +266,7 @@ fn reap(agent: i32, status: &mut Option<i32>, say: &mut impl FnMut(String)) -> b
 
 fn no_children() -> bool {
     matches!(
-        rustix::process::waitpid(None, WaitOptions::NOHANG),
+        rustix::process::wait(WaitOptions::NOHANG),
         Err(rustix::io::Errno::CHILD)
     )
 }

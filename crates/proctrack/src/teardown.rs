@@ -234,7 +234,11 @@ impl Engine<'_> {
                     Signal::Kill => record.kill = true,
                 },
                 Delivery::Gone | Delivery::Mismatch => {
-                    record.outcome.get_or_insert(if record.term {
+                    // Gone between the scan and this signal: by our earlier signal (or the
+                    // cgroup kill just issued), or on its own.
+                    record.outcome.get_or_insert(if record.kill {
+                        Outcome::Killed
+                    } else if record.term {
                         Outcome::Terminated
                     } else {
                         Outcome::Vanished

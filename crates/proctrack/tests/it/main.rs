@@ -1,2 +1,42 @@
-//! x
-fn main() {}
+//! Integration tests of `hyoka-proctrack` with real processes.
+//!
+//! This binary has its own small test runner (`harness = false`) because it is also the
+//! helper: started as `it --hyoka-role <role> …` it plays a process of an agent's tree, and
+//! started as `it __shim …` it is the subreaper shim, exactly as `hyoka __shim` will be.
+//! Arguments: substring filters, `--exact`, `--list`, `--test-threads N`; other flags are
+//! accepted and ignored, so `cargo test -p hyoka-proctrack` works unchanged.
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "the test runner reports results on the terminal"
+)]
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+mod clean;
+mod concurrency;
+mod containment;
+mod roles;
+mod runner;
+mod shim;
+mod support;
+
+fn main() -> ExitCode {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    match args.get(1).and_then(|a| a.to_str()) {
+        Some("__shim") => hyoka_proctrack::shim_main(args.into_iter().skip(2)),
+        Some("--hyoka-role") => roles::run(&args[2..]),
+        _ => runner::run(&args[1..], &all_tests()),
+    }
+}
+
+fn all_tests() -> Vec<runner::Test> {
+    [
+        containment::TESTS,
+        shim::TESTS,
+        clean::TESTS,
+        concurrency::TESTS,
+    ]
+    .concat()
+}
