@@ -123,7 +123,7 @@ pub fn discover(
     let live_roots: Vec<i32> = scope
         .roots
         .iter()
-        .filter(|r| matches(**r))
+        .filter(|r| r.pid > 1 && matches(**r))
         .map(|r| r.pid)
         .collect();
     for &root in &live_roots {

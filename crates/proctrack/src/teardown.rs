@@ -162,10 +162,19 @@ impl Engine<'_> {
         };
         let members: Vec<i32> = self.cgroups.iter().flat_map(CgroupLeaf::members).collect();
         let table = self.seams.table;
+        // Everything attributed earlier keeps its descendants attributed, even after it was
+        // re-parented out of the roots' tree.
+        let mut scope = self.scope.clone();
+        scope.known.extend(
+            self.seen
+                .values()
+                .filter(|r| r.outcome.is_none())
+                .map(|r| crate::ledger::LedgerEntry::from_info(&r.info, "")),
+        );
         discover(
             &snapshot,
             &members,
-            self.scope,
+            &scope,
             &|pid| table.environ(pid),
             self.self_pid,
             self.self_pgid,
@@ -326,13 +335,7 @@ impl Engine<'_> {
         }
 
         loop {
-            let found = self.scan();
-            self.note(&found);
-            for r in self.pending() {
-                if !found.iter().any(|f| f.info.proc_ref() == r) {
-                    self.settle(r);
-                }
-            }
+            let found = self.rescan();
             if found.is_empty() {
                 break;
             }
@@ -387,6 +390,31 @@ impl Engine<'_> {
         report.finish();
         report.elapsed = clock.now().saturating_duration_since(start);
         report
+    }
+
+    /// A scan plus every process seen earlier that still runs with its identity: once
+    /// attributed, a process stays ours even if it leaves the scope (re-parented to init when
+    /// there is no shim). Pending processes that are gone are settled.
+    fn rescan(&mut self) -> Vec<Found> {
+        let mut found = self.scan();
+        self.note(&found);
+        for r in self.pending() {
+            if found.iter().any(|f| f.info.proc_ref() == r) {
+                continue;
+            }
+            match self.seams.table.process(r.pid) {
+                Some(info) if info.start_ticks == r.start_ticks && !info.is_gone() => {
+                    let source = self.seen.get(&r).map_or(Source::Tracked, |rec| rec.source);
+                    found.push(Found {
+                        info,
+                        source,
+                        depth: 0,
+                    });
+                }
+                _ => self.settle(r),
+            }
+        }
+        found
     }
 
     fn pending(&self) -> Vec<ProcRef> {

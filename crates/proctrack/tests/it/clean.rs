@@ -13,15 +13,24 @@ use hyoka_proctrack::{
 use crate::roles::{role, scenario_names};
 use crate::runner::Test;
 use crate::support::{
-    Config, Sandbox, agent_command, alive, assert_nothing_left, cgroup_available, runtime,
-    tracker, wait_file, wait_gone, wait_ready,
+    Config, Sandbox, agent_command, alive, assert_nothing_left, cgroup_available, runtime, tracker,
+    wait_file, wait_gone, wait_ready,
 };
 
 pub(crate) const TESTS: &[Test] = &[
-    ("clean::owner_sigkilled_then_clean", owner_sigkilled_then_clean),
+    (
+        "clean::owner_sigkilled_then_clean",
+        owner_sigkilled_then_clean,
+    ),
     ("clean::live_run_is_untouched", live_run_is_untouched),
-    ("clean::stranger_with_wrong_start_time_is_untouched", stranger_with_wrong_start_time_is_untouched),
-    ("clean::hostile_ledgers_are_reported_not_acted_on", hostile_ledgers_are_reported_not_acted_on),
+    (
+        "clean::stranger_with_wrong_start_time_is_untouched",
+        stranger_with_wrong_start_time_is_untouched,
+    ),
+    (
+        "clean::hostile_ledgers_are_reported_not_acted_on",
+        hostile_ledgers_are_reported_not_acted_on,
+    ),
     ("clean::dry_run_changes_nothing", dry_run_changes_nothing),
     ("clean::ps_lists_live_runs", ps_lists_live_runs),
 ];
@@ -35,7 +44,13 @@ fn options() -> CleanOptions {
 }
 
 /// Starts the `owner` role in a subprocess and waits until its agent's tree is up.
-fn start_owner(sandbox: &Sandbox, run_id: &str, dir: &Path, config: Config, scenario: &str) -> (Child, Vec<(String, hyoka_proctrack::ProcRef)>) {
+fn start_owner(
+    sandbox: &Sandbox,
+    run_id: &str,
+    dir: &Path,
+    config: Config,
+    scenario: &str,
+) -> (Child, Vec<(String, hyoka_proctrack::ProcRef)>) {
     let owner = role(
         "owner",
         &sandbox.reports(),
@@ -66,12 +81,36 @@ fn kill_owner(mut owner: Child) {
 /// tree down; without it, `clean` finds the tree through the ledger, the leaf and the marker.
 fn owner_sigkilled_then_clean() {
     let mut configs = vec![
-        (Config { cgroup: false, shim: true }, "all"),
-        (Config { cgroup: false, shim: false }, "tree+session+stubborn+timeout"),
+        (
+            Config {
+                cgroup: false,
+                shim: true,
+            },
+            "all",
+        ),
+        (
+            Config {
+                cgroup: false,
+                shim: false,
+            },
+            "tree+session+stubborn+timeout",
+        ),
     ];
     if cgroup_available() {
-        configs.push((Config { cgroup: true, shim: false }, "all"));
-        configs.push((Config { cgroup: true, shim: true }, "all"));
+        configs.push((
+            Config {
+                cgroup: true,
+                shim: false,
+            },
+            "all",
+        ));
+        configs.push((
+            Config {
+                cgroup: true,
+                shim: true,
+            },
+            "all",
+        ));
     }
     for (config, scenario) in configs {
         let sandbox = Sandbox::new();
@@ -85,20 +124,36 @@ fn owner_sigkilled_then_clean() {
             let left = wait_gone(&tree, Duration::from_secs(20));
             assert!(left.is_empty(), "under {config}: the shim left {left:?}");
         } else {
-            assert!(tree.iter().any(|(_, r)| alive(*r)), "under {config}: the tree should outlive its owner");
+            assert!(
+                tree.iter().any(|(_, r)| alive(*r)),
+                "under {config}: the tree should outlive its owner"
+            );
         }
         let report = clean_run(&run_dir, &options()).expect("clean");
         assert_eq!(report.state, LockState::Abandoned, "under {config}");
         assert_eq!(report.survivors, 0, "under {config}: {report:#?}");
-        assert!(report.problems.is_empty(), "under {config}: {:?}", report.problems);
-        assert!(report.marked_cleaned && report.is_clean(), "under {config}: {report:#?}");
+        assert!(
+            report.problems.is_empty(),
+            "under {config}: {:?}",
+            report.problems
+        );
+        assert!(
+            report.marked_cleaned && report.is_clean(),
+            "under {config}: {report:#?}"
+        );
         assert_eq!(report.workspaces.len(), 1);
         assert_eq!(report.workspaces[0].path, dir.join("workspace"));
         if !config.shim {
-            assert!(report.killed >= tree.len() - 1, "under {config}: {report:#?}");
+            assert!(
+                report.killed >= tree.len() - 1,
+                "under {config}: {report:#?}"
+            );
         }
         if config.cgroup {
-            assert!(report.cgroups.iter().all(|c| c.removed), "under {config}: {report:#?}");
+            assert!(
+                report.cgroups.iter().all(|c| c.removed),
+                "under {config}: {report:#?}"
+            );
         }
         assert_nothing_left(&run_id, &tree, &format!("clean under {config}"));
         let again = clean_run(&run_dir, &options()).expect("clean again");
@@ -111,21 +166,37 @@ fn live_run_is_untouched() {
     let dir = sandbox.subdir("live");
     let run_id = sandbox.run_id("v");
     runtime().block_on(async {
-        let config = Config { cgroup: cgroup_available(), shim: true };
+        let config = Config {
+            cgroup: cgroup_available(),
+            shim: true,
+        };
         let tracker = tracker(&sandbox.reports(), &run_id, config);
-        let mut agent = tracker.spawn("main", agent_command(&dir, "stay", "tree", 0)).await.unwrap();
+        let mut agent = tracker
+            .spawn("main", agent_command(&dir, "stay", "tree", 0))
+            .await
+            .unwrap();
         let refs = wait_ready(&dir, &["t", "t.c", "t.c.c", "agent"]);
         agent.refresh().unwrap();
         let ledger = tracker.ledger_path().to_owned();
         let before = std::fs::read(&ledger).unwrap();
         for dry_run in [false, true] {
-            let report = clean_run(tracker.run_dir(), &CleanOptions { dry_run, ..options() }).unwrap();
+            let report = clean_run(
+                tracker.run_dir(),
+                &CleanOptions {
+                    dry_run,
+                    ..options()
+                },
+            )
+            .unwrap();
             assert_eq!(report.state, LockState::Live);
             assert!(report.found.is_empty() && report.killed == 0 && !report.marked_cleaned);
             assert!(report.is_clean());
         }
         assert_eq!(std::fs::read(&ledger).unwrap(), before);
-        assert!(refs.iter().all(|(_, r)| alive(*r)), "clean touched a live run");
+        assert!(
+            refs.iter().all(|(_, r)| alive(*r)),
+            "clean touched a live run"
+        );
         agent.teardown(TeardownOptions::default()).await.unwrap();
         tracker.close().unwrap();
         assert_nothing_left(&run_id, &refs, "live run");
@@ -146,7 +217,9 @@ fn stranger(sandbox: &Sandbox) -> (Child, hyoka_proctrack::ProcRef, i32) {
     let child = role("sleeper", &dir, &["stranger"]).spawn().unwrap();
     let r = wait_file(&dir.join("stranger"), Duration::from_secs(30));
     let pgid = hyoka_proctrack::NativeProcTable::new();
-    let pgid = hyoka_proctrack::ProcTable::process(&pgid, r.pid).unwrap().pgid;
+    let pgid = hyoka_proctrack::ProcTable::process(&pgid, r.pid)
+        .unwrap()
+        .pgid;
     (child, r, pgid)
 }
 
@@ -180,12 +253,26 @@ fn hostile_ledgers_are_reported_not_acted_on() {
         ("garbage", "\u{7f}ELF\u{0}\u{1}garbage\n".to_owned(), 1),
         (
             "low-pids",
-            format!("# hyoka-pids v1\n# run R\n0\t1\t5\tmain\tx\n1\t1\t5\tmain\tx\n-1\t1\t5\tmain\tx\n"),
+            format!(
+                "# hyoka-pids v1\n# run R\n0\t1\t5\tmain\tx\n1\t1\t5\tmain\tx\n-1\t1\t5\tmain\tx\n"
+            ),
             3,
         ),
-        ("own-pid", format!("# hyoka-pids v1\n# run R\n{me}\t1\t{me}\tmain\tx\n"), 1),
-        ("hostile-pgid", format!("# hyoka-pids v1\n# run R\n{pid}\t{ticks}\t1\tmain\tx\n"), 1),
-        ("torn", format!("# hyoka-pids v1\n# run R\n{pid}\t{ticks}\t{pgid}\tma"), 1),
+        (
+            "own-pid",
+            format!("# hyoka-pids v1\n# run R\n{me}\t1\t{me}\tmain\tx\n"),
+            1,
+        ),
+        (
+            "hostile-pgid",
+            format!("# hyoka-pids v1\n# run R\n{pid}\t{ticks}\t1\tmain\tx\n"),
+            1,
+        ),
+        (
+            "torn",
+            format!("# hyoka-pids v1\n# run R\n{pid}\t{ticks}\t{pgid}\tma"),
+            1,
+        ),
         ("no-header", format!("{pid}\t{ticks}\t{pgid}\tmain\tx\n"), 1),
     ];
     for (label, text, problems) in cases {
@@ -193,8 +280,16 @@ fn hostile_ledgers_are_reported_not_acted_on() {
         let text = text.replace("# run R", &format!("# run {run_id}"));
         let run_dir = fake_run(&sandbox.reports(), &run_id, text.as_bytes());
         let report = clean_run(&run_dir, &options()).unwrap();
-        assert_eq!(report.problems.len(), problems, "{label}: {:#?}", report.problems);
-        assert!(report.found.is_empty() && report.killed == 0, "{label}: {report:#?}");
+        assert_eq!(
+            report.problems.len(),
+            problems,
+            "{label}: {:#?}",
+            report.problems
+        );
+        assert!(
+            report.found.is_empty() && report.killed == 0,
+            "{label}: {report:#?}"
+        );
         assert!(alive(r), "{label}: clean acted on a hostile line");
     }
     child.kill().unwrap();
@@ -210,7 +305,10 @@ fn tree_state(dir: &Path) -> BTreeMap<PathBuf, (Vec<u8>, SystemTime)> {
         if meta.is_dir() {
             out.extend(tree_state(&path));
         } else {
-            out.insert(path.clone(), (std::fs::read(&path).unwrap(), meta.modified().unwrap()));
+            out.insert(
+                path.clone(),
+                (std::fs::read(&path).unwrap(), meta.modified().unwrap()),
+            );
         }
     }
     out
@@ -220,7 +318,10 @@ fn dry_run_changes_nothing() {
     let sandbox = Sandbox::new();
     let dir = sandbox.subdir("dry");
     let run_id = sandbox.run_id("d");
-    let config = Config { cgroup: cgroup_available(), shim: false };
+    let config = Config {
+        cgroup: cgroup_available(),
+        shim: false,
+    };
     let (owner, refs) = start_owner(&sandbox, &run_id, &dir, config, "tree+session");
     kill_owner(owner);
     // The agent itself got its parent-death signal with the owner; its descendants did not.
@@ -231,20 +332,44 @@ fn dry_run_changes_nothing() {
         .collect();
     let run_dir = sandbox.reports().join(&run_id);
     let before = tree_state(&sandbox.reports());
-    let report = clean_run(&run_dir, &CleanOptions { dry_run: true, ..options() }).unwrap();
+    let report = clean_run(
+        &run_dir,
+        &CleanOptions {
+            dry_run: true,
+            ..options()
+        },
+    )
+    .unwrap();
     assert!(report.dry_run && !report.marked_cleaned && report.killed == 0);
     assert!(report.found.len() >= tree.len(), "{report:#?}");
     assert!(report.found.iter().all(|p| p.outcome.is_none()));
-    assert!(!report.is_clean(), "a dry run with processes to kill is not clean");
-    assert_eq!(tree_state(&sandbox.reports()), before, "dry run changed files");
-    assert!(tree.iter().all(|(_, r)| alive(*r)), "dry run signalled something");
+    assert!(
+        !report.is_clean(),
+        "a dry run with processes to kill is not clean"
+    );
+    assert_eq!(
+        tree_state(&sandbox.reports()),
+        before,
+        "dry run changed files"
+    );
+    assert!(
+        tree.iter().all(|(_, r)| alive(*r)),
+        "dry run signalled something"
+    );
     if config.cgroup {
         assert!(report.cgroups.iter().all(|c| c.found && !c.removed));
     }
     // A run directory without a lock file is not given one, even by a dry run.
     let bare = sandbox.reports().join("no-lock");
     std::fs::create_dir_all(&bare).unwrap();
-    let report = clean_run(&bare, &CleanOptions { dry_run: true, ..options() }).unwrap();
+    let report = clean_run(
+        &bare,
+        &CleanOptions {
+            dry_run: true,
+            ..options()
+        },
+    )
+    .unwrap();
     assert_eq!(report.state, LockState::Missing);
     assert!(!bare.join("owner.lock").exists());
     // The real clean finishes the job.
@@ -258,21 +383,36 @@ fn ps_lists_live_runs() {
     let dir = sandbox.subdir("ps");
     let run_id = sandbox.run_id("p");
     runtime().block_on(async {
-        let tracker = tracker(&sandbox.reports(), &run_id, Config { cgroup: false, shim: true });
+        let tracker = tracker(
+            &sandbox.reports(),
+            &run_id,
+            Config {
+                cgroup: false,
+                shim: true,
+            },
+        );
         tracker.record_workspace("main", &dir.join("ws")).unwrap();
-        let mut agent = tracker.spawn("main", agent_command(&dir, "stay", "tree", 0)).await.unwrap();
+        let mut agent = tracker
+            .spawn("main", agent_command(&dir, "stay", "tree", 0))
+            .await
+            .unwrap();
         let refs = wait_ready(&dir, &["t", "t.c", "t.c.c", "agent"]);
         agent.refresh().unwrap();
         let live = live_runs(&sandbox.reports()).unwrap();
         assert_eq!(live.len(), 1);
         let run = &live[0];
-        assert_eq!((run.run_id.as_str(), run.state), (run_id.as_str(), LockState::Live));
+        assert_eq!(
+            (run.run_id.as_str(), run.state),
+            (run_id.as_str(), LockState::Live)
+        );
         assert_eq!(run.evals, ["main"]);
         assert_eq!(run.ledger.workspaces[0].path, dir.join("ws"));
         assert_eq!(run.ledger.owner.as_ref(), Some(tracker.owner()));
         for (name, r) in &refs {
             assert!(
-                run.processes.iter().any(|p| p.entry.proc_ref() == *r && p.alive),
+                run.processes
+                    .iter()
+                    .any(|p| p.entry.proc_ref() == *r && p.alive),
                 "{name} not listed: {:#?}",
                 run.processes
             );

@@ -6,9 +6,15 @@ use hyoka_proctrack::TeardownOptions;
 
 use crate::roles::scenario_names;
 use crate::runner::Test;
-use crate::support::{Config, Sandbox, agent_command, assert_nothing_left, cgroup_available, runtime, tracker, wait_ready};
+use crate::support::{
+    Config, Sandbox, agent_command, assert_nothing_left, cgroup_available, runtime, tracker,
+    wait_ready,
+};
 
-pub(crate) const TESTS: &[Test] = &[("concurrency::sixteen_concurrent_runs", sixteen_concurrent_runs)];
+pub(crate) const TESTS: &[Test] = &[(
+    "concurrency::sixteen_concurrent_runs",
+    sixteen_concurrent_runs,
+)];
 
 fn sixteen_concurrent_runs() {
     let sandbox = Sandbox::new();
@@ -18,7 +24,11 @@ fn sixteen_concurrent_runs() {
                 cgroup: cgroup_available() && i % 2 == 0,
                 shim: i % 4 < 2,
             };
-            (sandbox.run_id(&format!("r{i}")), sandbox.subdir(&format!("r{i}")), config)
+            (
+                sandbox.run_id(&format!("r{i}")),
+                sandbox.subdir(&format!("r{i}")),
+                config,
+            )
         })
         .collect();
     let rt = runtime();
@@ -34,7 +44,9 @@ fn sixteen_concurrent_runs() {
                     .expect("spawn");
                 let mut names = scenario_names("tree+session");
                 names.push("agent");
-                let refs = tokio::task::spawn_blocking(move || wait_ready(&dir, &names)).await.unwrap();
+                let refs = tokio::task::spawn_blocking(move || wait_ready(&dir, &names))
+                    .await
+                    .unwrap();
                 agent.refresh().expect("refresh");
                 let report = agent
                     .teardown(TeardownOptions::with_grace(Duration::from_secs(2)))

@@ -15,13 +15,28 @@ use crate::support::{
 pub(crate) const TESTS: &[Test] = &[
     ("containment::tree_three_deep", tree_three_deep),
     ("containment::child_in_new_session", child_in_new_session),
-    ("containment::double_forked_daemon_with_empty_env", double_forked_daemon_with_empty_env),
-    ("containment::child_ignoring_term_and_hup", child_ignoring_term_and_hup),
+    (
+        "containment::double_forked_daemon_with_empty_env",
+        double_forked_daemon_with_empty_env,
+    ),
+    (
+        "containment::child_ignoring_term_and_hup",
+        child_ignoring_term_and_hup,
+    ),
     ("containment::child_under_timeout", child_under_timeout),
-    ("containment::parent_restarting_its_child", parent_restarting_its_child),
+    (
+        "containment::parent_restarting_its_child",
+        parent_restarting_its_child,
+    ),
     ("containment::storm_of_300_children", storm_of_300_children),
-    ("containment::agent_exits_while_children_run", agent_exits_while_children_run),
-    ("containment::zero_grace_kills_at_once", zero_grace_kills_at_once),
+    (
+        "containment::agent_exits_while_children_run",
+        agent_exits_while_children_run,
+    ),
+    (
+        "containment::zero_grace_kills_at_once",
+        zero_grace_kills_at_once,
+    ),
 ];
 
 /// What one scenario run returned, for per-test assertions.
@@ -34,7 +49,13 @@ struct Outcome_ {
 /// Runs `scenario` under each configuration, tears it down, and proves through `/proc` that
 /// nothing survived, except `escapes` in the configuration without cgroup and shim, which are
 /// asserted to escape (the documented limit of the bare layers) and then killed.
-fn scenario(scenario: &str, mode: &str, n: u32, grace: Duration, escapes: &[&str]) -> Vec<Outcome_> {
+fn scenario(
+    scenario: &str,
+    mode: &str,
+    n: u32,
+    grace: Duration,
+    escapes: &[&str],
+) -> Vec<Outcome_> {
     let mut out = Vec::new();
     for config in configs() {
         let sandbox = Sandbox::new();
@@ -86,7 +107,10 @@ fn scenario(scenario: &str, mode: &str, n: u32, grace: Duration, escapes: &[&str
             // FIXME(limit): without a cgroup or the shim, a double-forked daemon that clears
             // its environment is invisible to discovery; this asserts that documented limit.
             for (name, r) in &expected_escapes {
-                assert!(crate::support::alive(*r), "{context}: {name} was expected to escape");
+                assert!(
+                    crate::support::alive(*r),
+                    "{context}: {name} was expected to escape"
+                );
             }
         }
         for (name, r) in &contained {
@@ -94,7 +118,10 @@ fn scenario(scenario: &str, mode: &str, n: u32, grace: Duration, escapes: &[&str
                 continue;
             }
             assert!(
-                report.processes.iter().any(|p| p.pid == r.pid && p.start_ticks == r.start_ticks),
+                report
+                    .processes
+                    .iter()
+                    .any(|p| p.pid == r.pid && p.start_ticks == r.start_ticks),
                 "{context}: {name} missing from the report {report:#?}"
             );
         }
@@ -102,10 +129,16 @@ fn scenario(scenario: &str, mode: &str, n: u32, grace: Duration, escapes: &[&str
         assert_eq!(report.processes_seen, reported, "{context}");
         if config.cgroup {
             let leaf = format!("hyoka-{run_id}");
-            let cg = hyoka_proctrack::Capabilities::detect().cgroup.expect("cgroup");
-            assert!(!cg.base.join(leaf).exists(), "{context}: cgroup leaf left behind");
+            let cg = hyoka_proctrack::Capabilities::detect()
+                .cgroup
+                .expect("cgroup");
+            assert!(
+                !cg.base.join(leaf).exists(),
+                "{context}: cgroup leaf left behind"
+            );
         }
-        let ledger = std::fs::read_to_string(sandbox.reports().join(&run_id).join("pids.txt")).unwrap();
+        let ledger =
+            std::fs::read_to_string(sandbox.reports().join(&run_id).join("pids.txt")).unwrap();
         assert!(ledger.contains("# cleaned "), "{context}: {ledger}");
         drop(sandbox);
         out.push(Outcome_ {
@@ -129,7 +162,13 @@ fn outcome_of(o: &Outcome_, name: &str) -> Option<Outcome> {
 fn tree_three_deep() {
     for o in scenario("tree", "stay", 0, Duration::from_secs(2), &[]) {
         for name in ["t", "t.c", "t.c.c"] {
-            assert_eq!(outcome_of(&o, name), Some(Outcome::Terminated), "{name} under {}: {:#?}", o.config, o.report);
+            assert_eq!(
+                outcome_of(&o, name),
+                Some(Outcome::Terminated),
+                "{name} under {}: {:#?}",
+                o.config,
+                o.report
+            );
         }
         assert!(o.report.processes_killed >= 4, "{:#?}", o.report);
     }
@@ -137,21 +176,38 @@ fn tree_three_deep() {
 
 fn child_in_new_session() {
     for o in scenario("session", "stay", 0, Duration::from_secs(2), &[]) {
-        assert_eq!(outcome_of(&o, "s"), Some(Outcome::Terminated), "under {}", o.config);
+        assert_eq!(
+            outcome_of(&o, "s"),
+            Some(Outcome::Terminated),
+            "under {}",
+            o.config
+        );
     }
 }
 
 fn double_forked_daemon_with_empty_env() {
     for o in scenario("daemon", "stay", 0, Duration::from_secs(2), &["d"]) {
         if o.config.cgroup || o.config.shim {
-            assert_eq!(outcome_of(&o, "d"), Some(Outcome::Terminated), "under {}", o.config);
+            assert_eq!(
+                outcome_of(&o, "d"),
+                Some(Outcome::Terminated),
+                "under {}",
+                o.config
+            );
         }
     }
 }
 
 fn child_ignoring_term_and_hup() {
     for o in scenario("stubborn", "stay", 0, Duration::from_millis(500), &[]) {
-        assert_eq!(outcome_of(&o, "st"), Some(Outcome::Killed), "under {}: {:#?} {:?}", o.config, o.report, o.refs);
+        assert_eq!(
+            outcome_of(&o, "st"),
+            Some(Outcome::Killed),
+            "under {}: {:#?} {:?}",
+            o.config,
+            o.report,
+            o.refs
+        );
         assert_eq!(o.report.cgroup_killed, o.config.cgroup);
     }
 }
@@ -159,7 +215,10 @@ fn child_ignoring_term_and_hup() {
 fn child_under_timeout() {
     for o in scenario("timeout", "stay", 0, Duration::from_secs(2), &[]) {
         assert!(
-            matches!(outcome_of(&o, "tm"), Some(Outcome::Terminated | Outcome::Killed)),
+            matches!(
+                outcome_of(&o, "tm"),
+                Some(Outcome::Terminated | Outcome::Killed)
+            ),
             "under {}: {:#?}",
             o.config,
             o.report
@@ -169,29 +228,54 @@ fn child_under_timeout() {
 
 fn parent_restarting_its_child() {
     for o in scenario("restarter", "stay", 0, Duration::from_millis(500), &[]) {
-        assert_eq!(outcome_of(&o, "restarter"), Some(Outcome::Killed), "under {}", o.config);
+        assert_eq!(
+            outcome_of(&o, "restarter"),
+            Some(Outcome::Killed),
+            "under {}",
+            o.config
+        );
         // The restarter replaced its child at least once during the grace period.
-        assert!(o.report.processes_seen >= 4, "under {}: {:#?}", o.config, o.report);
+        assert!(
+            o.report.processes_seen >= 4,
+            "under {}: {:#?}",
+            o.config,
+            o.report
+        );
     }
 }
 
 fn storm_of_300_children() {
     for o in scenario("storm", "stay", 300, Duration::from_secs(2), &[]) {
-        assert!(o.report.processes_seen >= 302, "under {}: {}", o.config, o.report.processes_seen);
+        assert!(
+            o.report.processes_seen >= 302,
+            "under {}: {}",
+            o.config,
+            o.report.processes_seen
+        );
         assert!(o.report.processes_killed >= 302, "under {}", o.config);
     }
 }
 
 fn agent_exits_while_children_run() {
     for o in scenario("all", "exit", 0, Duration::from_millis(500), &["d"]) {
-        assert_eq!(outcome_of(&o, "st"), Some(Outcome::Killed), "under {}", o.config);
+        assert_eq!(
+            outcome_of(&o, "st"),
+            Some(Outcome::Killed),
+            "under {}",
+            o.config
+        );
     }
 }
 
 fn zero_grace_kills_at_once() {
     for o in scenario("tree+stubborn", "stay", 0, Duration::ZERO, &[]) {
         for name in ["t", "t.c", "t.c.c", "st"] {
-            assert_eq!(outcome_of(&o, name), Some(Outcome::Killed), "{name} under {}", o.config);
+            assert_eq!(
+                outcome_of(&o, name),
+                Some(Outcome::Killed),
+                "{name} under {}",
+                o.config
+            );
         }
     }
 }

@@ -38,7 +38,10 @@ fn parts(scenario: &str) -> Vec<&str> {
 }
 
 pub(crate) fn run(args: &[OsString]) -> ExitCode {
-    let args: Vec<String> = args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+    let args: Vec<String> = args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
     let arg = |i: usize| args.get(i).cloned().unwrap_or_default();
     let dir = PathBuf::from(arg(1));
     match arg(0).as_str() {
@@ -49,9 +52,13 @@ pub(crate) fn run(args: &[OsString]) -> ExitCode {
         "tree" => {
             let depth: u32 = arg(2).parse().unwrap_or(1);
             if depth > 1 {
-                role("tree", &dir, &[&(depth - 1).to_string(), &format!("{}.c", arg(3))])
-                    .spawn()
-                    .expect("spawn tree child");
+                role(
+                    "tree",
+                    &dir,
+                    &[&(depth - 1).to_string(), &format!("{}.c", arg(3))],
+                )
+                .spawn()
+                .expect("spawn tree child");
             }
             ready(&dir, &arg(3));
             forever()
@@ -147,13 +154,25 @@ fn agent(dir: &Path, mode: &str, scenario: &str, n: &str) -> ExitCode {
             "daemon" => {
                 let _ = role("daemon-mid", dir, &[]).status();
             }
-            "stubborn" => drop(role("stubborn", dir, &["st"]).spawn().expect("spawn stubborn")),
+            "stubborn" => drop(
+                role("stubborn", dir, &["st"])
+                    .spawn()
+                    .expect("spawn stubborn"),
+            ),
             "timeout" => {
                 let mut c = Command::new("timeout");
-                c.arg("1000").arg(std::env::current_exe().unwrap()).args(["--hyoka-role", "sleeper"]).arg(dir).arg("tm");
+                c.arg("1000")
+                    .arg(std::env::current_exe().unwrap())
+                    .args(["--hyoka-role", "sleeper"])
+                    .arg(dir)
+                    .arg("tm");
                 drop(c.spawn().expect("spawn timeout"));
             }
-            "restarter" => drop(role("restarter", dir, &[]).spawn().expect("spawn restarter")),
+            "restarter" => drop(
+                role("restarter", dir, &[])
+                    .spawn()
+                    .expect("spawn restarter"),
+            ),
             "storm" => drop(role("storm", dir, &[n]).spawn().expect("spawn storm")),
             _ => {}
         }

@@ -29,9 +29,13 @@ pub(crate) fn run(args: &[OsString], tests: &[Test]) -> ExitCode {
         .iter()
         .filter(|(name, _)| {
             filters.is_empty()
-                || filters
-                    .iter()
-                    .any(|f| if exact { name == f } else { name.contains(f.as_str()) })
+                || filters.iter().any(|f| {
+                    if exact {
+                        name == f
+                    } else {
+                        name.contains(f.as_str())
+                    }
+                })
         })
         .collect();
     if list {
@@ -70,7 +74,10 @@ pub(crate) fn run(args: &[OsString], tests: &[Test]) -> ExitCode {
         for name in &failed {
             println!("    {name}");
         }
-        println!("\ntest result: FAILED. {passed} passed; {} failed\n", failed.len());
+        println!(
+            "\ntest result: FAILED. {passed} passed; {} failed\n",
+            failed.len()
+        );
         ExitCode::FAILURE
     }
 }

@@ -25,7 +25,11 @@ impl std::fmt::Display for Config {
             f,
             "{}{}",
             if self.cgroup { "cgroup+" } else { "" },
-            if self.shim { "shim+session+marker" } else { "session+marker" }
+            if self.shim {
+                "shim+session+marker"
+            } else {
+                "session+marker"
+            }
         )
     }
 }
@@ -118,11 +122,32 @@ impl Drop for Sandbox {
             let _ = signaller.signal(r, Signal::Kill);
         }
         let table = NativeProcTable::new();
-        for run in self.runs.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter() {
+        let cgroup = Capabilities::detect().cgroup;
+        for run in self
+            .runs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+        {
             for pid in marked(run) {
                 if let Some(p) = table.process(pid) {
                     let _ = signaller.signal(p.proc_ref(), Signal::Kill);
                 }
+            }
+            // A failed test may leave its leaf behind: kill what is in it and remove it.
+            if let Some(root) = &cgroup {
+                let run_dir = root.base.join(format!("hyoka-{run}"));
+                for leaf in std::fs::read_dir(&run_dir).into_iter().flatten().flatten() {
+                    if leaf.path().join("cgroup.procs").is_file() {
+                        let _ = std::fs::write(leaf.path().join("cgroup.kill"), b"1");
+                        let deadline = Instant::now() + Duration::from_secs(2);
+                        while std::fs::remove_dir(leaf.path()).is_err() && Instant::now() < deadline
+                        {
+                            std::thread::sleep(Duration::from_millis(10));
+                        }
+                    }
+                }
+                let _ = std::fs::remove_dir(&run_dir);
             }
         }
     }
@@ -131,7 +156,11 @@ impl Drop for Sandbox {
 /// A unique run id for this test process.
 fn run_id(label: &str) -> String {
     static N: AtomicU32 = AtomicU32::new(0);
-    format!("pt-{}-{label}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
+    format!(
+        "pt-{}-{label}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 pub(crate) fn runtime() -> tokio::runtime::Runtime {
@@ -193,7 +222,11 @@ pub(crate) fn wait_file(path: &Path, timeout: Duration) -> ProcRef {
         if let Some(r) = parse_ready(path) {
             return r;
         }
-        assert!(Instant::now() < deadline, "{} did not appear", path.display());
+        assert!(
+            Instant::now() < deadline,
+            "{} did not appear",
+            path.display()
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
 }
@@ -203,7 +236,12 @@ pub(crate) fn wait_file(path: &Path, timeout: Duration) -> ProcRef {
 pub(crate) fn wait_ready(dir: &Path, names: &[&str]) -> Vec<(String, ProcRef)> {
     names
         .iter()
-        .map(|n| ((*n).to_owned(), wait_file(&dir.join(n), Duration::from_secs(60))))
+        .map(|n| {
+            (
+                (*n).to_owned(),
+                wait_file(&dir.join(n), Duration::from_secs(60)),
+            )
+        })
         .collect()
 }
 
@@ -254,7 +292,10 @@ pub(crate) fn assert_nothing_left(run_id: &str, refs: &[(String, ProcRef)], cont
     let left = wait_gone(refs, Duration::from_secs(1));
     assert!(left.is_empty(), "{context}: still running: {left:?}");
     let marked = marked(run_id);
-    assert!(marked.is_empty(), "{context}: marked processes left: {marked:?}");
+    assert!(
+        marked.is_empty(),
+        "{context}: marked processes left: {marked:?}"
+    );
 }
 
 /// The `owner` role: a hyoka stand-in that starts a run, spawns an agent scenario, records
