@@ -78,6 +78,7 @@ impl CgroupRoot {
     /// [`ProcTrackError::CgroupUnavailable`] naming the reason: no cgroup2 mount, our cgroup
     /// unknown, or not writable (a probe directory could not be created).
     pub fn detect() -> Result<Self, ProcTrackError> {
+        static PROBES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let unavailable = |reason: String| ProcTrackError::CgroupUnavailable { reason };
         let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")
             .map_err(|e| unavailable(format!("cannot read /proc/self/mountinfo: {e}")))?;
@@ -88,7 +89,6 @@ impl CgroupRoot {
         let rel = own_cgroup(&own)
             .ok_or_else(|| unavailable("this process has no cgroup v2 path".to_owned()))?;
         let base = mount.join(rel);
-        static PROBES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let probe = base.join(format!(
             "hyoka-probe-{}-{}",
             std::process::id(),

@@ -116,6 +116,18 @@ pub struct CleanedProcess {
     pub outcome: Option<Outcome>,
 }
 
+impl From<&ProcessReport> for CleanedProcess {
+    fn from(p: &ProcessReport) -> Self {
+        Self {
+            pid: p.pid,
+            start_ticks: p.start_ticks,
+            comm: p.comm.clone(),
+            source: p.source,
+            outcome: Some(p.outcome),
+        }
+    }
+}
+
 impl CleanReport {
     fn new(run_dir: &Path, run_id: &str, state: LockState, dry_run: bool) -> Self {
         Self {
@@ -199,24 +211,11 @@ pub fn clean_run_with(
         .unwrap_or_default()
         .to_owned();
     validate_id("run", &run_id)?;
+    let untouched = |state| Ok(CleanReport::new(run_dir, &run_id, state, options.dry_run));
     let lock = match OwnerLock::acquire_existing(&run_dir.join(LOCK_FILE)) {
         Ok(Some(lock)) => lock,
-        Ok(None) => {
-            return Ok(CleanReport::new(
-                run_dir,
-                &run_id,
-                LockState::Missing,
-                options.dry_run,
-            ));
-        }
-        Err(ProcTrackError::RunLive { .. }) => {
-            return Ok(CleanReport::new(
-                run_dir,
-                &run_id,
-                LockState::Live,
-                options.dry_run,
-            ));
-        }
+        Ok(None) => return untouched(LockState::Missing),
+        Err(ProcTrackError::RunLive { .. }) => return untouched(LockState::Live),
         Err(e) => return Err(e),
     };
     let mut report = CleanReport::new(run_dir, &run_id, LockState::Abandoned, options.dry_run);
@@ -249,14 +248,10 @@ pub fn clean_run_with(
     let (live_entries, skipped) = classify(&ledger.entries, table, other_boot);
     report.skipped = skipped;
 
-    let leaves: Vec<CgroupLeaf> = if other_boot {
+    let leaves = if other_boot {
         Vec::new()
     } else {
-        ledger
-            .cgroups
-            .iter()
-            .filter_map(|c| CgroupLeaf::open_recorded(&c.path, &run_id, cgroup_mount?))
-            .collect()
+        open_leaves(&ledger.cgroups, &run_id, cgroup_mount)
     };
     report.cgroups = ledger
         .cgroups
@@ -298,13 +293,7 @@ pub fn clean_run_with(
         .processes
         .iter()
         .filter(|p| p.outcome != Outcome::Exited)
-        .map(|p: &ProcessReport| CleanedProcess {
-            pid: p.pid,
-            start_ticks: p.start_ticks,
-            comm: p.comm.clone(),
-            source: p.source,
-            outcome: Some(p.outcome),
-        })
+        .map(CleanedProcess::from)
         .collect();
     report.killed = torn.processes_killed;
     report.survivors = torn.survivors;
@@ -340,6 +329,17 @@ fn finish(
         report.marked_cleaned = true;
     }
     Ok(())
+}
+
+/// The recorded leaves that still exist and look like ours.
+fn open_leaves(recorded: &[EvalPath], run_id: &str, mount: Option<&Path>) -> Vec<CgroupLeaf> {
+    let Some(mount) = mount else {
+        return Vec::new();
+    };
+    recorded
+        .iter()
+        .filter_map(|c| CgroupLeaf::open_recorded(&c.path, run_id, mount))
+        .collect()
 }
 
 /// Splits ledger entries into those still running with their identity, and the rest.

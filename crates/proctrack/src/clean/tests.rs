@@ -1,4 +1,10 @@
 //! Tests of `clean` decisions against `FakeSystem`: what is killed, skipped and reported.
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests start the fake clock at an arbitrary real instant"
+)]
+
+use std::fmt::Write as _;
 
 use std::time::Instant;
 
@@ -19,7 +25,7 @@ fn run(boot: &str, entries: &[(ProcRefLike, &str)]) -> Run {
     let mut text =
         format!("# hyoka-pids v1\n# run r1\n# owner 50 1 {boot}\n# workspace main /tmp/ws\n");
     for ((pid, ticks, pgid), eval) in entries {
-        text.push_str(&format!("{pid}\t{ticks}\t{pgid}\t{eval}\tx\n"));
+        let _ = writeln!(text, "{pid}\t{ticks}\t{pgid}\t{eval}\tx");
     }
     std::fs::write(run_dir.join(LEDGER_FILE), text).unwrap();
     Run { _dir: dir, run_dir }

@@ -121,7 +121,7 @@ fn marker_finds_escapees_but_not_their_strangers_group() {
 
 #[test]
 fn cgroup_members_and_tracked_entries() {
-    let known = vec![crate::LedgerEntry {
+    let known = vec![LedgerEntry {
         pid: 300,
         start_ticks: 1300,
         pgid: 300,

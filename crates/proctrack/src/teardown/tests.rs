@@ -1,4 +1,8 @@
 //! Tests of the teardown engine against `FakeSystem`: verification, ordering, convergence.
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests start the fake clock at an arbitrary real instant"
+)]
 
 use std::time::{Duration, Instant};
 

@@ -64,7 +64,7 @@ fn start_owner(
     )
     .spawn()
     .expect("spawn owner");
-    let ready = wait_file(&dir.join("owner"), Duration::from_secs(60));
+    let ready = wait_file(&dir.join("owner"), Duration::from_mins(1));
     let mut names = scenario_names(scenario);
     names.push("agent");
     let mut refs = wait_ready(dir, &names);
@@ -253,9 +253,8 @@ fn hostile_ledgers_are_reported_not_acted_on() {
         ("garbage", "\u{7f}ELF\u{0}\u{1}garbage\n".to_owned(), 1),
         (
             "low-pids",
-            format!(
-                "# hyoka-pids v1\n# run R\n0\t1\t5\tmain\tx\n1\t1\t5\tmain\tx\n-1\t1\t5\tmain\tx\n"
-            ),
+            "# hyoka-pids v1\n# run R\n0\t1\t5\tmain\tx\n1\t1\t5\tmain\tx\n-1\t1\t5\tmain\tx\n"
+                .to_owned(),
             3,
         ),
         (

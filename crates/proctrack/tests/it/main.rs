@@ -10,6 +10,10 @@
     clippy::print_stderr,
     reason = "the test runner reports results on the terminal"
 )]
+#![allow(
+    clippy::similar_names,
+    reason = "pid, ppid and pgid are the kernel's names"
+)]
 
 use std::ffi::OsString;
 use std::process::ExitCode;

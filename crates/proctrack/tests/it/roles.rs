@@ -37,6 +37,10 @@ fn parts(scenario: &str) -> Vec<&str> {
     }
 }
 
+#[expect(
+    clippy::zombie_processes,
+    reason = "roles orphan their children on purpose: detaching is what they test"
+)]
 pub(crate) fn run(args: &[OsString]) -> ExitCode {
     let args: Vec<String> = args
         .iter()
@@ -179,7 +183,7 @@ fn agent(dir: &Path, mode: &str, scenario: &str, n: &str) -> ExitCode {
     }
     // The agent announces itself only when its whole scenario is up.
     for name in scenario_names(scenario) {
-        crate::support::wait_file(&dir.join(name), Duration::from_secs(60));
+        crate::support::wait_file(&dir.join(name), Duration::from_mins(1));
     }
     ready(dir, "agent");
     if mode == "exit" {
@@ -216,6 +220,6 @@ pub(crate) fn ready(dir: &Path, name: &str) {
 
 fn forever() -> ExitCode {
     loop {
-        std::thread::sleep(Duration::from_secs(3600));
+        std::thread::sleep(Duration::from_hours(1));
     }
 }

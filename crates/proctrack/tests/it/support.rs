@@ -239,7 +239,7 @@ pub(crate) fn wait_ready(dir: &Path, names: &[&str]) -> Vec<(String, ProcRef)> {
         .map(|n| {
             (
                 (*n).to_owned(),
-                wait_file(&dir.join(n), Duration::from_secs(60)),
+                wait_file(&dir.join(n), Duration::from_mins(1)),
             )
         })
         .collect()
