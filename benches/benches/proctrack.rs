@@ -234,6 +234,29 @@ fn discovery(c: &mut Criterion) {
             ))
         });
     });
+    // What the tracker really scans: the marker is only looked for in processes younger
+    // than the owner (this benchmark process).
+    let own_ticks = table.process(table.self_pid()).map_or(0, |p| p.start_ticks);
+    let young = Scope {
+        marker: Some(Marker::run("no-such-run").since(own_ticks)),
+        ..Scope::default()
+    };
+    group.bench_function(
+        BenchmarkId::new("proc_discover_with_marker_since_owner", n),
+        |b| {
+            b.iter(|| {
+                let snapshot = table.snapshot().expect("snapshot");
+                black_box(discover(
+                    &snapshot,
+                    &[],
+                    &young,
+                    &|pid| table.environ(pid),
+                    table.self_pid(),
+                    table.self_pgid(),
+                ))
+            });
+        },
+    );
     let mut system = sysinfo::System::new().expect("sysinfo");
     group.bench_function(BenchmarkId::new("sysinfo_refresh_all", n), |b| {
         b.iter(|| black_box(system.refresh_processes(sysinfo::ProcessesToUpdate::All, true)));

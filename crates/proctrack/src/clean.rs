@@ -265,7 +265,9 @@ pub fn clean_run_with(
     let scope = Scope {
         roots: Vec::new(),
         known: live_entries,
-        marker: (!other_boot).then(|| Marker::run(&run_id)),
+        marker: (!other_boot).then(|| {
+            Marker::run(&run_id).since(ledger.owner.as_ref().map_or(0, |o| o.proc_ref.start_ticks))
+        }),
         exclude: Vec::new(),
     };
 
@@ -287,6 +289,7 @@ pub fn clean_run_with(
         TeardownOptions {
             grace: options.grace,
             kill_timeout: options.kill_timeout,
+            ..TeardownOptions::default()
         },
     );
     report.found = torn

@@ -16,6 +16,7 @@ use crate::proc_table::environ_has;
 pub struct Marker {
     run_entry: Vec<u8>,
     eval_entry: Option<Vec<u8>>,
+    since: u64,
 }
 
 impl Marker {
@@ -24,7 +25,17 @@ impl Marker {
         Self {
             run_entry: format!("HYOKA_RUN_ID={run_id}").into_bytes(),
             eval_entry: None,
+            since: 0,
         }
+    }
+
+    /// Only processes started at or after `start_ticks` can carry the marker (a process
+    /// older than the run cannot have inherited it), so older ones are never read: this is
+    /// what keeps the scan cheap. Pass the owner's start ticks.
+    #[must_use]
+    pub fn since(mut self, start_ticks: u64) -> Self {
+        self.since = start_ticks;
+        self
     }
 
     /// The marker of one eval of a run.
@@ -134,48 +145,55 @@ pub fn discover(
             add(&mut found, entry.pid, Source::Tracked);
         }
     }
+    // Close over descendants and shared process groups until nothing new appears; then look
+    // for the marker only among the processes still unattributed (reading `environ` is the
+    // expensive part), and close over what it found.
+    let close = |found: &mut BTreeMap<i32, Source>| {
+        loop {
+            let before = found.len();
+            // Roots seed the walk even when they are not reported themselves (the shim walking
+            // its own tree is the calling process).
+            let mut queue: Vec<i32> = found.keys().chain(&live_roots).copied().collect();
+            while let Some(pid) = queue.pop() {
+                for &child in children.get(&pid).into_iter().flatten() {
+                    if !found.contains_key(&child) {
+                        add(found, child, Source::Descendant);
+                        if found.contains_key(&child) {
+                            queue.push(child);
+                        }
+                    }
+                }
+            }
+            // A group is ours only when its leader is: a process found by its marker may sit in
+            // a stranger's group (a shell that exported the variable), and that group is not ours.
+            let groups: BTreeSet<i32> = found
+                .keys()
+                .filter_map(|pid| by_pid.get(pid))
+                .filter(|p| p.pgid == p.pid && p.pgid != self_pgid)
+                .map(|p| p.pgid)
+                .collect();
+            for p in snapshot {
+                if groups.contains(&p.pgid) && !found.contains_key(&p.pid) {
+                    add(found, p.pid, Source::Group);
+                }
+            }
+            if found.len() == before {
+                break;
+            }
+        }
+    };
+    close(&mut found);
     if let Some(marker) = &scope.marker {
         for p in snapshot {
             if !found.contains_key(&p.pid)
+                && p.start_ticks >= marker.since
                 && eligible(p)
                 && environ(p.pid).is_some_and(|e| marker.matches(&e))
             {
                 add(&mut found, p.pid, Source::Marker);
             }
         }
-    }
-    // Close over descendants and shared process groups until nothing new appears.
-    loop {
-        let before = found.len();
-        // Roots seed the walk even when they are not reported themselves (the shim walking
-        // its own tree is the calling process).
-        let mut queue: Vec<i32> = found.keys().chain(&live_roots).copied().collect();
-        while let Some(pid) = queue.pop() {
-            for &child in children.get(&pid).into_iter().flatten() {
-                if !found.contains_key(&child) {
-                    add(&mut found, child, Source::Descendant);
-                    if found.contains_key(&child) {
-                        queue.push(child);
-                    }
-                }
-            }
-        }
-        // A group is ours only when its leader is: a process found by its marker may sit in
-        // a stranger's group (a shell that exported the variable), and that group is not ours.
-        let groups: BTreeSet<i32> = found
-            .keys()
-            .filter_map(|pid| by_pid.get(pid))
-            .filter(|p| p.pgid == p.pid && p.pgid != self_pgid)
-            .map(|p| p.pgid)
-            .collect();
-        for p in snapshot {
-            if groups.contains(&p.pgid) && !found.contains_key(&p.pid) {
-                add(&mut found, p.pid, Source::Group);
-            }
-        }
-        if found.len() == before {
-            break;
-        }
+        close(&mut found);
     }
     let excluded = |p: &ProcInfo| scope.exclude.contains(&p.proc_ref());
     let depth = |pid: i32| {

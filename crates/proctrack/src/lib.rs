@@ -117,7 +117,7 @@ pub use crate::shim::{SHIM_FAILURE, shim_args, shim_main};
 pub use crate::signal::MockSignaller;
 pub use crate::signal::{Delivery, NativeSignaller, Refusal, Signal, Signaller, refusal};
 pub use crate::teardown::{
-    Outcome, ProcessReport, Seams, TeardownOptions, TeardownReport, teardown,
+    Escalation, Outcome, ProcessReport, Seams, TeardownOptions, TeardownReport, teardown,
 };
 pub use crate::tracker::{
     Agent, AgentCommand, AgentExit, CgroupMode, Launcher, Refresh, StdioMode, Tracker,

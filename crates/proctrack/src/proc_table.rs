@@ -69,18 +69,18 @@ fn read_at(dir: impl AsFd, path: &CStr, buf: &mut [u8]) -> Option<usize> {
     Some(len)
 }
 
-fn stat_path(pid: i32, out: &mut [u8; 32]) -> &CStr {
+fn stat_path<'a>(prefix: &str, pid: i32, out: &'a mut [u8; 32]) -> &'a CStr {
     use std::io::Write as _;
     let mut cursor = io::Cursor::new(&mut out[..]);
     // A pid has at most 10 digits, so this always fits with its NUL.
-    let _ = write!(cursor, "{pid}/stat\0");
+    let _ = write!(cursor, "{prefix}{pid}/stat\0");
     let end = usize::try_from(cursor.position()).unwrap_or(0);
     CStr::from_bytes_with_nul(&out[..end]).unwrap_or(c"")
 }
 
 fn read_stat_at(proc_dir: impl AsFd, pid: i32, buf: &mut [u8; STAT_BUF]) -> Option<ProcInfo> {
     let mut path = [0u8; 32];
-    let len = read_at(proc_dir, stat_path(pid, &mut path), buf)?;
+    let len = read_at(proc_dir, stat_path("", pid, &mut path), buf)?;
     let text = std::str::from_utf8(&buf[..len]).ok()?;
     parse_stat(text).filter(|info| info.pid == pid)
 }
@@ -140,8 +140,16 @@ impl ProcTable for NativeProcTable {
         if pid <= 0 {
             return None;
         }
-        let proc_dir = open_proc().ok()?;
-        read_stat_at(&proc_dir, pid, &mut [0u8; STAT_BUF])
+        // One `open` of the absolute path: this is the hot call of teardown's polling.
+        let mut path = [0u8; 32];
+        let mut buf = [0u8; STAT_BUF];
+        let len = read_at(
+            rustix::fs::CWD,
+            stat_path("/proc/", pid, &mut path),
+            &mut buf,
+        )?;
+        let text = std::str::from_utf8(&buf[..len]).ok()?;
+        parse_stat(text).filter(|info| info.pid == pid)
     }
 
     fn environ(&self, pid: i32) -> Option<Vec<u8>> {

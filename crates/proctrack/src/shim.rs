@@ -182,10 +182,13 @@ pub fn shim_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
             }
             Some(_) => {
                 tear_down_tree(me.as_raw_nonzero().get(), args.grace);
-                while !reap(agent, &mut status, &mut say) {
-                    if wait_signal(&set, Duration::from_millis(100)).is_none() && no_children() {
+                // Reap what the teardown stopped; a child stuck in the kernel must not keep
+                // the shim alive forever, so this is bounded (its zombie goes to init).
+                for _ in 0..50 {
+                    if reap(agent, &mut status, &mut say) || no_children() {
                         break;
                     }
+                    wait_signal(&set, Duration::from_millis(100));
                 }
                 break;
             }

@@ -5,6 +5,8 @@
 //! [`Clock`], so its decisions are tested against `FakeSystem` without real processes.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -17,14 +19,16 @@ use crate::proc_table::ProcTable;
 use crate::signal::{Delivery, Signal, Signaller};
 
 /// How long teardown may take.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TeardownOptions {
     /// Time between SIGTERM and SIGKILL (`--grace`). Zero sends SIGKILL at once.
     pub grace: Duration,
     /// Extra time after the grace period for SIGKILL rounds; after it teardown gives up and
     /// reports survivors. Teardown never takes longer than `grace + kill_timeout` plus one
-    /// scan.
+    /// scan and the shim's stop.
     pub kill_timeout: Duration,
+    /// Cuts the grace period short when triggered (the CLI's second Ctrl-C).
+    pub escalation: Escalation,
 }
 
 impl Default for TeardownOptions {
@@ -32,12 +36,13 @@ impl Default for TeardownOptions {
         Self {
             grace: Duration::from_secs(5),
             kill_timeout: Duration::from_secs(5),
+            escalation: Escalation::new(),
         }
     }
 }
 
 impl TeardownOptions {
-    /// `grace` with the default kill timeout.
+    /// `grace` with the default kill timeout and a fresh escalation switch.
     pub fn with_grace(grace: Duration) -> Self {
         Self {
             grace,
@@ -45,6 +50,45 @@ impl TeardownOptions {
         }
     }
 }
+
+/// A shared switch that makes a running teardown skip the rest of its grace period and send
+/// SIGKILL at once. Clones share the switch.
+///
+/// ```
+/// use hyoka_proctrack::{Escalation, TeardownOptions};
+/// let options = TeardownOptions::default();
+/// let switch: Escalation = options.escalation.clone();
+/// // On a second SIGINT, from any thread or task:
+/// switch.escalate();
+/// assert!(options.escalation.is_escalated());
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Escalation(Arc<AtomicBool>);
+
+impl Escalation {
+    /// A switch that is not triggered.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Triggers the switch: SIGKILL now.
+    pub fn escalate(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the switch was triggered.
+    pub fn is_escalated(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+impl PartialEq for Escalation {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Escalation {}
 
 /// What became of one process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -206,25 +250,43 @@ impl Engine<'_> {
         }
     }
 
-    /// Signals every group led by a found process, then every found process not covered by a
-    /// delivered group signal. Returns the processes signalled (or covered).
+    /// Signals each process group of the found processes once, then every found process not
+    /// covered by a delivered group signal.
+    ///
+    /// A group is signalled through its leader when the leader was found, else through a
+    /// member attributed by containment or ancestry (cgroup, root, descendant, group): such a
+    /// member's group lies in a session our agent created, so every member is ours. A process
+    /// found only by its marker (or only from a ledger) never lends its group, since it may
+    /// sit in a stranger's group.
     fn signal_all(&mut self, found: &[Found], signal: Signal) {
-        let mut covered: BTreeSet<i32> = BTreeSet::new();
         let mut found: Vec<&Found> = found.iter().collect();
         // Parents first, so a parent that restarts its children dies before it can react.
         found.sort_by_key(|f| f.depth);
+        let mut via: BTreeMap<i32, &Found> = BTreeMap::new();
         for f in &found {
             let p = &f.info;
-            if p.pid == p.pgid
-                && p.pgid != self.self_pgid
-                && !covered.contains(&p.pgid)
-                && self
-                    .seams
-                    .signaller
-                    .signal_group(p.proc_ref(), p.pgid, signal)
-                    == Delivery::Sent
+            let leader = p.pid == p.pgid;
+            let strong = matches!(
+                f.source,
+                Source::Cgroup | Source::Root | Source::Descendant | Source::Group
+            );
+            if p.pgid <= 1 || p.pgid == self.self_pgid || !(leader || strong) {
+                continue;
+            }
+            let slot = via.entry(p.pgid).or_insert(f);
+            if leader {
+                *slot = f;
+            }
+        }
+        let mut covered: BTreeSet<i32> = BTreeSet::new();
+        for (pgid, member) in via {
+            if self
+                .seams
+                .signaller
+                .signal_group(member.info.proc_ref(), pgid, signal)
+                == Delivery::Sent
             {
-                covered.insert(p.pgid);
+                covered.insert(pgid);
             }
         }
         for f in found {
@@ -259,8 +321,9 @@ impl Engine<'_> {
         }
     }
 
-    /// Polls the pending processes until all are gone or `deadline` passes.
-    fn wait_gone(&mut self, deadline: Instant) {
+    /// Polls the pending processes until all are gone or `deadline` passes (or, when
+    /// `escalation` is given, until it is triggered).
+    fn wait_gone(&mut self, deadline: Instant, escalation: Option<&Escalation>) {
         let mut interval = Duration::from_millis(1);
         loop {
             let pending: Vec<ProcRef> = self
@@ -279,7 +342,7 @@ impl Engine<'_> {
                 self.settle(r);
             }
             let now = self.seams.clock.now();
-            if all_gone || now >= deadline {
+            if all_gone || now >= deadline || escalation.is_some_and(Escalation::is_escalated) {
                 return;
             }
             self.seams.clock.sleep(interval.min(deadline - now));
@@ -329,9 +392,9 @@ impl Engine<'_> {
 
         let found = self.scan();
         self.note(&found);
-        if !options.grace.is_zero() && !found.is_empty() {
+        if !options.grace.is_zero() && !found.is_empty() && !options.escalation.is_escalated() {
             self.signal_all(&found, Signal::Term);
-            self.wait_gone(grace_deadline);
+            self.wait_gone(grace_deadline, Some(&options.escalation));
         }
 
         loop {
@@ -358,7 +421,7 @@ impl Engine<'_> {
             }
             self.signal_all(&found, Signal::Kill);
             let round_deadline = (clock.now() + Duration::from_secs(1)).min(hard_deadline);
-            self.wait_gone(round_deadline);
+            self.wait_gone(round_deadline, None);
         }
 
         if let Some(shim) = self.scope.exclude.first().copied() {

@@ -782,7 +782,10 @@ impl Agent {
         Scope {
             roots: vec![self.shim.unwrap_or(self.process)],
             known: self.known.clone(),
-            marker: Some(Marker::eval(&self.shared.run_id, &self.eval_id)),
+            marker: Some(
+                Marker::eval(&self.shared.run_id, &self.eval_id)
+                    .since(self.shared.owner.proc_ref.start_ticks),
+            ),
             exclude: self.shim.into_iter().collect(),
         }
     }
@@ -951,6 +954,7 @@ impl Drop for Agent {
         let options = TeardownOptions {
             grace: Duration::ZERO,
             kill_timeout: Duration::from_secs(2),
+            ..TeardownOptions::default()
         };
         let report = teardown(seams, &scope, &leaves, options);
         if let Some(child) = &mut self.child {

@@ -86,6 +86,7 @@ fn scenario(
                 .teardown(TeardownOptions {
                     grace,
                     kill_timeout: Duration::from_secs(10),
+                    ..TeardownOptions::default()
                 })
                 .await
                 .expect("teardown");
