@@ -305,7 +305,7 @@ fn teardown_engine_fake(c: &mut Criterion) {
                     roots: vec![agent],
                     ..Scope::default()
                 };
-                black_box(teardown(seams, &scope, &[], TeardownOptions::default()))
+                black_box(teardown(seams, &scope, &[], &TeardownOptions::default()))
             },
         );
     });

@@ -286,7 +286,7 @@ pub fn clean_run_with(
         seams,
         &scope,
         &leaves,
-        TeardownOptions {
+        &TeardownOptions {
             grace: options.grace,
             kill_timeout: options.kill_timeout,
             ..TeardownOptions::default()

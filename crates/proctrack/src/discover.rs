@@ -195,6 +195,15 @@ pub fn discover(
         }
         close(&mut found);
     }
+    collect(&found, &by_pid, scope)
+}
+
+/// The attributed processes with their depth, minus the excluded ones, in pid order.
+fn collect(
+    found: &BTreeMap<i32, Source>,
+    by_pid: &BTreeMap<i32, &ProcInfo>,
+    scope: &Scope,
+) -> Vec<Found> {
     let excluded = |p: &ProcInfo| scope.exclude.contains(&p.proc_ref());
     let depth = |pid: i32| {
         let mut depth = 0;

@@ -112,3 +112,6 @@ impl Drop for OwnerLock {
         let _ = self.file.unlock();
     }
 }
+
+#[cfg(test)]
+mod tests;

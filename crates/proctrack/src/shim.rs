@@ -290,7 +290,7 @@ fn tear_down_tree(me: i32, grace: Duration) {
         signaller: &signaller,
         clock: &SystemClock,
     };
-    teardown(seams, &scope, &[], TeardownOptions::with_grace(grace));
+    teardown(seams, &scope, &[], &TeardownOptions::with_grace(grace));
 }
 
 #[cfg(test)]

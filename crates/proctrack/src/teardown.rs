@@ -362,7 +362,7 @@ impl Engine<'_> {
         }
     }
 
-    fn run(mut self, options: TeardownOptions) -> TeardownReport {
+    fn run(mut self, options: &TeardownOptions) -> TeardownReport {
         let clock = self.seams.clock;
         let start = clock.now();
         let grace_deadline = start + options.grace;
@@ -545,7 +545,7 @@ pub fn teardown(
     seams: Seams<'_>,
     scope: &Scope,
     cgroups: &[CgroupLeaf],
-    options: TeardownOptions,
+    options: &TeardownOptions,
 ) -> TeardownReport {
     let engine = Engine {
         seams,

@@ -424,7 +424,9 @@ impl Tracker {
             cmd.as_std_mut()
                 .pre_exec(move || pre_exec(procs_raw, report_raw, parent));
         }
-        let handle = tokio::runtime::Handle::current();
+        let handle = tokio::runtime::Handle::try_current().map_err(|e| ProcTrackError::Task {
+            reason: e.to_string(),
+        })?;
         let spawned = on_spawner(move || {
             let _enter = handle.enter();
             cmd.spawn()
@@ -872,7 +874,7 @@ impl Agent {
                 signaller: &signaller,
                 clock: &SystemClock,
             };
-            teardown(seams, &scope, &leaves, options)
+            teardown(seams, &scope, &leaves, &options)
         })
         .await
         .map_err(|e| ProcTrackError::Task {
@@ -956,7 +958,7 @@ impl Drop for Agent {
             kill_timeout: Duration::from_secs(2),
             ..TeardownOptions::default()
         };
-        let report = teardown(seams, &scope, &leaves, options);
+        let report = teardown(seams, &scope, &leaves, &options);
         if let Some(child) = &mut self.child {
             let _ = child.try_wait();
         }

@@ -33,7 +33,7 @@ fn check(w: &World, scope: &Scope, grace: Duration) -> (TeardownReport, Vec<(i32
         seams,
         scope,
         &[],
-        TeardownOptions {
+        &TeardownOptions {
             grace,
             kill_timeout: Duration::from_secs(5),
             ..TeardownOptions::default()
@@ -271,7 +271,7 @@ fn unkillable_process_is_a_survivor_and_teardown_is_bounded() {
         kill_timeout: Duration::from_secs(3),
         ..TeardownOptions::default()
     };
-    let report = teardown(seams, &scope, &[], options);
+    let report = teardown(seams, &scope, &[], &options);
     assert_eq!((report.survivors, report.timed_out), (1, true));
     assert_eq!(report.processes[0].outcome, Outcome::Failed);
     assert!(clock.elapsed() <= Duration::from_secs(4) + Duration::from_millis(100));
@@ -282,14 +282,14 @@ fn escalation_cuts_the_grace_period_short() {
     let w = world();
     let agent = w.fake.spawn(100, true, "agent", None);
     w.fake.set_on_term(agent.pid, OnTerm::Ignore);
-    let options = TeardownOptions::with_grace(Duration::from_secs(60));
+    let options = TeardownOptions::with_grace(Duration::from_mins(1));
     options.escalation.escalate();
     let seams = Seams {
         table: &w.fake,
         signaller: &w.fake,
         clock: &w.clock,
     };
-    let report = teardown(seams, &root(agent), &[], options);
+    let report = teardown(seams, &root(agent), &[], &options);
     assert_eq!(report.processes[0].outcome, Outcome::Killed);
     assert!(
         w.clock.elapsed() < Duration::from_secs(2),
