@@ -88,7 +88,11 @@ impl CgroupRoot {
             .map_err(|e| unavailable(format!("cannot read /proc/self/cgroup: {e}")))?;
         let rel = own_cgroup(&own)
             .ok_or_else(|| unavailable("this process has no cgroup v2 path".to_owned()))?;
-        let base = mount.join(rel);
+        let base = if rel.as_os_str().is_empty() {
+            mount.clone()
+        } else {
+            mount.join(rel)
+        };
         let probe = base.join(format!(
             "hyoka-probe-{}-{}",
             std::process::id(),

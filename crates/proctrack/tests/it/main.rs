@@ -31,7 +31,30 @@ fn main() -> ExitCode {
     match args.get(1).and_then(|a| a.to_str()) {
         Some("__shim") => hyoka_proctrack::shim_main(args.into_iter().skip(2)),
         Some("--hyoka-role") => roles::run(&args[2..]),
-        _ => runner::run(&args[1..], &all_tests()),
+        _ => {
+            let caps = hyoka_proctrack::Capabilities::detect();
+            if !args.iter().any(|a| a == "--list") {
+                println!(
+                    "layers on this machine: cgroup v2 {}, pidfd {}, subreaper {}; \
+                     containment tests run under: {}",
+                    caps.cgroup.as_ref().map_or_else(
+                        || format!(
+                            "unavailable ({})",
+                            caps.cgroup_unavailable.as_deref().unwrap_or("?")
+                        ),
+                        |c| format!("at {} (cgroup.kill: {})", c.base.display(), c.has_kill),
+                    ),
+                    caps.pidfd,
+                    caps.subreaper,
+                    support::configs()
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                );
+            }
+            runner::run(&args[1..], &all_tests())
+        }
     }
 }
 
