@@ -42,6 +42,13 @@ pub enum ProcTrackError {
         /// The lock file.
         path: PathBuf,
     },
+    /// The run directory holds a ledger of an earlier run with this id that was never
+    /// cleaned; starting over would lose what `clean` needs.
+    #[error("run directory {path:?} holds an uncleaned ledger: run `hyoka clean` first")]
+    UncleanRun {
+        /// The ledger.
+        path: PathBuf,
+    },
     /// The same eval id was spawned twice in one run.
     #[error("eval {eval_id:?} is already tracked in this run")]
     DuplicateEval {

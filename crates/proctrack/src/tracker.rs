@@ -244,13 +244,24 @@ impl Tracker {
     ///
     /// # Errors
     /// [`ProcTrackError::InvalidId`], [`ProcTrackError::RunLive`] (another process owns this
-    /// run id), [`ProcTrackError::CgroupUnavailable`] with [`CgroupMode::Required`], or
+    /// run id), [`ProcTrackError::UncleanRun`] (an earlier run with this id crashed and was
+    /// not cleaned), [`ProcTrackError::CgroupUnavailable`] with [`CgroupMode::Required`], or
     /// [`ProcTrackError::Io`].
     pub fn start(options: TrackerOptions) -> Result<Self, ProcTrackError> {
         validate_id("run", &options.run_id)?;
         let run_dir = options.reports_dir.join(&options.run_id);
         std::fs::create_dir_all(&run_dir).map_err(|e| ProcTrackError::io("create", &run_dir, e))?;
         let owner_lock = OwnerLock::acquire(&run_dir.join(LOCK_FILE))?;
+        let ledger_path = run_dir.join(LEDGER_FILE);
+        if let Ok(previous) = Ledger::read(&ledger_path, std::process::id().try_into().unwrap_or(0))
+        {
+            let previous = previous.ledger;
+            if previous.cleaned.is_none()
+                && !(previous.entries.is_empty() && previous.cgroups.is_empty())
+            {
+                return Err(ProcTrackError::UncleanRun { path: ledger_path });
+            }
+        }
         let owner = Identity::current()?;
         let (cgroup, cgroup_unavailable) = match options.cgroup {
             CgroupMode::Off => (None, Some("disabled".to_owned())),
@@ -265,7 +276,6 @@ impl Tracker {
             }
         };
         let ledger = Ledger::new(&options.run_id, owner.clone())?;
-        let ledger_path = run_dir.join(LEDGER_FILE);
         ledger.write_atomic(&ledger_path)?;
         Ok(Self {
             shared: Arc::new(Shared {

@@ -33,6 +33,10 @@ pub(crate) const TESTS: &[Test] = &[
     ),
     ("clean::dry_run_changes_nothing", dry_run_changes_nothing),
     ("clean::ps_lists_live_runs", ps_lists_live_runs),
+    (
+        "clean::an_uncleaned_run_id_is_not_reused",
+        an_uncleaned_run_id_is_not_reused,
+    ),
 ];
 
 fn options() -> CleanOptions {
@@ -423,4 +427,33 @@ fn ps_lists_live_runs() {
         assert_eq!(all[0].state, LockState::Abandoned);
         assert!(all[0].ledger.cleaned.is_some() && all[0].processes.is_empty());
     });
+}
+
+fn an_uncleaned_run_id_is_not_reused() {
+    let sandbox = Sandbox::new();
+    let (mut child, r, pgid) = stranger(&sandbox);
+    let run_id = sandbox.run_id("u");
+    let owner = hyoka_proctrack::Identity::current().unwrap();
+    let ledger = format!(
+        "# hyoka-pids v1\n# run {run_id}\n# owner {owner}\n{}\t{}\t{pgid}\tmain\tsleeper\n",
+        r.pid, r.start_ticks
+    );
+    let run_dir = fake_run(&sandbox.reports(), &run_id, ledger.as_bytes());
+    let config = Config {
+        cgroup: false,
+        shim: false,
+    };
+    let mut start = hyoka_proctrack::TrackerOptions::new(&run_id, sandbox.reports());
+    start.cgroup = hyoka_proctrack::CgroupMode::Off;
+    let err = hyoka_proctrack::Tracker::start(start).unwrap_err();
+    assert!(
+        matches!(err, hyoka_proctrack::ProcTrackError::UncleanRun { .. }),
+        "{err}"
+    );
+    // Once cleaned (which stops the recorded process), the id can be used again.
+    let report = clean_run(&run_dir, &options()).unwrap();
+    assert!(report.is_clean() && report.killed == 1, "{report:#?}");
+    let _ = child.wait();
+    drop(tracker(&sandbox.reports(), &run_id, config));
+    let _ = child.kill();
 }
