@@ -155,7 +155,7 @@ fn millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
 }
 
 impl TeardownReport {
-    fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         self.processes_seen = self.processes.len();
         self.processes_killed = self
             .processes

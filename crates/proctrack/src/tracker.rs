@@ -402,6 +402,7 @@ impl Tracker {
             stderr: None,
             exit: None,
             known: Vec::new(),
+            history: std::collections::BTreeMap::new(),
             torn_down: false,
         };
         if let Some(leaf) = &agent.leaf {
@@ -689,6 +690,8 @@ pub struct Agent {
     pub stderr: Option<ChildStderr>,
     exit: Option<AgentExit>,
     known: Vec<LedgerEntry>,
+    /// Every process ever attributed to this eval, for the final report.
+    history: std::collections::BTreeMap<ProcRef, LedgerEntry>,
     torn_down: bool,
 }
 
@@ -836,8 +839,11 @@ impl Agent {
         let mut added = 0;
         for f in &found {
             if !self.known.iter().any(|e| e.proc_ref() == f.info.proc_ref()) {
-                self.known
-                    .push(LedgerEntry::from_info(&f.info, &self.eval_id));
+                let entry = LedgerEntry::from_info(&f.info, &self.eval_id);
+                if Some(entry.proc_ref()) != self.shim {
+                    self.history.insert(entry.proc_ref(), entry.clone());
+                }
+                self.known.push(entry);
                 added += 1;
             }
         }
@@ -877,7 +883,7 @@ impl Agent {
         }
         let scope = self.scope();
         let leaves: Vec<CgroupLeaf> = self.leaf.iter().cloned().collect();
-        let report = tokio::task::spawn_blocking(move || {
+        let mut report = tokio::task::spawn_blocking(move || {
             let (table, signaller) = (NativeProcTable::new(), NativeSignaller::new());
             let seams = Seams {
                 table: &table,
@@ -890,10 +896,35 @@ impl Agent {
         .map_err(|e| ProcTrackError::Task {
             reason: e.to_string(),
         })?;
+        self.complete(&mut report);
         self.torn_down = true;
         self.reap().await;
         self.finish(&report)?;
         Ok(report)
+    }
+
+    /// Adds the processes seen by earlier refreshes that exited on their own before teardown
+    /// (outcome `exited`), so the report covers the eval's whole life.
+    fn complete(&self, report: &mut TeardownReport) {
+        for (r, entry) in &self.history {
+            if !report
+                .processes
+                .iter()
+                .any(|p| p.pid == r.pid && p.start_ticks == r.start_ticks)
+            {
+                report.processes.push(crate::ProcessReport {
+                    pid: entry.pid,
+                    start_ticks: entry.start_ticks,
+                    pgid: entry.pgid,
+                    comm: entry.comm.clone(),
+                    source: crate::Source::Tracked,
+                    outcome: crate::Outcome::Exited,
+                    errno: None,
+                });
+            }
+        }
+        report.processes.sort_by_key(|p| (p.pid, p.start_ticks));
+        report.finish();
     }
 
     async fn reap(&mut self) {
