@@ -612,6 +612,14 @@ fn pre_exec(procs: Option<i32>, report: Option<i32>, parent: u32) -> std::io::Re
 
 type Job = Box<dyn FnOnce() + Send>;
 
+// The CLI moves trackers and agents across tasks.
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync>() {}
+    const fn assert_send<T: Send>() {}
+    assert_send_sync::<Tracker>();
+    assert_send::<Agent>();
+};
+
 /// Runs `job` on the process's one long-lived spawner thread and returns its result.
 async fn on_spawner<T: Send + 'static>(
     job: impl FnOnce() -> T + Send + 'static,
@@ -625,7 +633,8 @@ async fn on_spawner<T: Send + 'static>(
             .name("hyoka-spawner".into())
             .spawn(move || {
                 for job in rx {
-                    job();
+                    // A panicking job must not take the spawner, and every later spawn, down.
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
                 }
             });
         Mutex::new(tx)
