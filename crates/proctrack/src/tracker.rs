@@ -474,17 +474,19 @@ impl Tracker {
         Ok(agent)
     }
 
-    /// Ends the run: marks the ledger cleaned when no teardown left survivors, and releases
-    /// the owner lock. Call it after every agent was torn down.
+    /// Ends the run: marks the ledger cleaned when every agent was torn down without
+    /// survivors (an agent still running keeps its entries, so the mark is withheld), and
+    /// releases the owner lock. Call it after every agent was torn down.
     ///
     /// # Errors
     /// [`ProcTrackError::Io`] when the ledger cannot be written (the lock is released anyway).
     pub fn close(self) -> Result<(), ProcTrackError> {
-        let result = if *lock(&self.shared.survivors) == 0 {
-            self.shared.update(|l| l.cleaned = Some(unix_now()))
-        } else {
-            Ok(())
-        };
+        let survivors = *lock(&self.shared.survivors);
+        let result = self.shared.update(|l| {
+            if survivors == 0 && l.entries.is_empty() {
+                l.cleaned = Some(unix_now());
+            }
+        });
         lock(&self.shared.lock).take();
         result
     }

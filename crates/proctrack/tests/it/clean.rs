@@ -37,6 +37,10 @@ pub(crate) const TESTS: &[Test] = &[
         "clean::an_uncleaned_run_id_is_not_reused",
         an_uncleaned_run_id_is_not_reused,
     ),
+    (
+        "clean::dropped_agent_is_still_stopped",
+        dropped_agent_is_still_stopped,
+    ),
 ];
 
 fn options() -> CleanOptions {
@@ -456,4 +460,37 @@ fn an_uncleaned_run_id_is_not_reused() {
     let _ = child.wait();
     drop(tracker(&sandbox.reports(), &run_id, config));
     let _ = child.kill();
+}
+
+/// Closing a run before tearing an agent down withholds the `# cleaned` mark, and dropping
+/// the agent still stops its tree (the last-resort SIGKILL).
+fn dropped_agent_is_still_stopped() {
+    let sandbox = Sandbox::new();
+    let dir = sandbox.subdir("drop");
+    let run_id = sandbox.run_id("z");
+    let refs = runtime().block_on(async {
+        let tracker = tracker(
+            &sandbox.reports(),
+            &run_id,
+            Config {
+                cgroup: cgroup_available(),
+                shim: true,
+            },
+        );
+        let agent = tracker
+            .spawn("main", agent_command(&dir, "stay", "tree+stubborn", 0))
+            .await
+            .unwrap();
+        let refs = wait_ready(&dir, &["t", "t.c", "t.c.c", "st", "agent"]);
+        let ledger = tracker.ledger_path().to_owned();
+        tracker.close().unwrap();
+        assert!(
+            !std::fs::read_to_string(&ledger)
+                .unwrap()
+                .contains("# cleaned")
+        );
+        drop(agent);
+        refs
+    });
+    assert_nothing_left(&run_id, &refs, "dropped agent");
 }
