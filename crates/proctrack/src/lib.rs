@@ -1,7 +1,125 @@
 //! Process identity, layered containment, discovery, the pid ledger and verified teardown.
 //!
-//! This crate will own everything hyoka knows about the processes an agent starts: their
-//! identity (pid, start time in clock ticks, boot id), the containment layers (a cgroup v2
-//! leaf, a subreaper shim, a new session and process group, an environment-marker scan), the
-//! crash-safe ledger `reports/<run_id>/pids.txt`, teardown with re-verification before every
-//! signal, and the sweep that `hyoka clean` runs after a crash.
+//! Nothing an agent starts outlives its run, however it detaches, and nothing that is not
+//! the run's is ever signalled.
+//!
+//! # Overview
+//!
+//! - [`Tracker`] is one run: it holds the [`OwnerLock`] and the [`Ledger`]; its
+//!   [`Tracker::spawn`] starts an eval's agent ([`AgentCommand`]) as an [`Agent`] under every
+//!   layer the machine offers ([`Capabilities`], [`Layers`]); [`Agent::wait`],
+//!   [`Agent::refresh`] and [`Agent::teardown`] (a [`TeardownReport`]) follow.
+//! - The layers: a cgroup v2 leaf per eval ([`CgroupRoot`], [`CgroupLeaf`]); the subreaper
+//!   shim ([`shim_main`], started through a [`Launcher`]); a new session and process group;
+//!   discovery by a direct `/proc` scan ([`discover`]) of descendants, process groups and the
+//!   `HYOKA_RUN_ID` [`Marker`].
+//! - Identity: [`Identity`] (pid, start ticks, [`BootId`]) and [`ProcRef`]; every signal goes
+//!   through a [`Signaller`] that re-verifies it (see [`Delivery`]).
+//! - `clean` and `ps`: [`clean_run`] ([`CleanOptions`], [`CleanReport`]), [`list_runs`] and
+//!   [`live_runs`] ([`RunListing`]).
+//! - Seams: [`ProcTable`], [`Signaller`], [`Clock`] with [`NativeProcTable`],
+//!   [`NativeSignaller`], [`SystemClock`]; with the `mock` feature also `FakeSystem`,
+//!   `FakeClock` and the `mockall` mocks `MockProcTable`, `MockSignaller`, `MockClock`.
+//!
+//! # Example
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use hyoka_proctrack::{AgentCommand, Launcher, StdioMode, TeardownOptions, Tracker, TrackerOptions};
+//!
+//! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+//! let mut options = TrackerOptions::new("20261129-120000-abc123", "reports");
+//! options.shim = Some(Launcher {
+//!     program: std::env::current_exe()?,
+//!     args: vec!["__shim".into()],
+//! });
+//! let tracker = Tracker::start(options)?;
+//! let mut command = AgentCommand::new("claude", ["-p", "fix the bug"]);
+//! command.stdout = StdioMode::Piped;
+//! let mut agent = tracker.spawn("main", command).await?;
+//! let exit = tokio::time::timeout(Duration::from_secs(600), agent.wait()).await;
+//! let report = agent.teardown(TeardownOptions::with_grace(Duration::from_secs(5))).await?;
+//! println!("{exit:?}: {} seen, {} killed, {} survivors",
+//!     report.processes_seen, report.processes_killed, report.survivors);
+//! tracker.close()?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Theory of operation
+//!
+//! A run takes `reports/<run_id>/owner.lock` (`flock`, close-on-exec) and writes the ledger
+//! `pids.txt` before anything is spawned. Each agent is forked on one long-lived spawner
+//! thread; between fork and exec the child writes `0` to the leaf's `cgroup.procs` (so it is
+//! contained before it can fork), calls `setsid`, sets its parent-death signal and checks
+//! `getppid`. With a launcher, that child is the shim, which makes itself a subreaper and
+//! starts the agent in a session of its own; the agent's streams pass through it unchanged
+//! and its exit status comes back over a pipe.
+//!
+//! While the agent runs, [`Agent::refresh`] scans `/proc` (cgroup members, descendants of the
+//! shim or agent, groups they lead, the marker in `environ`) and rewrites the ledger
+//! atomically when the set changes. [`Agent::teardown`] SIGTERMs every verified process and
+//! group, waits up to the grace period polling `/proc` (zombies count as gone), then runs
+//! SIGKILL rounds — `cgroup.kill` first when there is a leaf — until a scan finds nothing or
+//! the kill timeout runs out, stops the shim last, removes the leaf and updates the ledger.
+//! Every signal is sent through a pidfd opened *before* the start time is re-checked.
+//!
+//! If hyoka is SIGKILLed, the shim receives its parent-death signal and tears its tree down;
+//! whatever it cannot reach (no shim, or an escapee from it) is found by the next
+//! [`clean_run`] through the ledger, the recorded cgroup leaf and the marker.
+#![warn(
+    clippy::disallowed_methods,
+    reason = "libraries read no environment and take time from their callers"
+)]
+#![allow(
+    clippy::similar_names,
+    reason = "pid, ppid, pgid and sid are the kernel's names and read best as such"
+)]
+
+mod caps;
+mod cgroup;
+mod clean;
+mod clock;
+mod discover;
+mod error;
+#[cfg(any(test, feature = "mock"))]
+mod fake;
+mod identity;
+mod ledger;
+mod lock;
+mod proc_table;
+mod shim;
+mod signal;
+mod teardown;
+mod tracker;
+
+pub use crate::caps::{Capabilities, Layers};
+pub use crate::cgroup::{CgroupLeaf, CgroupRoot, cgroup2_mount, own_cgroup};
+pub use crate::clean::{
+    CgroupCleanup, CleanOptions, CleanReport, CleanedProcess, ListedProcess, RunListing,
+    SkipReason, Skipped, clean_run, clean_run_with, list_runs, list_runs_with, live_runs,
+};
+#[cfg(feature = "mock")]
+pub use crate::clock::MockClock;
+pub use crate::clock::{Clock, SystemClock};
+pub use crate::discover::{Found, Marker, Scope, Source, discover};
+pub use crate::error::ProcTrackError;
+#[cfg(feature = "mock")]
+pub use crate::fake::{FAKE_BOOT_ID, FAKE_SELF_PID, FakeCall, FakeClock, FakeSystem, OnTerm};
+pub use crate::identity::{BootId, Identity, ProcInfo, ProcRef, parse_stat};
+pub use crate::ledger::{EvalPath, LEDGER_FILE, Ledger, LedgerEntry, LedgerProblem, ParsedLedger};
+pub use crate::lock::{LOCK_FILE, LockState, OwnerLock};
+#[cfg(feature = "mock")]
+pub use crate::proc_table::MockProcTable;
+pub use crate::proc_table::{NativeProcTable, ProcTable};
+pub use crate::shim::{SHIM_FAILURE, shim_args, shim_main};
+#[cfg(feature = "mock")]
+pub use crate::signal::MockSignaller;
+pub use crate::signal::{Delivery, NativeSignaller, Refusal, Signal, Signaller, refusal};
+pub use crate::teardown::{
+    Escalation, Outcome, ProcessReport, Seams, TeardownOptions, TeardownReport, teardown,
+};
+pub use crate::tracker::{
+    Agent, AgentCommand, AgentExit, CgroupMode, Launcher, Refresh, StdioMode, Tracker,
+    TrackerOptions,
+};

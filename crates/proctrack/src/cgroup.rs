@@ -1,0 +1,242 @@
+//! The cgroup v2 layer: find a writable cgroup2 tree, make a leaf per eval, join it before
+//! the child can fork, and kill everything in it at once.
+
+use std::ffi::OsStr;
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
+
+use rustix::fs::{Mode, OFlags};
+
+use crate::ProcTrackError;
+
+/// Where this process can create cgroup v2 leaves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CgroupRoot {
+    /// The cgroup2 mount point (`/sys/fs/cgroup` or, on hybrid hosts, `/sys/fs/cgroup/unified`).
+    pub mount: PathBuf,
+    /// The directory of our own cgroup, under which leaves are created.
+    pub base: PathBuf,
+    /// Whether `cgroup.kill` exists (Linux ≥ 5.14); otherwise teardown freezes and kills.
+    pub has_kill: bool,
+}
+
+/// Finds the cgroup2 mount point in the text of `/proc/self/mountinfo`.
+///
+/// Mount points are octal-escaped there (`\040` for a space); they are unescaped.
+pub fn cgroup2_mount(mountinfo: &str) -> Option<PathBuf> {
+    mountinfo.lines().find_map(|line| {
+        let (left, right) = line.split_once(" - ")?;
+        if right.split_ascii_whitespace().next()? != "cgroup2" {
+            return None;
+        }
+        let mount_point = left.split_ascii_whitespace().nth(4)?;
+        Some(PathBuf::from(OsStr::from_bytes(&unescape(mount_point))))
+    })
+}
+
+fn unescape(text: &str) -> Vec<u8> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\\'
+            && i + 3 < bytes.len()
+            && bytes[i + 1..=i + 3]
+                .iter()
+                .all(|b| (b'0'..=b'7').contains(b))
+        {
+            let value = bytes[i + 1..=i + 3]
+                .iter()
+                .fold(0u32, |acc, b| acc * 8 + u32::from(b - b'0'));
+            out.push(u8::try_from(value).unwrap_or(b'?'));
+            i += 4;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Our own cgroup v2 path (the `0::` line of `/proc/self/cgroup`), relative to the mount.
+pub fn own_cgroup(proc_self_cgroup: &str) -> Option<PathBuf> {
+    let path = proc_self_cgroup
+        .lines()
+        .find_map(|line| line.strip_prefix("0::"))?;
+    let rel = Path::new(path.trim()).strip_prefix("/").ok()?;
+    rel.components()
+        .all(|c| matches!(c, Component::Normal(_)))
+        .then(|| rel.to_owned())
+}
+
+impl CgroupRoot {
+    /// Detects a cgroup2 tree this process may create leaves in.
+    ///
+    /// # Errors
+    /// [`ProcTrackError::CgroupUnavailable`] naming the reason: no cgroup2 mount, our cgroup
+    /// unknown, or not writable (a probe directory could not be created).
+    pub fn detect() -> Result<Self, ProcTrackError> {
+        static PROBES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let unavailable = |reason: String| ProcTrackError::CgroupUnavailable { reason };
+        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")
+            .map_err(|e| unavailable(format!("cannot read /proc/self/mountinfo: {e}")))?;
+        let mount = cgroup2_mount(&mountinfo)
+            .ok_or_else(|| unavailable("no cgroup2 file system is mounted".to_owned()))?;
+        let own = std::fs::read_to_string("/proc/self/cgroup")
+            .map_err(|e| unavailable(format!("cannot read /proc/self/cgroup: {e}")))?;
+        let rel = own_cgroup(&own)
+            .ok_or_else(|| unavailable("this process has no cgroup v2 path".to_owned()))?;
+        let base = if rel.as_os_str().is_empty() {
+            mount.clone()
+        } else {
+            mount.join(rel)
+        };
+        let probe = base.join(format!(
+            "hyoka-probe-{}-{}",
+            std::process::id(),
+            PROBES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        std::fs::create_dir(&probe)
+            .map_err(|e| unavailable(format!("{} is not writable: {e}", base.display())))?;
+        let has_kill = probe.join("cgroup.kill").exists();
+        let joinable = std::fs::OpenOptions::new()
+            .write(true)
+            .open(probe.join("cgroup.procs"))
+            .is_ok();
+        let _ = std::fs::remove_dir(&probe);
+        if !joinable {
+            return Err(unavailable(format!(
+                "cannot open cgroup.procs under {}",
+                base.display()
+            )));
+        }
+        Ok(Self {
+            mount,
+            base,
+            has_kill,
+        })
+    }
+
+    /// Creates the leaf `<base>/hyoka-<run_id>/<eval_id>` (ids must already be validated).
+    ///
+    /// # Errors
+    /// [`ProcTrackError::Io`] when a directory cannot be created (an existing leaf is an error:
+    /// it would mean two trackers share one eval).
+    pub fn create_leaf(&self, run_id: &str, eval_id: &str) -> Result<CgroupLeaf, ProcTrackError> {
+        let run_dir = self.base.join(format!("hyoka-{run_id}"));
+        match std::fs::create_dir(&run_dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(ProcTrackError::io("create cgroup", run_dir, e)),
+        }
+        let path = run_dir.join(eval_id);
+        std::fs::create_dir(&path).map_err(|e| ProcTrackError::io("create cgroup", &path, e))?;
+        Ok(CgroupLeaf {
+            path,
+            has_kill: self.has_kill,
+        })
+    }
+}
+
+/// One cgroup v2 leaf holding one eval's processes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CgroupLeaf {
+    path: PathBuf,
+    has_kill: bool,
+}
+
+impl CgroupLeaf {
+    /// Opens an existing leaf (for `clean`), after checking that `path` looks like one of ours:
+    /// absolute, no `..`, under a cgroup2 mount, named `…/hyoka-<run_id>/<eval_id>`.
+    pub fn open_recorded(path: &Path, run_id: &str, mount: &Path) -> Option<Self> {
+        let clean = path.is_absolute()
+            && path
+                .components()
+                .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
+        let parent_ok = path
+            .parent()
+            .and_then(Path::file_name)
+            .is_some_and(|n| n == OsStr::new(&format!("hyoka-{run_id}")));
+        if !(clean && parent_ok && path.starts_with(mount) && path.join("cgroup.procs").is_file()) {
+            return None;
+        }
+        Some(Self {
+            path: path.to_owned(),
+            has_kill: path.join("cgroup.kill").exists(),
+        })
+    }
+
+    /// The leaf's directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Opens `cgroup.procs` for writing (close-on-exec), for a child to join in `pre_exec`.
+    pub(crate) fn procs_fd(&self) -> Result<OwnedFd, ProcTrackError> {
+        let path = self.path.join("cgroup.procs");
+        rustix::fs::open(&path, OFlags::WRONLY | OFlags::CLOEXEC, Mode::empty())
+            .map_err(|e| ProcTrackError::io("open", path, e.into()))
+    }
+
+    /// The pids in the leaf now.
+    pub fn members(&self) -> Vec<i32> {
+        std::fs::read_to_string(self.path.join("cgroup.procs"))
+            .map(|t| t.lines().filter_map(|l| l.trim().parse().ok()).collect())
+            .unwrap_or_default()
+    }
+
+    /// Whether any process is still in the leaf (`cgroup.events` `populated 1`).
+    pub fn populated(&self) -> bool {
+        std::fs::read_to_string(self.path.join("cgroup.events")).map_or_else(
+            |_| !self.members().is_empty(),
+            |t| t.lines().any(|l| l.trim() == "populated 1"),
+        )
+    }
+
+    /// SIGKILLs every process in the leaf at once, including ones forking right now.
+    ///
+    /// Uses `cgroup.kill`; without it (Linux < 5.14) freezes the leaf, SIGKILLs each member
+    /// (a fatal signal is delivered even to frozen tasks) and thaws it. Returns whether the
+    /// kill was issued.
+    pub fn kill(&self) -> bool {
+        if self.has_kill {
+            return std::fs::write(self.path.join("cgroup.kill"), b"1").is_ok();
+        }
+        let frozen = std::fs::write(self.path.join("cgroup.freeze"), b"1").is_ok();
+        for pid in self.members() {
+            if let Some(pid) =
+                rustix::process::Pid::from_raw(pid).filter(|p| p.as_raw_nonzero().get() > 1)
+            {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            }
+        }
+        if frozen {
+            let _ = std::fs::write(self.path.join("cgroup.freeze"), b"0");
+        }
+        true
+    }
+
+    /// Removes the leaf (and its `hyoka-<run_id>` parent when that is now empty), waiting up to
+    /// `patience` for exiting processes to leave it. Returns whether the leaf is gone.
+    pub fn remove(&self, patience: Duration, clock: &dyn crate::Clock) -> bool {
+        let deadline = clock.now() + patience;
+        loop {
+            match std::fs::remove_dir(&self.path) {
+                Ok(()) => break,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
+                Err(_) if clock.now() < deadline => clock.sleep(Duration::from_millis(5)),
+                Err(_) => return false,
+            }
+        }
+        if let Some(parent) = self.path.parent() {
+            // Fails harmlessly while sibling evals of the same run still have leaves.
+            let _ = std::fs::remove_dir(parent);
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests;

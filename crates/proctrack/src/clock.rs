@@ -1,0 +1,44 @@
+//! The clock seam: teardown waits and deadlines read time only through [`Clock`].
+
+use std::time::{Duration, Instant};
+
+/// Time for the teardown loop: now, and a way to wait.
+///
+/// Implementations: [`SystemClock`] and, behind the `mock` feature, `FakeClock` (time moves
+/// only when someone sleeps) and the `mockall` mock `MockClock`.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait Clock: Send + Sync {
+    /// The current instant.
+    fn now(&self) -> Instant;
+    /// Blocks the calling thread for `duration`.
+    fn sleep(&self, duration: Duration);
+}
+
+/// The real monotonic clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the one sanctioned reading of the real clock in this crate"
+    )]
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+
+    fn sleep(&self, duration: Duration) {
+        std::thread::sleep(duration);
+    }
+}
+
+/// Seconds since the Unix epoch, for the ledger's `# cleaned` header.
+pub(crate) fn unix_now() -> u64 {
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a wall-clock timestamp for a record, not a decision"
+    )]
+    let now = std::time::SystemTime::now();
+    now.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}

@@ -1,0 +1,128 @@
+//! Tests of the ledger format: round trip, tolerance, and refusal of hostile lines.
+
+use super::*;
+
+const BOOT: &str = "0f3c1a9e-7d2b-4a61-9c55-1b2e3d4f5a6b";
+const SELF_PID: i32 = 4000;
+
+fn sample() -> Ledger {
+    let mut ledger = Ledger::new("run-1", format!("777 12345 {BOOT}").parse().unwrap()).unwrap();
+    ledger
+        .set_workspace("main", Path::new("/tmp/hyoka-run-1-abc def"))
+        .unwrap();
+    ledger
+        .set_cgroup("main", Path::new("/sys/fs/cgroup/unified/hyoka-run-1/main"))
+        .unwrap();
+    ledger.entries.push(LedgerEntry {
+        pid: 4242,
+        start_ticks: 99,
+        pgid: 4242,
+        eval_id: "main".into(),
+        comm: "tab\there".into(),
+    });
+    ledger
+}
+
+/// Parses `text` and compares the pids accepted and the line numbers refused.
+#[track_caller]
+fn check(text: &str, pids: &[i32], problem_lines: &[usize]) {
+    let parsed = Ledger::parse(text.as_bytes(), SELF_PID);
+    let got: Vec<i32> = parsed.ledger.entries.iter().map(|e| e.pid).collect();
+    assert_eq!(got, pids, "accepted pids of {text:?}");
+    let lines: Vec<usize> = parsed.problems.iter().map(|p| p.line).collect();
+    assert_eq!(
+        lines, problem_lines,
+        "problems of {text:?}: {:?}",
+        parsed.problems
+    );
+}
+
+#[test]
+fn round_trips_exactly() {
+    let ledger = sample();
+    let text = String::from_utf8(ledger.render()).unwrap();
+    assert_eq!(
+        text,
+        format!(
+            "# hyoka-pids v1\n# run run-1\n# owner 777 12345 {BOOT}\n\
+             # workspace main /tmp/hyoka-run-1-abc def\n\
+             # cgroup main /sys/fs/cgroup/unified/hyoka-run-1/main\n\
+             4242\t99\t4242\tmain\ttab?here\n"
+        )
+    );
+    let parsed = Ledger::parse(text.as_bytes(), SELF_PID);
+    assert!(parsed.problems.is_empty(), "{:?}", parsed.problems);
+    let mut expected = ledger;
+    expected.entries[0].comm = "tab?here".into();
+    assert_eq!(parsed.ledger, expected);
+}
+
+#[test]
+fn refuses_hostile_lines_and_keeps_the_rest() {
+    let head = "# hyoka-pids v1\n# run r\n";
+    check(
+        &format!(
+            "{head}0\t1\t5\tmain\tx\n1\t1\t5\tmain\tx\n-1\t1\t5\tmain\tx\n{SELF_PID}\t1\t5\tmain\tx\n\
+             garbage\n5000\t1\t-1\tmain\tx\n5001\tabc\t5\tmain\tx\n5002\t7\t5002\t../x\tx\n\
+             5003\t7\t5003\tmain\tsh\n"
+        ),
+        &[5003],
+        &[3, 4, 5, 6, 7, 8, 9, 10],
+    );
+}
+
+#[test]
+fn torn_last_line_is_never_acted_on() {
+    check(
+        "# hyoka-pids v1\n# run r\n5003\t7\t5003\tmain\tsh\n5004\t8",
+        &[5003],
+        &[4],
+    );
+    check("# hyoka-pids v1\n# run r\n50", &[], &[3]);
+}
+
+#[test]
+fn foreign_or_empty_files_yield_nothing() {
+    check("", &[], &[1]);
+    check("5003\t7\t5003\tmain\tsh\n", &[], &[1]);
+    check("# hyoka-pids v2\n5003\t7\t5003\tmain\tsh\n", &[], &[1]);
+    check("# hyoka-pids v1\n5003\t7\t5003\tmain\tsh\n", &[5003], &[0]);
+    check("\u{0}\u{1}binary\n", &[], &[1]);
+}
+
+#[test]
+fn duplicates_collapse_and_cleaned_marker_parses() {
+    let text =
+        "# hyoka-pids v1\n# run r\n# cleaned 1700000000\n9\t1\t9\tmain\ta\n9\t1\t9\tmain\ta\n";
+    let parsed = Ledger::parse(text.as_bytes(), SELF_PID);
+    assert_eq!(parsed.ledger.entries.len(), 1);
+    assert_eq!(parsed.ledger.cleaned, Some(1_700_000_000));
+}
+
+#[test]
+fn paths_with_line_breaks_are_refused() {
+    let mut ledger = sample();
+    assert!(
+        ledger
+            .set_workspace("main", Path::new("/tmp/a\nb"))
+            .is_err()
+    );
+    assert!(ledger.set_workspace("main", Path::new("relative")).is_err());
+}
+
+#[test]
+fn atomic_write_replaces_and_leaves_no_temp_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(LEDGER_FILE);
+    let mut ledger = sample();
+    ledger.write_atomic(&path).unwrap();
+    ledger.cleaned = Some(5);
+    ledger.write_atomic(&path).unwrap();
+    let parsed = Ledger::read(&path, SELF_PID).unwrap();
+    assert_eq!(parsed.ledger.cleaned, Some(5));
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, [std::ffi::OsString::from(LEDGER_FILE)]);
+}

@@ -1,0 +1,297 @@
+//! The subreaper shim: a tiny process (like tini) that owns the agent, so that processes
+//! which double-fork or `setsid` are re-parented to it and stay visible, and that tears the
+//! tree down when hyoka asks or dies.
+//!
+//! The CLI runs it as the hidden subcommand `hyoka __shim`, calling [`shim_main`] first thing
+//! in `main`, before building a runtime or starting any thread. The tracker starts it with
+//! [`shim_args`]:
+//!
+//! ```text
+//! <launcher…> --report-fd <n> --parent <pid> --grace-ms <ms> -- <program> [args…]
+//! ```
+//!
+//! The shim leaves file descriptors 0–2 untouched, so the agent's stdin, stdout and stderr are
+//! the ones hyoka gave the shim, and it never writes to them itself. It reports on the
+//! inherited pipe `--report-fd`, one line each:
+//!
+//! - `started <pid> <start_ticks>` once the agent runs;
+//! - `spawn-failed <errno>` if it could not be started (the shim then exits 127);
+//! - `exited <code>` or `signaled <signal>` when the agent has been reaped.
+//!
+//! # Theory of operation
+//!
+//! The shim blocks SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGQUIT and SIGUSR1 and takes them
+//! synchronously with `sigtimedwait`, so it has no signal handlers and one thread. It marks
+//! itself `PR_SET_CHILD_SUBREAPER`, sets `PR_SET_PDEATHSIG` to SIGTERM (hyoka also sets it
+//! between fork and exec, from its one long-lived spawner thread, because the signal fires
+//! when the *thread* that forked exits) and then compares `getppid()` with `--parent` to close
+//! the race of hyoka dying before that. It is the only process that waits for its children
+//! (`waitpid(-1)`), so nothing races it for exit statuses; hyoka waits only for the shim.
+//! On SIGTERM (from hyoka, or as the parent-death signal) it runs the same verified teardown
+//! as hyoka: SIGTERM to every descendant and group, the grace period, SIGKILL rounds until a
+//! scan of its tree finds nothing, then it reaps and exits. Once the agent has exited and no
+//! child is left, it exits on its own with the agent's status (`128 + n` for a signal).
+
+use std::ffi::{OsStr, OsString};
+use std::io::Write as _;
+use std::os::fd::{BorrowedFd, FromRawFd as _, RawFd};
+use std::os::unix::process::CommandExt as _;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use rustix::io::FdFlags;
+use rustix::process::WaitOptions;
+
+use crate::clock::SystemClock;
+use crate::discover::Scope;
+use crate::proc_table::{NativeProcTable, ProcTable};
+use crate::signal::NativeSignaller;
+use crate::teardown::{Seams, TeardownOptions, teardown};
+
+/// The exit status of the shim when it fails itself (bad arguments, lost parent).
+pub const SHIM_FAILURE: u8 = 125;
+
+/// Builds the shim's arguments (what follows the launcher's own program and arguments).
+pub fn shim_args(
+    report_fd: RawFd,
+    parent: i32,
+    grace: Duration,
+    program: &OsStr,
+    args: &[OsString],
+) -> Vec<OsString> {
+    let mut out: Vec<OsString> = vec![
+        "--report-fd".into(),
+        report_fd.to_string().into(),
+        "--parent".into(),
+        parent.to_string().into(),
+        "--grace-ms".into(),
+        grace.as_millis().to_string().into(),
+        "--".into(),
+        program.to_owned(),
+    ];
+    out.extend(args.iter().cloned());
+    out
+}
+
+#[derive(Debug, PartialEq, Eq)]
+struct ShimArgs {
+    report_fd: RawFd,
+    parent: i32,
+    grace: Duration,
+    program: OsString,
+    args: Vec<OsString>,
+}
+
+fn parse_args(args: impl IntoIterator<Item = OsString>) -> Option<ShimArgs> {
+    let mut args = args.into_iter();
+    let (mut report_fd, mut parent, mut grace) = (None, None, Duration::from_secs(5));
+    loop {
+        let flag = args.next()?;
+        if flag == "--" {
+            break;
+        }
+        let value = args.next()?;
+        let value = value.to_str()?;
+        match flag.to_str()? {
+            "--report-fd" => report_fd = Some(value.parse().ok()?),
+            "--parent" => parent = Some(value.parse().ok()?),
+            "--grace-ms" => grace = Duration::from_millis(value.parse().ok()?),
+            _ => return None,
+        }
+    }
+    let program = args.next()?;
+    Some(ShimArgs {
+        report_fd: report_fd.filter(|&fd| fd > 2)?,
+        parent: parent.filter(|&p| p > 0)?,
+        grace,
+        program,
+        args: args.collect(),
+    })
+}
+
+/// The shim's entry point: runs the agent in argument list `args` (without the program name
+/// and the subcommand) and returns the agent's exit status.
+///
+/// Call it before any other thread exists: signals are blocked only in the calling thread,
+/// so the shim refuses to run (exit status [`SHIM_FAILURE`]) when the process has more than
+/// one thread.
+pub fn shim_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
+    let Some(args) = parse_args(args) else {
+        return ExitCode::from(SHIM_FAILURE);
+    };
+    // SAFETY: `fcntl(F_GETFD)` only inspects the descriptor number; a closed number fails.
+    let valid = rustix::io::fcntl_getfd(unsafe { BorrowedFd::borrow_raw(args.report_fd) }).is_ok();
+    if !valid {
+        return ExitCode::from(SHIM_FAILURE);
+    }
+    // SAFETY: the descriptor is open (checked above) and was handed to us, and only us, by
+    // the parent; from here on this `File` owns it.
+    let mut report = unsafe { std::fs::File::from_raw_fd(args.report_fd) };
+    // The agent must not inherit the report pipe.
+    let _ = rustix::io::fcntl_setfd(&report, FdFlags::CLOEXEC);
+    let mut say = |line: String| {
+        let _ = report.write_all(line.as_bytes());
+    };
+    if thread_count() != Some(1) {
+        say("shim-error more than one thread\n".into());
+        return ExitCode::from(SHIM_FAILURE);
+    }
+    let set = block_signals();
+    let me = rustix::process::getpid();
+    let _ = rustix::process::set_child_subreaper(Some(me));
+    let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::TERM));
+    if rustix::process::getppid().map(|p| p.as_raw_nonzero().get()) != Some(args.parent) {
+        say("shim-error parent already gone\n".into());
+        return ExitCode::from(SHIM_FAILURE);
+    }
+
+    let mut command = std::process::Command::new(&args.program);
+    command.args(&args.args);
+    // SAFETY: `setsid`, `pthread_sigmask` and `signal` are async-signal-safe and touch no
+    // memory of the parent.
+    unsafe {
+        command.pre_exec(|| {
+            crate::tracker::reset_signals();
+            rustix::process::setsid().map(drop).map_err(Into::into)
+        });
+    }
+    let child = match command.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            say(format!(
+                "spawn-failed {}\n",
+                e.raw_os_error().unwrap_or(libc::ENOENT)
+            ));
+            return ExitCode::from(127);
+        }
+    };
+    let agent = i32::try_from(child.id()).unwrap_or(-1);
+    // The child stays ours until we reap it, so its pid cannot name anyone else yet.
+    drop(child);
+    let table = NativeProcTable::new();
+    let ticks = table.process(agent).map_or(0, |p| p.start_ticks);
+    say(format!("started {agent} {ticks}\n"));
+
+    let mut status: Option<i32> = None;
+    loop {
+        match wait_signal(&set, Duration::from_secs(1)) {
+            Some(libc::SIGCHLD) | None => {
+                if reap(agent, &mut status, &mut say) {
+                    break;
+                }
+            }
+            Some(_) => {
+                tear_down_tree(me.as_raw_nonzero().get(), args.grace);
+                // Reap what the teardown stopped; a child stuck in the kernel must not keep
+                // the shim alive forever, so this is bounded (its zombie goes to init).
+                for _ in 0..50 {
+                    if reap(agent, &mut status, &mut say) || no_children() {
+                        break;
+                    }
+                    wait_signal(&set, Duration::from_millis(100));
+                }
+                break;
+            }
+        }
+    }
+    ExitCode::from(exit_byte(status))
+}
+
+fn exit_byte(status: Option<i32>) -> u8 {
+    let code = match status {
+        Some(raw) if libc::WIFEXITED(raw) => libc::WEXITSTATUS(raw),
+        Some(raw) if libc::WIFSIGNALED(raw) => 128 + libc::WTERMSIG(raw),
+        _ => 128 + libc::SIGTERM,
+    };
+    u8::try_from(code & 0xff).unwrap_or(1)
+}
+
+fn thread_count() -> Option<usize> {
+    std::fs::read_dir("/proc/self/task")
+        .ok()
+        .map(Iterator::count)
+}
+
+fn block_signals() -> libc::sigset_t {
+    // SAFETY: `sigset_t` is plain data; `sigemptyset`/`sigaddset` initialise it, and
+    // `pthread_sigmask` only changes the calling (single) thread's mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&raw mut set);
+        for sig in [
+            libc::SIGCHLD,
+            libc::SIGTERM,
+            libc::SIGINT,
+            libc::SIGHUP,
+            libc::SIGQUIT,
+            libc::SIGUSR1,
+        ] {
+            libc::sigaddset(&raw mut set, sig);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &raw const set, std::ptr::null_mut());
+        set
+    }
+}
+
+/// Waits up to `timeout` for one of the blocked signals; `None` on timeout.
+fn wait_signal(set: &libc::sigset_t, timeout: Duration) -> Option<i32> {
+    let ts = libc::timespec {
+        tv_sec: libc::time_t::try_from(timeout.as_secs()).unwrap_or(1),
+        tv_nsec: libc::c_long::from(timeout.subsec_nanos()),
+    };
+    // SAFETY: `set` is an initialised signal set, the info pointer may be null, and `ts` is a
+    // valid timespec that outlives the call.
+    let sig = unsafe { libc::sigtimedwait(set, std::ptr::null_mut(), &raw const ts) };
+    (sig > 0).then_some(sig)
+}
+
+/// Reaps every child that has exited; reports the agent's status. Returns true when the agent
+/// has been reaped and no child is left.
+fn reap(agent: i32, status: &mut Option<i32>, say: &mut impl FnMut(String)) -> bool {
+    loop {
+        match rustix::process::wait(WaitOptions::NOHANG) {
+            Ok(Some((pid, st))) => {
+                if pid.as_raw_nonzero().get() == agent {
+                    let raw = st.as_raw();
+                    *status = Some(raw);
+                    if libc::WIFEXITED(raw) {
+                        say(format!("exited {}\n", libc::WEXITSTATUS(raw)));
+                    } else {
+                        say(format!("signaled {}\n", libc::WTERMSIG(raw)));
+                    }
+                }
+            }
+            Ok(None) => return false,
+            Err(_) => return status.is_some() || no_children(),
+        }
+    }
+}
+
+fn no_children() -> bool {
+    matches!(
+        rustix::process::wait(WaitOptions::NOHANG),
+        Err(rustix::io::Errno::CHILD)
+    )
+}
+
+fn tear_down_tree(me: i32, grace: Duration) {
+    let table = NativeProcTable::new();
+    let signaller = NativeSignaller::new();
+    let scope = Scope {
+        roots: table
+            .process(me)
+            .map(|p| p.proc_ref())
+            .into_iter()
+            .collect(),
+        ..Scope::default()
+    };
+    let seams = Seams {
+        table: &table,
+        signaller: &signaller,
+        clock: &SystemClock,
+    };
+    teardown(seams, &scope, &[], &TeardownOptions::with_grace(grace));
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,62 @@
+//! Tests of the shim's argument protocol.
+
+use super::*;
+
+#[track_caller]
+fn check(args: &[&str], expected: Option<(RawFd, i32, u64, &str, &[&str])>) {
+    let got = parse_args(args.iter().map(OsString::from));
+    let expected = expected.map(|(report_fd, parent, ms, program, rest)| ShimArgs {
+        report_fd,
+        parent,
+        grace: Duration::from_millis(ms),
+        program: program.into(),
+        args: rest.iter().map(OsString::from).collect(),
+    });
+    assert_eq!(got, expected, "{args:?}");
+}
+
+#[test]
+fn round_trips_what_the_tracker_builds() {
+    let built = shim_args(
+        9,
+        1234,
+        Duration::from_millis(2500),
+        OsStr::new("agent"),
+        &["--flag".into(), "--".into()],
+    );
+    let built: Vec<String> = built
+        .into_iter()
+        .map(|s| s.into_string().unwrap())
+        .collect();
+    let built: Vec<&str> = built.iter().map(String::as_str).collect();
+    check(&built, Some((9, 1234, 2500, "agent", &["--flag", "--"])));
+}
+
+#[test]
+fn refuses_incomplete_or_dangerous_arguments() {
+    check(&[], None);
+    check(&["--report-fd", "9", "--parent", "3", "--"], None);
+    check(&["--report-fd", "1", "--parent", "3", "--", "x"], None);
+    check(&["--report-fd", "9", "--", "x"], None);
+    check(
+        &[
+            "--report-fd",
+            "9",
+            "--parent",
+            "3",
+            "--bogus",
+            "1",
+            "--",
+            "x",
+        ],
+        None,
+    );
+    check(&["--report-fd", "nine", "--parent", "3", "--", "x"], None);
+}
+
+#[test]
+fn exit_status_mirrors_the_agent() {
+    assert_eq!(exit_byte(Some(3 << 8)), 3);
+    assert_eq!(exit_byte(Some(libc::SIGKILL)), 137);
+    assert_eq!(exit_byte(None), 143);
+}

@@ -1,0 +1,282 @@
+//! Containment: every kind of detaching process is found and stopped, under every layer
+//! combination the machine offers (with and without the cgroup and the shim).
+
+use std::time::Duration;
+
+use hyoka_proctrack::{AgentExit, Outcome, ProcRef, TeardownOptions, TeardownReport};
+
+use crate::roles::scenario_names;
+use crate::runner::Test;
+use crate::support::{
+    Config, Sandbox, agent_command, assert_nothing_left, configs, runtime, tracker, wait_gone,
+    wait_ready,
+};
+
+pub(crate) const TESTS: &[Test] = &[
+    ("containment::tree_three_deep", tree_three_deep),
+    ("containment::child_in_new_session", child_in_new_session),
+    (
+        "containment::double_forked_daemon_with_empty_env",
+        double_forked_daemon_with_empty_env,
+    ),
+    (
+        "containment::child_ignoring_term_and_hup",
+        child_ignoring_term_and_hup,
+    ),
+    ("containment::child_under_timeout", child_under_timeout),
+    (
+        "containment::parent_restarting_its_child",
+        parent_restarting_its_child,
+    ),
+    ("containment::storm_of_300_children", storm_of_300_children),
+    (
+        "containment::agent_exits_while_children_run",
+        agent_exits_while_children_run,
+    ),
+    (
+        "containment::zero_grace_kills_at_once",
+        zero_grace_kills_at_once,
+    ),
+];
+
+/// What one scenario run returned, for per-test assertions.
+struct Outcome_ {
+    report: TeardownReport,
+    refs: Vec<(String, ProcRef)>,
+    config: Config,
+}
+
+/// Runs `scenario` under each configuration, tears it down, and proves through `/proc` that
+/// nothing survived, except `escapes` in the configuration without cgroup and shim, which are
+/// asserted to escape (the documented limit of the bare layers) and then killed.
+fn scenario(
+    scenario: &str,
+    mode: &str,
+    n: u32,
+    grace: Duration,
+    escapes: &[&str],
+) -> Vec<Outcome_> {
+    let mut out = Vec::new();
+    for config in configs() {
+        let sandbox = Sandbox::new();
+        let dir = sandbox.subdir("run");
+        let run_id = sandbox.run_id("c");
+        let context = format!("{scenario} under {config}");
+        let rt = runtime();
+        let (report, refs) = rt.block_on(async {
+            let tracker = tracker(&sandbox.reports(), &run_id, config);
+            let mut agent = tracker
+                .spawn("main", agent_command(&dir, mode, scenario, n))
+                .await
+                .expect("spawn");
+            assert_eq!(agent.layers().cgroup, config.cgroup, "{context}");
+            assert_eq!(agent.layers().shim, config.shim, "{context}");
+            let mut names = scenario_names(scenario);
+            names.push("agent");
+            let refs = wait_ready(&dir, &names);
+            if mode == "exit" {
+                let exit = tokio::time::timeout(Duration::from_secs(30), agent.wait())
+                    .await
+                    .expect("agent exits")
+                    .expect("wait");
+                assert_eq!(exit, AgentExit::Code(0), "{context}");
+            }
+            agent.refresh().expect("refresh");
+            let report = agent
+                .teardown(TeardownOptions {
+                    grace,
+                    kill_timeout: Duration::from_secs(10),
+                    ..TeardownOptions::default()
+                })
+                .await
+                .expect("teardown");
+            tracker.close().expect("close");
+            (report, refs)
+        });
+        let bare = !config.cgroup && !config.shim;
+        let (expected_escapes, contained): (Vec<_>, Vec<_>) = refs
+            .iter()
+            .cloned()
+            .partition(|(name, _)| bare && escapes.contains(&name.as_str()));
+        assert_eq!(report.survivors, 0, "{context}: {report:#?}");
+        assert!(!report.timed_out, "{context}");
+        if expected_escapes.is_empty() {
+            assert_nothing_left(&run_id, &contained, &context);
+        } else {
+            let left = wait_gone(&contained, Duration::from_secs(1));
+            assert!(left.is_empty(), "{context}: still running: {left:?}");
+            // FIXME(limit): without a cgroup or the shim, a double-forked daemon that clears
+            // its environment is invisible to discovery; this asserts that documented limit.
+            for (name, r) in &expected_escapes {
+                assert!(
+                    crate::support::alive(*r),
+                    "{context}: {name} was expected to escape"
+                );
+            }
+        }
+        for (name, r) in &contained {
+            if name == "agent" {
+                continue;
+            }
+            assert!(
+                report
+                    .processes
+                    .iter()
+                    .any(|p| p.pid == r.pid && p.start_ticks == r.start_ticks),
+                "{context}: {name} missing from the report {report:#?}"
+            );
+        }
+        let reported: usize = report.processes.len();
+        assert_eq!(report.processes_seen, reported, "{context}");
+        if config.cgroup {
+            let leaf = format!("hyoka-{run_id}");
+            let cg = hyoka_proctrack::Capabilities::detect()
+                .cgroup
+                .expect("cgroup");
+            assert!(
+                !cg.base.join(leaf).exists(),
+                "{context}: cgroup leaf left behind"
+            );
+        }
+        let ledger =
+            std::fs::read_to_string(sandbox.reports().join(&run_id).join("pids.txt")).unwrap();
+        assert!(ledger.contains("# cleaned "), "{context}: {ledger}");
+        drop(sandbox);
+        out.push(Outcome_ {
+            report,
+            refs,
+            config,
+        });
+    }
+    out
+}
+
+fn outcome_of(o: &Outcome_, name: &str) -> Option<Outcome> {
+    let (_, r) = o.refs.iter().find(|(n, _)| n == name)?;
+    o.report
+        .processes
+        .iter()
+        .find(|p| p.pid == r.pid && p.start_ticks == r.start_ticks)
+        .map(|p| p.outcome)
+}
+
+fn tree_three_deep() {
+    for o in scenario("tree", "stay", 0, Duration::from_secs(2), &[]) {
+        for name in ["t", "t.c", "t.c.c"] {
+            assert_eq!(
+                outcome_of(&o, name),
+                Some(Outcome::Terminated),
+                "{name} under {}: {:#?}",
+                o.config,
+                o.report
+            );
+        }
+        assert!(o.report.processes_killed >= 4, "{:#?}", o.report);
+    }
+}
+
+fn child_in_new_session() {
+    for o in scenario("session", "stay", 0, Duration::from_secs(2), &[]) {
+        assert_eq!(
+            outcome_of(&o, "s"),
+            Some(Outcome::Terminated),
+            "under {}",
+            o.config
+        );
+    }
+}
+
+fn double_forked_daemon_with_empty_env() {
+    for o in scenario("daemon", "stay", 0, Duration::from_secs(2), &["d"]) {
+        if o.config.cgroup || o.config.shim {
+            assert_eq!(
+                outcome_of(&o, "d"),
+                Some(Outcome::Terminated),
+                "under {}",
+                o.config
+            );
+        }
+    }
+}
+
+fn child_ignoring_term_and_hup() {
+    for o in scenario("stubborn", "stay", 0, Duration::from_millis(500), &[]) {
+        assert_eq!(
+            outcome_of(&o, "st"),
+            Some(Outcome::Killed),
+            "under {}: {:#?} {:?}",
+            o.config,
+            o.report,
+            o.refs
+        );
+        assert_eq!(o.report.cgroup_killed, o.config.cgroup);
+    }
+}
+
+fn child_under_timeout() {
+    for o in scenario("timeout", "stay", 0, Duration::from_secs(2), &[]) {
+        assert!(
+            matches!(
+                outcome_of(&o, "tm"),
+                Some(Outcome::Terminated | Outcome::Killed)
+            ),
+            "under {}: {:#?}",
+            o.config,
+            o.report
+        );
+    }
+}
+
+fn parent_restarting_its_child() {
+    for o in scenario("restarter", "stay", 0, Duration::from_millis(500), &[]) {
+        assert_eq!(
+            outcome_of(&o, "restarter"),
+            Some(Outcome::Killed),
+            "under {}",
+            o.config
+        );
+        // The restarter replaced its child at least once during the grace period.
+        assert!(
+            o.report.processes_seen >= 4,
+            "under {}: {:#?}",
+            o.config,
+            o.report
+        );
+    }
+}
+
+fn storm_of_300_children() {
+    for o in scenario("storm", "stay", 300, Duration::from_secs(2), &[]) {
+        assert!(
+            o.report.processes_seen >= 302,
+            "under {}: {}",
+            o.config,
+            o.report.processes_seen
+        );
+        assert!(o.report.processes_killed >= 302, "under {}", o.config);
+    }
+}
+
+fn agent_exits_while_children_run() {
+    for o in scenario("all", "exit", 0, Duration::from_millis(500), &["d"]) {
+        assert_eq!(
+            outcome_of(&o, "st"),
+            Some(Outcome::Killed),
+            "under {}",
+            o.config
+        );
+    }
+}
+
+fn zero_grace_kills_at_once() {
+    for o in scenario("tree+stubborn", "stay", 0, Duration::ZERO, &[]) {
+        for name in ["t", "t.c", "t.c.c", "st"] {
+            assert_eq!(
+                outcome_of(&o, name),
+                Some(Outcome::Killed),
+                "{name} under {}",
+                o.config
+            );
+        }
+    }
+}

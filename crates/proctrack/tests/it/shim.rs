@@ -1,0 +1,197 @@
+//! The agent's streams and exit status, with and without the shim; spawn failures; the owner
+//! lock is never inherited.
+
+use std::time::Duration;
+
+use hyoka_proctrack::{AgentCommand, AgentExit, ProcTrackError, StdioMode, TeardownOptions};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+use crate::runner::Test;
+use crate::support::{Config, Sandbox, assert_nothing_left, runtime, tracker};
+
+pub(crate) const TESTS: &[Test] = &[
+    (
+        "shim::streams_and_exit_code_pass_through",
+        streams_and_exit_code_pass_through,
+    ),
+    (
+        "shim::death_by_signal_is_reported",
+        death_by_signal_is_reported,
+    ),
+    (
+        "shim::missing_program_is_a_spawn_error",
+        missing_program_is_a_spawn_error,
+    ),
+    (
+        "shim::owner_lock_is_not_inherited",
+        owner_lock_is_not_inherited,
+    ),
+];
+
+fn role_command(role: &str, args: &[&str]) -> AgentCommand {
+    let mut a: Vec<String> = vec!["--hyoka-role".into(), role.into(), "/".into()];
+    a.extend(args.iter().map(|s| (*s).to_owned()));
+    AgentCommand::new(std::env::current_exe().unwrap(), a)
+}
+
+fn both() -> [Config; 2] {
+    [
+        Config {
+            cgroup: false,
+            shim: true,
+        },
+        Config {
+            cgroup: false,
+            shim: false,
+        },
+    ]
+}
+
+fn streams_and_exit_code_pass_through() {
+    for config in both() {
+        let sandbox = Sandbox::new();
+        let run_id = sandbox.run_id("s");
+        runtime().block_on(async {
+            let tracker = tracker(&sandbox.reports(), &run_id, config);
+            let mut command = role_command("echo", &["3"]);
+            command.stdin = StdioMode::Piped;
+            command.stdout = StdioMode::Piped;
+            command.stderr = StdioMode::Piped;
+            let mut agent = tracker.spawn("main", command).await.unwrap();
+            let mut stdin = agent.stdin.take().unwrap();
+            stdin.write_all(b"ping\n").await.unwrap();
+            drop(stdin);
+            let (mut out, mut err) = (String::new(), String::new());
+            agent
+                .stdout
+                .take()
+                .unwrap()
+                .read_to_string(&mut out)
+                .await
+                .unwrap();
+            agent
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut err)
+                .await
+                .unwrap();
+            assert_eq!(out, "out:ping\n", "under {config}");
+            assert_eq!(err, "err:hello\n", "under {config}");
+            let exit = tokio::time::timeout(Duration::from_secs(20), agent.wait())
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(exit, AgentExit::Code(3), "under {config}");
+            let report = agent.teardown(TeardownOptions::default()).await.unwrap();
+            assert_eq!(report.survivors, 0);
+            tracker.close().unwrap();
+        });
+        assert_nothing_left(&run_id, &[], "echo");
+    }
+}
+
+fn death_by_signal_is_reported() {
+    for config in both() {
+        let sandbox = Sandbox::new();
+        let run_id = sandbox.run_id("k");
+        runtime().block_on(async {
+            let tracker = tracker(&sandbox.reports(), &run_id, config);
+            let mut agent = tracker
+                .spawn("main", role_command("suicide", &[]))
+                .await
+                .unwrap();
+            let exit = tokio::time::timeout(Duration::from_secs(20), agent.wait())
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(exit, AgentExit::Signal(libc::SIGKILL), "under {config}");
+            agent.teardown(TeardownOptions::default()).await.unwrap();
+            tracker.close().unwrap();
+        });
+    }
+}
+
+fn missing_program_is_a_spawn_error() {
+    for config in both() {
+        let sandbox = Sandbox::new();
+        let run_id = sandbox.run_id("m");
+        runtime().block_on(async {
+            let tracker = tracker(&sandbox.reports(), &run_id, config);
+            let err = tracker
+                .spawn("main", AgentCommand::new("/nonexistent/agent", ["x"]))
+                .await
+                .unwrap_err();
+            match err {
+                ProcTrackError::Spawn { program, source } => {
+                    assert_eq!(
+                        program,
+                        std::path::Path::new("/nonexistent/agent"),
+                        "under {config}"
+                    );
+                    assert_eq!(
+                        source.kind(),
+                        std::io::ErrorKind::NotFound,
+                        "under {config}"
+                    );
+                }
+                other => panic!("under {config}: {other:?}"),
+            }
+            // The eval id is free again after a failed start.
+            let mut agent = tracker
+                .spawn("main", role_command("echo", &["0"]))
+                .await
+                .unwrap();
+            agent.wait().await.unwrap();
+            agent.teardown(TeardownOptions::default()).await.unwrap();
+            tracker.close().unwrap();
+        });
+        assert_nothing_left(&run_id, &[], "missing program");
+    }
+}
+
+fn owner_lock_is_not_inherited() {
+    for config in both() {
+        let sandbox = Sandbox::new();
+        let dir = sandbox.subdir("lock");
+        let run_id = sandbox.run_id("l");
+        runtime().block_on(async {
+            let tracker = tracker(&sandbox.reports(), &run_id, config);
+            let lock = tracker.run_dir().join("owner.lock");
+            let mut agent = tracker
+                .spawn(
+                    "main",
+                    crate::support::agent_command(&dir, "stay", "tree", 0),
+                )
+                .await
+                .unwrap();
+            let mut names = crate::roles::scenario_names("tree");
+            names.push("agent");
+            let refs = crate::support::wait_ready(&dir, &names);
+            let mut pids: Vec<i32> = refs.iter().map(|(_, r)| r.pid).collect();
+            pids.extend(agent.shim().map(|s| s.pid));
+            for pid in pids {
+                for fd in std::fs::read_dir(format!("/proc/{pid}/fd"))
+                    .unwrap()
+                    .flatten()
+                {
+                    let target = std::fs::read_link(fd.path()).unwrap_or_default();
+                    assert_ne!(
+                        target, lock,
+                        "pid {pid} inherited the owner lock under {config}"
+                    );
+                }
+            }
+            assert_eq!(
+                hyoka_proctrack::OwnerLock::probe(&lock).unwrap(),
+                hyoka_proctrack::LockState::Live
+            );
+            agent.teardown(TeardownOptions::default()).await.unwrap();
+            tracker.close().unwrap();
+            assert_eq!(
+                hyoka_proctrack::OwnerLock::probe(&lock).unwrap(),
+                hyoka_proctrack::LockState::Abandoned
+            );
+        });
+    }
+}
