@@ -11,6 +11,9 @@ use crate::events::EventSource;
 use crate::suite::{Shard, parse_shard};
 use crate::units::{parse_duration, parse_size};
 
+mod respawn;
+pub(crate) use self::respawn::{Backend, HookArgs, InteractiveArgs, RespawnArgs};
+
 /// Run AI coding agents safely and unattended: contained workspaces and processes, limits
 /// enforced while they run, honest reports, and idle-aware respawn of interactive sessions.
 #[derive(Debug, Parser)]
@@ -42,6 +45,10 @@ pub enum Command {
     /// The built-in simulated agent used by the demo and the tests.
     #[command(hide = true)]
     SimAgent(SimAgentArgs),
+    /// Run an interactive agent under the respawn controller: cycle it when it is idle.
+    Respawn(RespawnArgs),
+    /// Forward a Claude Code hook (payload on stdin) to the running respawn controller.
+    Hook(HookArgs),
 }
 
 /// `hyoka run`.
@@ -180,6 +187,10 @@ pub struct SimAgentArgs {
     /// Exit with this code.
     #[arg(long, default_value_t = 0)]
     pub exit_code: u8,
+
+    /// Interactive mode.
+    #[command(flatten)]
+    pub interactive: InteractiveArgs,
 }
 
 fn parse_run_id(text: &str) -> Result<RunId, String> {

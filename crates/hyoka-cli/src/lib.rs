@@ -16,6 +16,7 @@ mod records;
 mod report;
 mod suite;
 mod timeline;
+mod tty;
 mod units;
 mod watch;
 
@@ -106,6 +107,8 @@ async fn dispatch(command: Command) -> Result<ExitStatus, Fail> {
         Command::Demo(args) => cmd::demo::exec(args).await,
         Command::Report(args::ReportCommand::Merge(args)) => cmd::report::merge(&args),
         Command::SimAgent(args) => cmd::sim_agent::exec(&args),
+        Command::Respawn(args) => cmd::respawn::exec(args).await,
+        Command::Hook(args) => cmd::hook::exec(args).await,
     }
 }
 

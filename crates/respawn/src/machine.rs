@@ -1424,6 +1424,24 @@ impl Machine {
         ) {
             return;
         }
+        if self.verdict.state == SessionState::Blocked {
+            // The session now waits for a human (a plan menu or a permission prompt opened
+            // in answer to the last step): the cycle ends here, and in watching a plan menu
+            // gets the usual auto-accept while anything else is left to the human.
+            let kind = self.verdict.blocked.map_or("unknown", blocked_name);
+            self.emit(Event::Blocked {
+                reason: BlockReason::SessionBlocked,
+                details: format!("the session waits for a human ({kind})"),
+            });
+            self.emit(Event::CycleAborted {
+                cycle: self.cycles,
+                reason: "session blocked",
+            });
+            self.clear_timers();
+            let plan = self.verdict.blocked == Some(BlockedKind::Plan);
+            self.back_to_watching(now, plan);
+            return;
+        }
         if let Some(reason) = self.unsafe_to_type(now) {
             if !self.deferred_reported {
                 self.deferred_reported = true;

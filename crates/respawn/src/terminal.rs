@@ -141,3 +141,42 @@ pub trait Terminal: Send {
         self.stop_with_signal(Signal::Term, grace).await
     }
 }
+
+#[async_trait]
+impl<T: Terminal + ?Sized> Terminal for Box<T> {
+    async fn read(&mut self, buf: &mut [u8]) -> Result<usize, RespawnError> {
+        (**self).read(buf).await
+    }
+
+    async fn send_text(&mut self, text: &str) -> Result<(), RespawnError> {
+        (**self).send_text(text).await
+    }
+
+    async fn send_enter(&mut self) -> Result<(), RespawnError> {
+        (**self).send_enter().await
+    }
+
+    async fn send_raw(&mut self, bytes: &[u8]) -> Result<(), RespawnError> {
+        (**self).send_raw(bytes).await
+    }
+
+    async fn resize(&mut self, size: Size) -> Result<(), RespawnError> {
+        (**self).resize(size).await
+    }
+
+    fn child_pid(&self) -> Option<u32> {
+        (**self).child_pid()
+    }
+
+    fn exit(&mut self) -> Option<Exit> {
+        (**self).exit()
+    }
+
+    async fn stop_with_signal(
+        &mut self,
+        signal: Signal,
+        grace: Duration,
+    ) -> Result<Exit, RespawnError> {
+        (**self).stop_with_signal(signal, grace).await
+    }
+}

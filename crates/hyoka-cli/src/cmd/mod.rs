@@ -1,6 +1,9 @@
 //! One module per subcommand.
 
 pub(crate) mod demo;
+pub(crate) mod hook;
 pub(crate) mod report;
+pub(crate) mod respawn;
 pub(crate) mod run;
 pub(crate) mod sim_agent;
+pub(crate) mod sim_tui;

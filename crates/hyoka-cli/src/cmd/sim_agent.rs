@@ -14,6 +14,9 @@ use crate::args::SimAgentArgs;
 use crate::{ExitStatus, Fail};
 
 pub(crate) fn exec(args: &SimAgentArgs) -> Result<ExitStatus, Fail> {
+    if args.interactive.interactive {
+        return super::sim_tui::exec(&args.interactive);
+    }
     let mut out = std::io::stdout().lock();
     let mut emit = |value: serde_json::Value| -> Result<(), Fail> {
         writeln!(out, "{value}")

@@ -259,6 +259,9 @@ impl SessionModel for BasicModel {
         if working {
             self.last_working = Some(now);
             self.elicitation = false;
+        } else if completion {
+            // The turn ended: the hold of the last spinner frame no longer applies.
+            self.last_working = None;
         }
         let keep: String = {
             let chars: Vec<char> = window.chars().collect();

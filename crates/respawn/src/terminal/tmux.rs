@@ -45,6 +45,7 @@ pub struct TmuxTerminal {
     session: String,
     pane: String,
     pid: Option<u32>,
+    socket_path: Option<std::path::PathBuf>,
     env: Vec<(OsString, OsString)>,
     client: Option<Child>,
     stdout: Option<ChildStdout>,
@@ -238,6 +239,7 @@ impl TmuxTerminal {
             session: session.to_owned(),
             pane: String::new(),
             pid: None,
+            socket_path: None,
             env,
             client: None,
             stdout: None,
@@ -254,7 +256,7 @@ impl TmuxTerminal {
                 "-p",
                 "-t",
                 session,
-                "#{pane_id} #{pane_pid}",
+                "#{pane_id} #{pane_pid} #{socket_path}",
             ])
             .await
         else {
@@ -265,6 +267,7 @@ impl TmuxTerminal {
         let mut ids = ids.split_whitespace();
         terminal.pane = ids.next().unwrap_or_default().to_owned();
         terminal.pid = ids.next().and_then(|p| p.parse().ok());
+        terminal.socket_path = ids.next().map(std::path::PathBuf::from);
         if seed_screen {
             let screen = terminal
                 .run(["capture-pane", "-p", "-e", "-t", &terminal.pane.clone()])
@@ -470,8 +473,11 @@ impl Terminal for TmuxTerminal {
             if let Some(pid) = self.pid {
                 stop_group(pid, signal, grace).await;
             }
-            // The private server holds only this session.
+            // The private server holds only this session; tmux leaves its socket file.
             let _ = self.run(["kill-server"]).await;
+            if let Some(path) = &self.socket_path {
+                let _ = std::fs::remove_file(path);
+            }
             self.stopped = true;
         }
         self.stdin = None;
@@ -502,6 +508,9 @@ impl Drop for TmuxTerminal {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status();
+        if let Some(path) = &self.socket_path {
+            let _ = std::fs::remove_file(path);
+        }
     }
 }
 

@@ -537,13 +537,53 @@ fn nothing_is_typed_while_the_verdict_says_working_or_blocked() {
             step: Step::Update,
             reason: "session working"
         }));
-    sim.verdict(
-        SessionState::Blocked,
-        Some(hyoka_idle_detect::BlockedKind::Permission),
-    );
-    sim.advance(5_000);
-    assert!(sim.typed().is_empty());
     sim.verdict(SessionState::Idle, None);
     sim.advance(70);
     assert_eq!(sim.steps_sent(), [Step::Update]);
+}
+
+#[test]
+fn a_session_that_starts_waiting_for_a_human_ends_the_cycle() {
+    // The update prompt made the agent ask for permission: the cycle stops there, nothing
+    // is typed into the prompt, and it is left to the human.
+    let mut sim = Sim::started(fast());
+    confirm_idle(&mut sim);
+    sim.advance(70);
+    sim.advance(10);
+    sim.working();
+    sim.permission_prompt();
+    sim.advance(50);
+    assert_eq!(sim.state(), State::SendingClear);
+    sim.advance(20);
+    assert!(sim.has(|e| matches!(
+        e,
+        Event::CycleAborted {
+            reason: "session blocked",
+            ..
+        }
+    )));
+    assert_eq!(sim.state(), State::Watching);
+    sim.advance(60_000);
+    assert_eq!(sim.enters(), 1, "only the update's Enter");
+}
+
+#[test]
+fn a_plan_menu_opened_by_a_step_is_accepted_in_watching() {
+    let mut sim = Sim::started(fast());
+    confirm_idle(&mut sim);
+    sim.advance(70);
+    sim.advance(10);
+    sim.working();
+    sim.plan_menu();
+    sim.advance(50 + 20);
+    assert!(sim.has(|e| matches!(
+        e,
+        Event::CycleAborted {
+            reason: "session blocked",
+            ..
+        }
+    )));
+    sim.advance(100);
+    assert!(sim.has(|e| *e == Event::AutoAcceptSent { dry_run: false }));
+    assert_eq!(sim.enters(), 2);
 }

@@ -192,7 +192,12 @@ fn edge_rapid_ai_checks() {
 
 #[test]
 fn timing_no_auto_accept_during_a_cycle() {
-    let mut sim = Sim::started(RespawnConfig::fast_test());
+    // A long step confirmation keeps the cycle in waiting_update while the menu's
+    // auto-accept timer fires.
+    let mut sim = Sim::started(RespawnConfig {
+        step_confirm: Some(ms(1_000)),
+        ..RespawnConfig::fast_test()
+    });
     sim.advance(10);
     sim.completion();
     sim.advance(50 + 70);

@@ -1,0 +1,216 @@
+//! The clap types of `hyoka respawn`, `hyoka hook` and the interactive simulated agent.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+
+use crate::units::parse_duration;
+
+/// Where the agent runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Backend {
+    /// A pseudo-terminal owned by hyoka (the embedded default).
+    Pty,
+    /// A session on a private tmux server: it survives a restart of hyoka and can be
+    /// re-attached with `--tmux-session`.
+    Tmux,
+}
+
+/// The detector profiles `--profile` accepts.
+pub(crate) const PROFILES: &[&str] = &[
+    "claude-code",
+    "codex",
+    "gemini",
+    "copilot",
+    "aider",
+    "generic",
+];
+
+/// `hyoka respawn`.
+#[derive(Debug, Args)]
+pub struct RespawnArgs {
+    /// Where the agent runs: pty or tmux.
+    #[arg(long, value_enum, default_value = "pty")]
+    pub backend: Backend,
+
+    /// Do not mirror the session to this terminal (and do not read keys from it).
+    #[arg(long)]
+    pub headless: bool,
+
+    /// Append one JSON line per controller event to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub events: Option<PathBuf>,
+
+    /// Stop the session and exit 0 after N completed cycles.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_cycles: Option<u32>,
+
+    /// Start no more than N cycles in any hour.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_cycles_per_hour: Option<u32>,
+
+    /// The text typed as the first step of a cycle.
+    #[arg(long, value_name = "TEXT")]
+    pub update_prompt: Option<String>,
+
+    /// Do not send /clear.
+    #[arg(long)]
+    pub no_clear: bool,
+
+    /// Do not send /init.
+    #[arg(long)]
+    pub no_init: bool,
+
+    /// Type TEXT when /init starts no work.
+    #[arg(long, value_name = "TEXT")]
+    pub kickstart: Option<String>,
+
+    /// Silence that confirms a completion message.
+    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = parse_positive, allow_hyphen_values = true)]
+    pub completion_confirm: Duration,
+
+    /// Silence after which idle is considered without a completion message.
+    #[arg(long, value_name = "DUR", default_value = "30s", value_parser = parse_positive, allow_hyphen_values = true)]
+    pub no_output_timeout: Duration,
+
+    /// Delay before each step is typed.
+    #[arg(long, value_name = "DUR", default_value = "1s", value_parser = parse_positive, allow_hyphen_values = true)]
+    pub inter_step_delay: Duration,
+
+    /// Never press Enter on a plan-approval menu.
+    #[arg(long)]
+    pub no_auto_accept: bool,
+
+    /// Silence before a plan-approval menu is accepted.
+    #[arg(long, value_name = "DUR", default_value = "8s", value_parser = parse_duration, allow_hyphen_values = true)]
+    pub auto_accept_delay: Duration,
+
+    /// A shell command that judges IDLE or WORKING from the output on its stdin.
+    #[arg(long, value_name = "CMD")]
+    pub ai_check_command: Option<String>,
+
+    /// A shell command that judges PLAN_MODE or NOT_PLAN_MODE from the output on its stdin.
+    #[arg(long, value_name = "CMD")]
+    pub plan_check_command: Option<String>,
+
+    /// How long an AI check may run before it counts as an error.
+    #[arg(long, value_name = "DUR", default_value = "90s", value_parser = parse_positive, allow_hyphen_values = true)]
+    pub check_timeout: Duration,
+
+    /// The detector profile: claude-code, codex, gemini, copilot, aider or generic.
+    #[arg(long, value_name = "NAME", default_value = "claude-code", value_parser = parse_profile)]
+    pub profile: String,
+
+    /// Decide and log, never type.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// How long a keystroke from you pauses automation.
+    #[arg(long, value_name = "DUR", default_value = "30s", value_parser = parse_duration, allow_hyphen_values = true)]
+    pub human_lock: Duration,
+
+    /// SIGTERM → SIGKILL grace when the session is stopped.
+    #[arg(long, value_name = "DUR", default_value = "5s", value_parser = parse_duration, allow_hyphen_values = true)]
+    pub grace: Duration,
+
+    /// tmux: the session name; an existing session of that name is re-attached.
+    #[arg(long, value_name = "NAME")]
+    pub tmux_session: Option<String>,
+
+    /// Write Claude Code hook entries (Stop, Notification) into
+    /// ./.claude/settings.local.json before starting.
+    #[arg(long)]
+    pub install_claude_hooks: bool,
+
+    /// The agent command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<OsString>,
+}
+
+/// `hyoka hook`.
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    /// The hook event: stop, idle_prompt, permission_prompt, elicitation_dialog or
+    /// notification (whose kind is read from the payload).
+    #[arg(value_name = "EVENT", required_unless_present = "install_claude_hooks", value_parser = parse_hook_event)]
+    pub event: Option<String>,
+
+    /// Write the hook entries into .claude/settings.local.json instead (merged, never
+    /// clobbered).
+    #[arg(long, conflicts_with = "event")]
+    pub install_claude_hooks: bool,
+
+    /// With --install-claude-hooks: the project directory (default: the current one).
+    #[arg(long, value_name = "DIR", requires = "install_claude_hooks")]
+    pub dir: Option<PathBuf>,
+
+    /// The controller's socket. Default: $HYOKA_RESPAWN_SOCKET, which `hyoka respawn` sets
+    /// for its agent.
+    #[arg(
+        long,
+        value_name = "PATH",
+        env = "HYOKA_RESPAWN_SOCKET",
+        hide_env_values = true
+    )]
+    pub socket: Option<PathBuf>,
+}
+
+/// `hyoka sim-agent --interactive` and its knobs.
+#[derive(Debug, Clone, Args)]
+pub struct InteractiveArgs {
+    /// Draw Claude-Code-like screens on the terminal and react to typed input.
+    #[arg(long)]
+    pub interactive: bool,
+
+    /// Interactive: how long the work on each prompt lasts.
+    #[arg(long, value_name = "DUR", default_value = "2s", value_parser = parse_duration)]
+    pub work: Duration,
+
+    /// Interactive: start busy with a task of this length (0 starts idle).
+    #[arg(long, value_name = "DUR", default_value = "0", value_parser = parse_duration)]
+    pub start_working: Duration,
+
+    /// Interactive: end the Nth prompt in a plan-approval menu (0: the start task).
+    #[arg(long, value_name = "N")]
+    pub plan_on: Option<u64>,
+
+    /// Interactive: stop the Nth prompt at a permission prompt (0: the start task).
+    #[arg(long, value_name = "N")]
+    pub permission_on: Option<u64>,
+
+    /// Interactive: append one JSON line per input received to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+}
+
+fn parse_positive(text: &str) -> Result<Duration, String> {
+    let duration = parse_duration(text)?;
+    if duration.is_zero() {
+        return Err(format!("invalid duration {text:?}: must be more than zero"));
+    }
+    Ok(duration)
+}
+
+fn parse_profile(text: &str) -> Result<String, String> {
+    if PROFILES.contains(&text) {
+        Ok(text.to_owned())
+    } else {
+        Err(format!(
+            "unknown profile {text:?} (one of: {})",
+            PROFILES.join(", ")
+        ))
+    }
+}
+
+fn parse_hook_event(text: &str) -> Result<String, String> {
+    if hyoka_respawn::is_hook_event_name(text) {
+        Ok(text.to_owned())
+    } else {
+        Err(format!(
+            "unknown hook event {text:?} (one of: {})",
+            hyoka_respawn::HOOK_EVENT_NAMES.join(", ")
+        ))
+    }
+}

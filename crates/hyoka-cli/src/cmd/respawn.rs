@@ -1,0 +1,562 @@
+//! `hyoka respawn -- COMMAND`: run an interactive agent under the respawn controller.
+//!
+//! The agent runs on a PTY (or in a tmux session on a private server); its screen is
+//! mirrored to this terminal in raw mode (keys go to the agent, each keystroke pauses
+//! automation, Ctrl-] detaches) unless `--headless`. Hooks arrive on a private socket
+//! whose path the agent finds in `HYOKA_RESPAWN_SOCKET`. At the end (the cycle budget, the
+//! agent exiting, SIGINT/SIGTERM) the agent's process group is stopped and then every
+//! process still carrying the session's `HYOKA_RUN_ID` is swept by `hyoka-proctrack`.
+
+mod checks;
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Instant, SystemTime};
+
+use hyoka_proctrack::{
+    Marker, NativeProcTable, NativeSignaller, ProcTable, Scope, Seams, SystemClock,
+    TeardownOptions, TeardownReport, teardown,
+};
+use hyoka_respawn::{
+    BasicModel, Checks, Driver, DriverInputs, DriverOptions, Event, HookListener, Machine,
+    Observer, Outcome, PtyTerminal, RespawnConfig, Size, SpawnOptions, Terminal, TmuxOptions,
+    TmuxTerminal,
+};
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot};
+
+use self::checks::CommandChecks;
+use crate::args::{Backend, RespawnArgs};
+use crate::cmd::run::default_run_id;
+use crate::interrupt::{self, Sig};
+use crate::records::rfc3339;
+use crate::tty::{self, KeyReader, RawMode};
+use crate::{ExitStatus, Fail};
+
+/// The environment variable that tells `hyoka hook` where the controller listens.
+pub(crate) const SOCKET_ENV: &str = "HYOKA_RESPAWN_SOCKET";
+
+/// The machine's configuration from the flags.
+fn config(args: &RespawnArgs) -> RespawnConfig {
+    let mut config = RespawnConfig {
+        send_clear: !args.no_clear,
+        send_init: !args.no_init,
+        kickstart_prompt: args.kickstart.clone(),
+        completion_confirm: args.completion_confirm,
+        no_output_timeout: args.no_output_timeout,
+        inter_step_delay: args.inter_step_delay,
+        auto_accept: !args.no_auto_accept,
+        auto_accept_delay: args.auto_accept_delay,
+        human_lock: args.human_lock,
+        max_cycles: args.max_cycles,
+        max_cycles_per_hour: args.max_cycles_per_hour,
+        dry_run: args.dry_run,
+        ..RespawnConfig::default()
+    };
+    if let Some(prompt) = &args.update_prompt {
+        config.update_prompt.clone_from(prompt);
+    }
+    config.idle_check.enabled = args.ai_check_command.is_some();
+    config.plan_check.enabled = args.plan_check_command.is_some();
+    config.idle_check.timeout = args.check_timeout;
+    config.plan_check.timeout = args.check_timeout;
+    config
+}
+
+/// Writes the mirror and the `--events` file.
+struct CliObserver {
+    mirror: Option<std::io::Stdout>,
+    events: Option<Arc<Mutex<EventLog>>>,
+}
+
+/// `--events FILE`: one JSON object per line, flushed per line.
+struct EventLog {
+    file: std::io::BufWriter<std::fs::File>,
+    started: Instant,
+    wall: SystemTime,
+}
+
+impl EventLog {
+    fn create(path: &Path) -> Result<Self, Fail> {
+        let file = std::fs::File::create(path)
+            .map_err(|e| Fail::usage(format!("cannot create --events {}: {e}", path.display())))?;
+        Ok(Self {
+            file: std::io::BufWriter::new(file),
+            started: Instant::now(),
+            wall: SystemTime::now(),
+        })
+    }
+
+    fn write(&mut self, at: Instant, mut line: Value) {
+        let since = at.saturating_duration_since(self.started);
+        if let Value::Object(map) = &mut line {
+            map.insert(
+                "t_ms".to_owned(),
+                json!(u64::try_from(since.as_millis()).unwrap_or(u64::MAX)),
+            );
+            map.insert("time".to_owned(), json!(rfc3339(self.wall + since)));
+        }
+        let _ = writeln!(self.file, "{line}");
+        let _ = self.file.flush();
+    }
+}
+
+impl Observer for CliObserver {
+    fn output(&mut self, bytes: &[u8]) {
+        if let Some(out) = &mut self.mirror {
+            let _ = out.write_all(bytes);
+            let _ = out.flush();
+        }
+    }
+
+    fn event(&mut self, at: Instant, event: &Event) {
+        let line = serde_json::to_value(event).unwrap_or(Value::Null);
+        tracing::info!(target: "respawn", "{line}");
+        if let Some(events) = &self.events {
+            events
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .write(at, line);
+        }
+    }
+}
+
+/// The private directory of the hook socket, removed at the end. For a named tmux session
+/// its path is fixed, so that a re-attached agent's `HYOKA_RESPAWN_SOCKET` still points
+/// at the controller.
+struct SocketDir(PathBuf);
+
+impl SocketDir {
+    fn create(session: Option<&str>) -> Result<Self, Fail> {
+        let fail = |e: std::io::Error| {
+            Fail::failure(format!("cannot create the hook socket directory: {e}"))
+        };
+        let dir = match session {
+            Some(session) => {
+                let dir = std::env::temp_dir().join(format!("hyoka-respawn-{session}"));
+                match std::fs::create_dir(&dir) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(fail(e)),
+                }
+                let private =
+                    <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o700);
+                std::fs::set_permissions(&dir, private).map_err(fail)?;
+                dir
+            }
+            None => tempfile::Builder::new()
+                .prefix("hyoka-respawn-")
+                .tempdir()
+                .map_err(fail)?
+                .keep(),
+        };
+        Ok(Self(dir))
+    }
+}
+
+impl Drop for SocketDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn valid_session(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// Everything started before the driver runs.
+struct Session {
+    run_id: String,
+    socket_dir: SocketDir,
+    listener: HookListener,
+    terminal: Box<dyn Terminal>,
+    root: Option<hyoka_proctrack::ProcRef>,
+    size: Size,
+    interactive: bool,
+}
+
+/// The user's terminal while the session runs.
+struct UserTerminal {
+    raw: Option<RawMode>,
+    keys: Option<KeyReader>,
+    resize_task: Option<tokio::task::JoinHandle<()>>,
+}
+
+pub(crate) async fn exec(args: RespawnArgs) -> Result<ExitStatus, Fail> {
+    validate(&args)?;
+    let events = args
+        .events
+        .as_deref()
+        .map(EventLog::create)
+        .transpose()?
+        .map(|log| Arc::new(Mutex::new(log)));
+    if args.install_claude_hooks {
+        let cwd = std::env::current_dir()
+            .map_err(|e| Fail::failure(format!("cannot find the current directory: {e}")))?;
+        crate::cmd::hook::print_install(&crate::cmd::hook::install(&cwd)?);
+    }
+    let session = match start(&args).await {
+        Ok(session) => session,
+        Err(fail) => {
+            // Bad input leaves nothing behind, not even an empty events file.
+            if let Some(path) = &args.events {
+                let _ = std::fs::remove_file(path);
+            }
+            return Err(fail);
+        }
+    };
+    let (result, signalled, run_id, root) = drive(&args, session, events.clone()).await?;
+    let sweep = sweep(&run_id, root, args.grace).await;
+    let report = result.map_err(|e| Fail::failure(format!("cannot stop the session: {e}")))?;
+    if let Some(events) = &events {
+        let mut log = events.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = Instant::now();
+        log.write(
+            now,
+            json!({
+                "event": "finished",
+                "outcome": outcome_name(&report.outcome),
+                "cycles": report.cycles,
+                "exit_code": report.exit.code,
+                "exit_signal": report.exit.signal,
+            }),
+        );
+        log.write(
+            now,
+            json!({
+                "event": "teardown",
+                "processes_seen": sweep.processes_seen,
+                "processes_killed": sweep.processes_killed,
+                "survivors": sweep.survivors,
+            }),
+        );
+    }
+    tracing::info!(
+        outcome = outcome_name(&report.outcome),
+        cycles = report.cycles,
+        survivors = sweep.survivors,
+        "respawn finished"
+    );
+    if sweep.survivors > 0 {
+        return Err(Fail::failure(format!(
+            "{} process(es) of the session survived teardown",
+            sweep.survivors
+        )));
+    }
+    match report.outcome {
+        Outcome::Interrupted => Ok(signalled.map_or(ExitStatus::Success, Sig::exit_status)),
+        Outcome::BudgetExhausted { .. } => Ok(ExitStatus::Success),
+        Outcome::SessionEnded if report.exit.code == Some(0) => Ok(ExitStatus::Success),
+        Outcome::SessionEnded => Err(Fail::failure(
+            match (report.exit.code, report.exit.signal) {
+                (Some(code), _) => format!("the agent exited with code {code}"),
+                (None, Some(signal)) => format!("the agent was killed by signal {signal}"),
+                (None, None) => "the agent's session ended".to_owned(),
+            },
+        )),
+        Outcome::SessionLost { error } => Err(Fail::failure(format!("lost the session: {error}"))),
+        _ => Ok(ExitStatus::Failure),
+    }
+}
+
+fn validate(args: &RespawnArgs) -> Result<(), Fail> {
+    match args.command.first() {
+        None => return Err(Fail::usage("no agent command after `--`")),
+        Some(program) if program.is_empty() => {
+            return Err(Fail::usage("the agent command is empty"));
+        }
+        Some(_) => {}
+    }
+    if let Some(session) = &args.tmux_session {
+        if args.backend != Backend::Tmux {
+            return Err(Fail::usage("--tmux-session needs --backend tmux"));
+        }
+        if !valid_session(session) {
+            return Err(Fail::usage(format!(
+                "invalid --tmux-session {session:?}: use 1 to 64 of [A-Za-z0-9_-]"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Binds the hook socket and starts the agent.
+async fn start(args: &RespawnArgs) -> Result<Session, Fail> {
+    let (program, rest) = args
+        .command
+        .split_first()
+        .ok_or_else(|| Fail::usage("no agent command after `--`"))?;
+    let run_id = format!("respawn-{}", default_run_id());
+    let session = args.tmux_session.clone().unwrap_or_else(|| run_id.clone());
+    let socket_dir = SocketDir::create(args.tmux_session.as_deref())?;
+    let listener = HookListener::bind(&socket_dir.0.join("hook.sock"))
+        .await
+        .map_err(|e| Fail::failure(e.to_string()))?;
+    let mirror = !args.headless;
+    let interactive = mirror && tty::interactive();
+    let size = if mirror { tty::size() } else { None }.unwrap_or_default();
+    let mut env: Vec<(OsString, OsString)> = vec![
+        ("HYOKA_RUN_ID".into(), run_id.clone().into()),
+        (SOCKET_ENV.into(), listener.path().as_os_str().to_owned()),
+    ];
+    if std::env::var_os("TERM").is_none_or(|t| t.is_empty() || t == "dumb") {
+        env.push(("TERM".into(), "xterm-256color".into()));
+    }
+    let spawn = SpawnOptions {
+        program: program.clone(),
+        args: rest.to_vec(),
+        cwd: None,
+        env,
+        size,
+    };
+    let terminal = start_terminal(args, &spawn, &session).await?;
+    let root = terminal
+        .child_pid()
+        .and_then(|pid| i32::try_from(pid).ok())
+        .and_then(|pid| NativeProcTable::new().process(pid))
+        .map(|info| info.proc_ref());
+    Ok(Session {
+        run_id,
+        socket_dir,
+        listener,
+        terminal,
+        root,
+        size,
+        interactive,
+    })
+}
+
+type Driven = (
+    Result<hyoka_respawn::Report, hyoka_respawn::RespawnError>,
+    Option<Sig>,
+    String,
+    Option<hyoka_proctrack::ProcRef>,
+);
+
+/// Runs the driver until the end, then stops everything but the marker sweep.
+async fn drive(
+    args: &RespawnArgs,
+    session: Session,
+    events: Option<Arc<Mutex<EventLog>>>,
+) -> Result<Driven, Fail> {
+    let Session {
+        run_id,
+        socket_dir,
+        listener,
+        terminal,
+        root,
+        size,
+        interactive,
+    } = session;
+    let (hook_tx, hook_rx) = mpsc::channel(16);
+    let (stop_hooks, hooks_stopped) = oneshot::channel::<()>();
+    let hook_task = tokio::spawn(listener.serve(hook_tx, async {
+        let _ = hooks_stopped.await;
+    }));
+    let (user, keys_rx, detach_rx, resize_rx) = user_terminal(interactive);
+    let checks: Option<Arc<dyn Checks>> =
+        (args.ai_check_command.is_some() || args.plan_check_command.is_some()).then(|| {
+            Arc::new(CommandChecks {
+                idle: args.ai_check_command.clone(),
+                plan: args.plan_check_command.clone(),
+                env: vec![("HYOKA_RUN_ID".into(), run_id.clone().into())],
+            }) as Arc<dyn Checks>
+        });
+    let observer = CliObserver {
+        mirror: (!args.headless).then(std::io::stdout),
+        events,
+    };
+    let driver = Driver::new(
+        Machine::new(config(args)),
+        terminal,
+        BasicModel::new(size.rows, size.cols),
+        observer,
+        checks,
+        DriverOptions { grace: args.grace },
+    );
+    let inputs = DriverInputs {
+        hooks: Some(hook_rx),
+        keys: keys_rx,
+        resize: resize_rx,
+    };
+    let (interrupt, signal_task) = interrupt::install()
+        .map_err(|e| Fail::failure(format!("cannot install signal handlers: {e}")))?;
+    let signalled: Arc<Mutex<Option<Sig>>> = Arc::new(Mutex::new(None));
+    let shutdown = {
+        let signalled = Arc::clone(&signalled);
+        let mut interrupt = interrupt.clone();
+        async move {
+            let detach = async {
+                match detach_rx {
+                    Some(rx) => {
+                        let _ = rx.await;
+                    }
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                sig = interrupt.requested() => {
+                    *signalled.lock().unwrap_or_else(PoisonError::into_inner) = Some(sig);
+                }
+                () = detach => {}
+            }
+        }
+    };
+    let force_task = tokio::spawn(kill_on_second_signal(interrupt, root.map(|r| r.pid)));
+
+    let result = driver.run(inputs, shutdown).await;
+
+    if let Some(keys) = user.keys {
+        keys.stop();
+    }
+    drop(user.raw);
+    let _ = stop_hooks.send(());
+    let _ = hook_task.await;
+    if let Some(task) = user.resize_task {
+        task.abort();
+        let _ = task.await;
+    }
+    force_task.abort();
+    let _ = force_task.await;
+    signal_task.abort();
+    let _ = signal_task.await;
+    drop(socket_dir);
+    let signalled = *signalled.lock().unwrap_or_else(PoisonError::into_inner);
+    Ok((result, signalled, run_id, root))
+}
+
+type UserInputs = (
+    UserTerminal,
+    Option<mpsc::Receiver<Vec<u8>>>,
+    Option<oneshot::Receiver<()>>,
+    Option<mpsc::Receiver<Size>>,
+);
+
+/// Raw mode, the key reader and resize forwarding, when mirroring to a terminal.
+fn user_terminal(interactive: bool) -> UserInputs {
+    if !interactive {
+        let user = UserTerminal {
+            raw: None,
+            keys: None,
+            resize_task: None,
+        };
+        return (user, None, None, None);
+    }
+    let raw = RawMode::enter();
+    let (reader, keys, detach) = KeyReader::start();
+    let (resize_tx, resize_rx) = mpsc::channel(4);
+    let user = UserTerminal {
+        raw: Some(raw),
+        keys: Some(reader),
+        resize_task: Some(tokio::spawn(forward_resizes(resize_tx))),
+    };
+    (user, Some(keys), Some(detach), Some(resize_rx))
+}
+
+/// A second SIGINT/SIGTERM kills the agent's group at once, whatever the grace period.
+async fn kill_on_second_signal(mut interrupt: interrupt::Interrupt, pid: Option<i32>) {
+    interrupt.forced().await;
+    if let Some(pid) = pid.and_then(rustix::process::Pid::from_raw)
+        && pid.as_raw_nonzero().get() > 1
+    {
+        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+    }
+}
+
+fn outcome_name(outcome: &Outcome) -> &'static str {
+    match outcome {
+        Outcome::Interrupted => "interrupted",
+        Outcome::BudgetExhausted { .. } => "budget_exhausted",
+        Outcome::SessionEnded => "session_ended",
+        Outcome::SessionLost { .. } => "session_lost",
+        _ => "other",
+    }
+}
+
+async fn start_terminal(
+    args: &RespawnArgs,
+    spawn: &SpawnOptions,
+    session: &str,
+) -> Result<Box<dyn Terminal>, Fail> {
+    let program = spawn.program.to_string_lossy().into_owned();
+    match args.backend {
+        Backend::Pty => PtyTerminal::spawn(spawn)
+            .map(|t| Box::new(t) as Box<dyn Terminal>)
+            .map_err(|e| match e {
+                hyoka_respawn::RespawnError::Spawn { .. } => Fail::usage(e.to_string()),
+                e => Fail::failure(e.to_string()),
+            }),
+        Backend::Tmux => {
+            let socket = TmuxOptions::default_socket(session);
+            let exists = TmuxTerminal::exists(&socket, session)
+                .await
+                .map_err(|e| Fail::usage(format!("--backend tmux: {e}")))?;
+            let terminal = if exists {
+                tracing::info!("re-attaching to tmux session {session}");
+                TmuxTerminal::attach(&socket, session).await
+            } else {
+                TmuxTerminal::start(&TmuxOptions {
+                    socket,
+                    session: session.to_owned(),
+                    spawn: spawn.clone(),
+                })
+                .await
+            };
+            terminal
+                .map(|t| Box::new(t) as Box<dyn Terminal>)
+                .map_err(|e| Fail::failure(format!("cannot start {program:?} in tmux: {e}")))
+        }
+    }
+}
+
+async fn forward_resizes(tx: mpsc::Sender<Size>) {
+    let Ok(mut winch) =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::window_change())
+    else {
+        return;
+    };
+    let mut last = tty::size();
+    while winch.recv().await.is_some() {
+        let size = tty::size();
+        // Ink redraws everything on SIGWINCH: forward only real changes.
+        if size != last
+            && let Some(size) = size
+            && tx.send(size).await.is_err()
+        {
+            return;
+        }
+        last = size;
+    }
+}
+
+/// Every process still carrying the session's marker (escapees of the agent's group
+/// included) goes, through `hyoka-proctrack`'s verified teardown.
+async fn sweep(
+    run_id: &str,
+    root: Option<hyoka_proctrack::ProcRef>,
+    grace: std::time::Duration,
+) -> TeardownReport {
+    let scope = Scope {
+        roots: root.into_iter().collect(),
+        marker: Some(Marker::run(run_id)),
+        ..Scope::default()
+    };
+    let options = TeardownOptions::with_grace(grace);
+    tokio::task::spawn_blocking(move || {
+        let table = NativeProcTable::new();
+        let signaller = NativeSignaller::new();
+        let seams = Seams {
+            table: &table,
+            signaller: &signaller,
+            clock: &SystemClock,
+        };
+        teardown(seams, &scope, &[], &options)
+    })
+    .await
+    .unwrap_or_default()
+}

@@ -1,0 +1,126 @@
+//! The user's terminal: raw mode, its size, and a reader of keystrokes that never blocks
+//! shutdown.
+
+use std::io::Read;
+use std::os::fd::AsFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use rustix::event::{PollFd, PollFlags, Timespec, poll};
+use rustix::termios::{OptionalActions, Termios, isatty, tcgetattr, tcgetwinsize, tcsetattr};
+use tokio::sync::{mpsc, oneshot};
+
+/// Ctrl-] detaches from a mirrored session (as in telnet): hyoka stops the session and
+/// exits, since Ctrl-C belongs to the agent.
+pub(crate) const DETACH_KEY: u8 = 0x1d;
+
+/// `true` when both stdin and stdout are terminals.
+pub(crate) fn interactive() -> bool {
+    isatty(std::io::stdin().as_fd()) && isatty(std::io::stdout().as_fd())
+}
+
+/// The size of the terminal on stdout, if it is one.
+pub(crate) fn size() -> Option<hyoka_respawn::Size> {
+    let size = tcgetwinsize(std::io::stdout().as_fd()).ok()?;
+    (size.ws_row > 0 && size.ws_col > 0).then_some(hyoka_respawn::Size {
+        rows: size.ws_row,
+        cols: size.ws_col,
+    })
+}
+
+/// Puts stdin into raw mode while alive; restores it on drop (also on panic unwinding).
+pub(crate) struct RawMode(Option<Termios>);
+
+impl RawMode {
+    /// Raw mode when stdin is a terminal; otherwise a guard that does nothing.
+    pub(crate) fn enter() -> Self {
+        let stdin = std::io::stdin();
+        if !isatty(stdin.as_fd()) {
+            return Self(None);
+        }
+        let Ok(saved) = tcgetattr(stdin.as_fd()) else {
+            return Self(None);
+        };
+        let mut raw = saved.clone();
+        raw.make_raw();
+        if tcsetattr(stdin.as_fd(), OptionalActions::Now, &raw).is_err() {
+            return Self(None);
+        }
+        Self(Some(saved))
+    }
+}
+
+impl Drop for RawMode {
+    fn drop(&mut self) {
+        if let Some(saved) = &self.0 {
+            let _ = tcsetattr(std::io::stdin().as_fd(), OptionalActions::Now, saved);
+        }
+    }
+}
+
+/// A thread that forwards stdin to a channel. It polls with a short timeout so that it
+/// notices [`KeyReader::stop`] at once (a blocking read would keep the process alive until
+/// the next keystroke).
+pub(crate) struct KeyReader {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl KeyReader {
+    /// Starts the reader; keys go to the returned receiver, and the detach key completes
+    /// the oneshot.
+    pub(crate) fn start() -> (Self, mpsc::Receiver<Vec<u8>>, oneshot::Receiver<()>) {
+        let (tx, rx) = mpsc::channel(64);
+        let (detach_tx, detach_rx) = oneshot::channel();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let thread = std::thread::spawn(move || {
+            let stdin = std::io::stdin();
+            let mut detach = Some(detach_tx);
+            let mut buf = [0u8; 1024];
+            let timeout = Timespec {
+                tv_sec: 0,
+                tv_nsec: 50_000_000,
+            };
+            while !flag.load(Ordering::Relaxed) {
+                let mut fds = [PollFd::new(&stdin, PollFlags::IN)];
+                if poll(&mut fds, Some(&timeout)).is_err() {
+                    return;
+                }
+                if fds[0].revents().is_empty() {
+                    continue;
+                }
+                let n = match stdin.lock().read(&mut buf) {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => n,
+                };
+                let mut keys = buf[..n].to_vec();
+                if let Some(at) = keys.iter().position(|&b| b == DETACH_KEY) {
+                    keys.truncate(at);
+                    if let Some(detach) = detach.take() {
+                        let _ = detach.send(());
+                    }
+                }
+                if !keys.is_empty() && tx.blocking_send(keys).is_err() {
+                    return;
+                }
+            }
+        });
+        (
+            Self {
+                stop,
+                thread: Some(thread),
+            },
+            rx,
+            detach_rx,
+        )
+    }
+
+    /// Stops the thread and waits for it (at most one poll period).
+    pub(crate) fn stop(mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
