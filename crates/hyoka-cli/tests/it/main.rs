@@ -12,6 +12,7 @@
 mod bad_input;
 mod demo;
 mod limits;
+mod respawn;
 mod run;
 mod signals;
 mod suite;

@@ -1,0 +1,595 @@
+//! `hyoka respawn` end to end, over a real PTY and over tmux (skipped with a message when
+//! tmux is not installed), with `hyoka sim-agent --interactive` as the agent. Real clock,
+//! short timeouts, readiness taken from the `--events` file; every test proves through
+//! `/proc` that nothing it started is left running.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::support::{hyoka, hyoka_path};
+
+/// Timings short enough for tests, long enough for a loaded 2-core machine.
+const FAST: &[&str] = &[
+    "--headless",
+    "",
+    "--completion-confirm",
+    "300ms",
+    "--inter-step-delay",
+    "150ms",
+    "--no-output-timeout",
+    "3s",
+    "--auto-accept-delay",
+    "600ms",
+    "--grace",
+    "2s",
+];
+
+/// How long any single run may take before the test gives up (and kills it).
+const DEADLINE: Duration = Duration::from_secs(60);
+
+fn tmux_installed() -> bool {
+    Command::new("tmux")
+        .arg("-V")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// One respawn run: a scratch directory with the events and record files, and a marker in
+/// the environment that every process of the run inherits.
+struct Case {
+    dir: tempfile::TempDir,
+    mark: String,
+}
+
+/// A running `hyoka respawn`, killed (with its group) if the test fails.
+struct Running {
+    child: Option<Child>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+struct Finished {
+    code: Option<i32>,
+    stderr: String,
+}
+
+impl Case {
+    fn new() -> Self {
+        let dir = tempfile::Builder::new()
+            .prefix("respawn-test-")
+            .tempdir()
+            .unwrap();
+        let mark = format!("{}-{}", std::process::id(), fastrand::u64(..));
+        Self { dir, mark }
+    }
+
+    fn events_path(&self) -> PathBuf {
+        self.dir.path().join("events.jsonl")
+    }
+
+    fn record_path(&self) -> PathBuf {
+        self.dir.path().join("inputs.jsonl")
+    }
+
+    /// `hyoka sim-agent --interactive --record … <extra>`.
+    fn sim(&self, extra: &[&str]) -> Vec<String> {
+        let mut argv = vec![
+            hyoka_path().to_owned(),
+            "sim-agent".to_owned(),
+            "--interactive".to_owned(),
+            "--record".to_owned(),
+            self.record_path().display().to_string(),
+        ];
+        argv.extend(extra.iter().map(|s| (*s).to_owned()));
+        argv
+    }
+
+    fn start(&self, flags: &[&str], agent: &[String]) -> Running {
+        // The test's own flags replace the fast defaults of the same name.
+        let mut defaults: Vec<&str> = Vec::new();
+        for pair in FAST.chunks(2) {
+            if !flags.contains(&pair[0]) {
+                defaults.extend(pair.iter().copied().filter(|a| !a.is_empty()));
+            }
+        }
+        let mut cmd = hyoka();
+        cmd.arg("respawn")
+            .arg("--events")
+            .arg(self.events_path())
+            .args(&defaults)
+            .args(flags)
+            .arg("--")
+            .args(agent)
+            .env("HYOKA_TEST_MARK", &self.mark)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        Running {
+            child: Some(cmd.spawn().unwrap()),
+        }
+    }
+
+    fn run(&self, flags: &[&str], agent: &[String]) -> Finished {
+        let mut running = self.start(flags, agent);
+        self.finish(&mut running)
+    }
+
+    fn finish(&self, running: &mut Running) -> Finished {
+        let mut child = running.child.take().unwrap();
+        let started = Instant::now();
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                let mut stderr = String::new();
+                if let Some(mut pipe) = child.stderr.take() {
+                    let _ = std::io::Read::read_to_string(&mut pipe, &mut stderr);
+                }
+                return Finished {
+                    code: status.code(),
+                    stderr,
+                };
+            }
+            if started.elapsed() > DEADLINE {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "hyoka respawn did not finish in {DEADLINE:?}: {:#?}",
+                    self.events()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn interrupt(&self, running: &mut Running) -> Finished {
+        let pid = running.child.as_ref().unwrap().id();
+        rustix::process::kill_process(
+            rustix::process::Pid::from_raw(i32::try_from(pid).unwrap()).unwrap(),
+            rustix::process::Signal::INT,
+        )
+        .unwrap();
+        self.finish(running)
+    }
+
+    fn events(&self) -> Vec<Value> {
+        read_lines(&self.events_path())
+    }
+
+    fn inputs(&self) -> Vec<Value> {
+        read_lines(&self.record_path())
+    }
+
+    /// Waits (real time, bounded) until an event matching `pred` is written; fails at once
+    /// if the run ends first.
+    #[track_caller]
+    fn wait_for(&self, running: &mut Running, what: &str, pred: impl Fn(&Value) -> bool) {
+        let started = Instant::now();
+        while started.elapsed() < DEADLINE {
+            if self.events().iter().any(&pred) {
+                return;
+            }
+            let child = running.child.as_mut().unwrap();
+            if let Some(status) = child.try_wait().unwrap() {
+                let mut stderr = String::new();
+                if let Some(mut pipe) = child.stderr.take() {
+                    let _ = std::io::Read::read_to_string(&mut pipe, &mut stderr);
+                }
+                panic!(
+                    "the run ended ({status}) before any {what} event: {stderr}\n{:#?}",
+                    self.events()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("no {what} event within {DEADLINE:?}: {:#?}", self.events());
+    }
+
+    fn has(&self, pred: impl Fn(&Value) -> bool) -> bool {
+        self.events().iter().any(pred)
+    }
+
+    /// No process of this case is alive (zombies count as gone), no tmux socket is left.
+    #[track_caller]
+    fn assert_nothing_left(&self) {
+        let needle = format!("HYOKA_TEST_MARK={}", self.mark);
+        let left: Vec<String> = std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/environ"))
+                    .is_ok_and(|env| env.split(|&b| b == 0).any(|v| v == needle.as_bytes()))
+                    && crate::support::pid_alive(*pid)
+            })
+            .map(|pid| {
+                let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                format!("{pid} {}", String::from_utf8_lossy(&cmd).replace('\0', " "))
+            })
+            .collect();
+        assert!(left.is_empty(), "left running: {left:#?}");
+    }
+}
+
+fn read_lines(path: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+fn event(name: &'static str) -> impl Fn(&Value) -> bool {
+    move |e| e["event"] == name
+}
+
+fn submits(case: &Case) -> Vec<String> {
+    case.inputs()
+        .iter()
+        .filter(|i| i["kind"] == "submit")
+        .map(|i| i["input"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+fn full_cycle(backend: &str) {
+    let case = Case::new();
+    let done = case.run(
+        &["--backend", backend, "--max-cycles", "1"],
+        &case.sim(&["--start-working", "600ms", "--work", "600ms"]),
+    );
+    assert_eq!(done.code, Some(0), "{}\n{:#?}", done.stderr, case.events());
+    assert_eq!(
+        submits(&case),
+        [
+            "write a brief progress summary to CLAUDE.md noting what you accomplished, then continue working.",
+            "/clear",
+            "/init"
+        ]
+    );
+    for input in case.inputs() {
+        assert_eq!(input["state"], "idle", "typed into a busy session: {input}");
+    }
+    let steps: Vec<_> = case
+        .events()
+        .iter()
+        .filter(|e| e["event"] == "step_completed")
+        .map(|e| e["step"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(steps, ["update", "clear", "init"]);
+    assert!(case.has(event("budget_exhausted")));
+    assert!(case.has(|e| e["event"] == "teardown" && e["survivors"] == 0));
+    case.assert_nothing_left();
+}
+
+#[test]
+fn pty_a_full_cycle_in_order() {
+    full_cycle("pty");
+}
+
+#[test]
+fn tmux_a_full_cycle_in_order() {
+    if !tmux_installed() {
+        eprintln!("skipped: tmux is not installed");
+        return;
+    }
+    full_cycle("tmux");
+}
+
+#[test]
+fn nothing_is_typed_while_the_agent_is_busy() {
+    // Three seconds of work at the start, then two seconds per step: every input must
+    // arrive while the agent is idle, and none before the first task ended.
+    let case = Case::new();
+    let done = case.run(
+        &["--max-cycles", "1", "--no-output-timeout", "1s"],
+        &case.sim(&["--start-working", "3s", "--work", "2s"]),
+    );
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    let inputs = case.inputs();
+    assert_eq!(inputs.len(), 3, "{inputs:#?}");
+    for input in &inputs {
+        assert_eq!(input["state"], "idle", "{input}");
+    }
+    assert!(inputs[0]["t_ms"].as_u64().unwrap() >= 3_000);
+    case.assert_nothing_left();
+}
+
+fn permission_left_alone(backend: &str) {
+    let case = Case::new();
+    let mut running = case.start(
+        &["--backend", backend, "--no-output-timeout", "1s"],
+        &case.sim(&["--start-working", "300ms", "--permission-on", "0"]),
+    );
+    case.wait_for(&mut running, "blocked(permission)", |e| {
+        e["event"] == "blocked" && e["reason"] == "session_blocked"
+    });
+    case.wait_for(&mut running, "auto-accept refusal", |e| {
+        e["event"] == "auto_accept_skipped" && e["skip"]["why"] == "human_decision"
+    });
+    let done = case.interrupt(&mut running);
+    assert_eq!(done.code, Some(130), "{}", done.stderr);
+    assert!(case.inputs().is_empty(), "{:#?}", case.inputs());
+    case.assert_nothing_left();
+}
+
+#[test]
+fn pty_a_permission_prompt_is_left_alone() {
+    permission_left_alone("pty");
+}
+
+#[test]
+fn tmux_a_permission_prompt_is_left_alone() {
+    if !tmux_installed() {
+        eprintln!("skipped: tmux is not installed");
+        return;
+    }
+    permission_left_alone("tmux");
+}
+
+#[test]
+fn a_plan_menu_is_accepted() {
+    let case = Case::new();
+    let done = case.run(
+        &["--max-cycles", "1"],
+        &case.sim(&[
+            "--start-working",
+            "300ms",
+            "--plan-on",
+            "0",
+            "--work",
+            "600ms",
+        ]),
+    );
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    let inputs = case.inputs();
+    assert_eq!(inputs[0]["state"], "plan", "{inputs:#?}");
+    assert_eq!(inputs[0]["input"], "\r");
+    assert!(case.has(event("auto_accept_sent")));
+    assert_eq!(submits(&case).len(), 3, "then one full cycle");
+    case.assert_nothing_left();
+}
+
+#[test]
+fn a_dry_run_types_nothing() {
+    let case = Case::new();
+    let done = case.run(
+        &["--dry-run", "--max-cycles", "1"],
+        &case.sim(&["--start-working", "300ms"]),
+    );
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    assert!(case.inputs().is_empty(), "{:#?}", case.inputs());
+    let dry: Vec<_> = case
+        .events()
+        .into_iter()
+        .filter(|e| e["event"] == "step_sent" && e["dry_run"] == true)
+        .collect();
+    assert_eq!(dry.len(), 3, "{dry:#?}");
+    case.assert_nothing_left();
+}
+
+#[test]
+fn an_agent_that_exits_at_once() {
+    let case = Case::new();
+    let done = case.run(&[], &["true".to_owned()]);
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    assert!(case.has(event("session_exited")));
+    let done = case.run(&[], &["false".to_owned()]);
+    assert_eq!(done.code, Some(1), "{}", done.stderr);
+    let errors: Vec<_> = done
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("error:"))
+        .collect();
+    assert_eq!(
+        errors,
+        ["error: the agent exited with code 1"],
+        "{}",
+        done.stderr
+    );
+    case.assert_nothing_left();
+}
+
+#[test]
+fn an_agent_that_never_draws() {
+    let case = Case::new();
+    let mut running = case.start(
+        &["--no-output-timeout", "500ms"],
+        &["sleep".to_owned(), "60".to_owned()],
+    );
+    case.wait_for(&mut running, "blocked(no output)", |e| {
+        e["event"] == "blocked" && e["reason"] == "no_output_yet"
+    });
+    let done = case.interrupt(&mut running);
+    assert_eq!(done.code, Some(130), "{}", done.stderr);
+    assert!(!case.has(event("step_sent")));
+    case.assert_nothing_left();
+}
+
+#[test]
+fn an_agent_that_floods_output() {
+    let case = Case::new();
+    let mut running = case.start(
+        &[],
+        &[
+            "sh".to_owned(),
+            "-c".to_owned(),
+            "while :; do echo 'flood flood flood flood flood flood'; done".to_owned(),
+        ],
+    );
+    case.wait_for(&mut running, "start", event("started"));
+    let done = case.interrupt(&mut running);
+    assert_eq!(done.code, Some(130), "{}", done.stderr);
+    assert!(case.has(|e| e["event"] == "finished" && e["outcome"] == "interrupted"));
+    case.assert_nothing_left();
+}
+
+#[test]
+fn an_agent_that_closes_its_terminal() {
+    // Its terminal closes while the process lives on: the session is over, and the process
+    // is stopped with it.
+    let case = Case::new();
+    let done = case.run(
+        &[],
+        &[
+            "sh".to_owned(),
+            "-c".to_owned(),
+            "echo bye; exec </dev/null >/dev/null 2>&1; sleep 60".to_owned(),
+        ],
+    );
+    assert_eq!(done.code, Some(1), "{}", done.stderr);
+    assert!(done.stderr.contains("error: "), "{}", done.stderr);
+    assert!(case.has(event("session_exited")));
+    case.assert_nothing_left();
+}
+
+#[test]
+fn a_tmux_server_that_disappears() {
+    if !tmux_installed() {
+        eprintln!("skipped: tmux is not installed");
+        return;
+    }
+    let case = Case::new();
+    let session = format!("t{}", fastrand::u32(..));
+    let mut running = case.start(
+        &["--backend", "tmux", "--tmux-session", &session],
+        &case.sim(&["--start-working", "60s"]),
+    );
+    case.wait_for(&mut running, "start", event("started"));
+    let killed = Command::new("tmux")
+        .args(["-L", &format!("hyoka-{session}"), "kill-server"])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let done = case.finish(&mut running);
+    assert_eq!(done.code, Some(1), "{}", done.stderr);
+    assert!(case.has(|e| e["event"] == "finished" && e["outcome"] == "session_ended"));
+    case.assert_nothing_left();
+}
+
+#[test]
+fn checkers_that_hang_crash_or_print_garbage() {
+    for (checker, expect) in [
+        ("sleep 100", "timed out"),
+        ("echo boom >&2; exit 3", "code 3"),
+        ("echo 'hello there'", "could not parse"),
+    ] {
+        let case = Case::new();
+        let mut running = case.start(
+            &["--ai-check-command", checker, "--check-timeout", "1s"],
+            &case.sim(&["--start-working", "300ms"]),
+        );
+        case.wait_for(&mut running, "check failure", |e| {
+            e["event"] == "idle_check_failed"
+                && e["message"].as_str().is_some_and(|m| m.contains(expect))
+        });
+        let done = case.interrupt(&mut running);
+        assert_eq!(done.code, Some(130), "{checker}: {}", done.stderr);
+        assert!(case.inputs().is_empty(), "{checker}: {:#?}", case.inputs());
+        case.assert_nothing_left();
+    }
+}
+
+#[test]
+fn hooks_reach_the_controller() {
+    // The agent calls `hyoka hook` the way a Claude Code hook would, with the socket from
+    // its environment.
+    let case = Case::new();
+    let script = format!(
+        "printf 'ready\\n'; echo '{{\"hook_event_name\":\"Stop\"}}' | '{}' hook stop; exec sleep 60",
+        hyoka_path()
+    );
+    let mut running = case.start(
+        &["--no-output-timeout", "60s", "--completion-confirm", "30s"],
+        &["sh".to_owned(), "-c".to_owned(), script],
+    );
+    case.wait_for(&mut running, "hook", |e| {
+        e["event"] == "hook_received" && e["hook"] == "stop" && e["accepted"] == true
+    });
+    let done = case.interrupt(&mut running);
+    assert_eq!(done.code, Some(130), "{}", done.stderr);
+    case.assert_nothing_left();
+}
+
+#[test]
+fn a_hook_without_a_controller_is_harmless() {
+    let out = hyoka()
+        .args(["hook", "stop"])
+        .env_remove("HYOKA_RESPAWN_SOCKET")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let out = hyoka()
+        .args(["hook", "stop"])
+        .env("HYOKA_RESPAWN_SOCKET", "/nonexistent/hook.sock")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "never disturb the agent");
+}
+
+#[test]
+fn installing_hooks_merges_and_never_clobbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = dir.path().join(".claude/settings.local.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(
+        &settings,
+        r#"{"permissions":{"allow":["Bash(ls)"]},"hooks":{"Stop":[{"hooks":[{"type":"command","command":"mine"}]}]}}"#,
+    )
+    .unwrap();
+    let install = || {
+        hyoka()
+            .args(["hook", "--install-claude-hooks", "--dir"])
+            .arg(dir.path())
+            .output()
+            .unwrap()
+    };
+    let out = install();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let first = std::fs::read_to_string(&settings).unwrap();
+    let value: Value = serde_json::from_str(&first).unwrap();
+    assert_eq!(value["permissions"]["allow"][0], "Bash(ls)");
+    let stop = value["hooks"]["Stop"].as_array().unwrap();
+    assert_eq!(stop.len(), 2, "the user's Stop hook stays: {stop:#?}");
+    assert_eq!(stop[0]["hooks"][0]["command"], "mine");
+    assert!(
+        stop[1]["hooks"][0]["command"]
+            .as_str()
+            .unwrap()
+            .ends_with("hook stop")
+    );
+    let matchers: Vec<_> = value["hooks"]["Notification"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["matcher"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        matchers,
+        ["idle_prompt", "permission_prompt", "elicitation_dialog"]
+    );
+    // Twice is the same as once.
+    assert_eq!(install().status.code(), Some(0));
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), first);
+    // A file that is not JSON is left alone, with exit 2.
+    std::fs::write(&settings, "{ not json").unwrap();
+    let out = install();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), "{ not json");
+}
