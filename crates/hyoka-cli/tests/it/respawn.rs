@@ -28,7 +28,7 @@ const FAST: &[&str] = &[
 ];
 
 /// How long any single run may take before the test gives up (and kills it).
-const DEADLINE: Duration = Duration::from_secs(60);
+const DEADLINE: Duration = Duration::from_mins(1);
 
 fn tmux_installed() -> bool {
     Command::new("tmux")
