@@ -16,11 +16,17 @@ _hyoka() {
             ",$1")
                 cmd="hyoka"
                 ;;
+            hyoka,clean)
+                cmd="hyoka__subcmd__clean"
+                ;;
             hyoka,demo)
                 cmd="hyoka__subcmd__demo"
                 ;;
             hyoka,help)
                 cmd="hyoka__subcmd__help"
+                ;;
+            hyoka,ps)
+                cmd="hyoka__subcmd__ps"
                 ;;
             hyoka,report)
                 cmd="hyoka__subcmd__report"
@@ -31,11 +37,17 @@ _hyoka() {
             hyoka,sim-agent)
                 cmd="hyoka__subcmd__sim__subcmd__agent"
                 ;;
+            hyoka__subcmd__help,clean)
+                cmd="hyoka__subcmd__help__subcmd__clean"
+                ;;
             hyoka__subcmd__help,demo)
                 cmd="hyoka__subcmd__help__subcmd__demo"
                 ;;
             hyoka__subcmd__help,help)
                 cmd="hyoka__subcmd__help__subcmd__help"
+                ;;
+            hyoka__subcmd__help,ps)
+                cmd="hyoka__subcmd__help__subcmd__ps"
                 ;;
             hyoka__subcmd__help,report)
                 cmd="hyoka__subcmd__help__subcmd__report"
@@ -68,12 +80,38 @@ _hyoka() {
 
     case "${cmd}" in
         hyoka)
-            opts="-v -q -h -V --verbose --quiet --help --version run demo report sim-agent help"
+            opts="-v -q -h -V --verbose --quiet --help --version run clean ps demo report sim-agent help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        hyoka__subcmd__clean)
+            opts="-v -q -h -V --reports --workspace-root --dry-run --grace --json --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --reports)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --workspace-root)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --grace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -104,8 +142,22 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__help)
-            opts="run demo report sim-agent help"
+            opts="run clean ps demo report sim-agent help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        hyoka__subcmd__help__subcmd__clean)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -132,6 +184,20 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        hyoka__subcmd__help__subcmd__ps)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -194,6 +260,24 @@ _hyoka() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        hyoka__subcmd__ps)
+            opts="-v -q -h -V --reports --json --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --reports)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -358,7 +442,7 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__sim__subcmd__agent)
-            opts="-v -q -h -V --files --file-size --turns --turn-delay --linger --exit-code --verbose --quiet --help --version"
+            opts="-v -q -h -V --files --file-size --turns --turn-delay --linger --exit-code --escapees --pid-file --role --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -385,6 +469,14 @@ _hyoka() {
                     return 0
                     ;;
                 --exit-code)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pid-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --role)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

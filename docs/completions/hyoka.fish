@@ -29,6 +29,8 @@ complete -c hyoka -n "__fish_hyoka_needs_command" -s q -l quiet -d 'Only errors 
 complete -c hyoka -n "__fish_hyoka_needs_command" -s h -l help -d 'Print help'
 complete -c hyoka -n "__fish_hyoka_needs_command" -s V -l version -d 'Print version'
 complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "run" -d 'Run an agent command (or a suite of evals) in isolated workspaces and report'
+complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "clean" -d 'Stop what abandoned runs left behind (processes, cgroups, workspaces)'
+complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "ps" -d 'List live runs, their evals, workspaces and processes'
 complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "demo" -d 'Show what hyoka does, end to end, against the built-in simulated agent'
 complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "report" -d 'Work with run reports'
 complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "sim-agent" -d 'The built-in simulated agent used by the demo and the tests'
@@ -53,6 +55,21 @@ complete -c hyoka -n "__fish_hyoka_using_subcommand run" -s v -l verbose -d 'Mor
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -s q -l quiet -d 'Only errors on stderr'
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -s h -l help -d 'Print help'
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -s V -l version -d 'Print version'
+complete -c hyoka -n "__fish_hyoka_using_subcommand clean" -l reports -d 'Where the runs\' reports (and ledgers) are' -r -F
+complete -c hyoka -n "__fish_hyoka_using_subcommand clean" -l workspace-root -d 'Where marked workspaces are looked for. Default: the system temp directory' -r -F
+complete -c hyoka -n "__fish_hyoka_using_subcommand clean" -l grace -d 'How long processes get between SIGTERM and SIGKILL' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand clean" -l dry-run -d 'Report what would be done, and change nothing at all'
+complete -c hyoka -n "__fish_hyoka_using_subcommand clean" -l json -d 'Machine-readable output on stdout'
+complete -c hyoka -n "__fish_hyoka_using_subcommand clean" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c hyoka -n "__fish_hyoka_using_subcommand clean" -s q -l quiet -d 'Only errors on stderr'
+complete -c hyoka -n "__fish_hyoka_using_subcommand clean" -s h -l help -d 'Print help'
+complete -c hyoka -n "__fish_hyoka_using_subcommand clean" -s V -l version -d 'Print version'
+complete -c hyoka -n "__fish_hyoka_using_subcommand ps" -l reports -d 'Where the runs\' reports (and ledgers) are' -r -F
+complete -c hyoka -n "__fish_hyoka_using_subcommand ps" -l json -d 'Machine-readable output on stdout'
+complete -c hyoka -n "__fish_hyoka_using_subcommand ps" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c hyoka -n "__fish_hyoka_using_subcommand ps" -s q -l quiet -d 'Only errors on stderr'
+complete -c hyoka -n "__fish_hyoka_using_subcommand ps" -s h -l help -d 'Print help'
+complete -c hyoka -n "__fish_hyoka_using_subcommand ps" -s V -l version -d 'Print version'
 complete -c hyoka -n "__fish_hyoka_using_subcommand demo" -l reports -d 'Where the demo\'s reports are written' -r -F
 complete -c hyoka -n "__fish_hyoka_using_subcommand demo" -l workspace-root -d 'Where the demo\'s workspaces are created. Default: the system temp directory' -r -F
 complete -c hyoka -n "__fish_hyoka_using_subcommand demo" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -79,13 +96,18 @@ complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l turns -d 'Turn
 complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l turn-delay -d 'Pause between turns (0 for none)' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l linger -d 'Sleep this long before exiting (to exercise timeouts)' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l exit-code -d 'Exit with this code' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l pid-file -d 'Append `<role> <pid>` for each escapee to this file (absolute path)' -r -F
+complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l role -d 'Internal: the role of an escapee process' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l escapees -d 'Leave processes behind on purpose: a background sleeper, a child in a new session that ignores SIGTERM and SIGHUP, and a double-forked daemon with an empty environment and cwd `/`. Each lives at most a minute'
 complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -s q -l quiet -d 'Only errors on stderr'
 complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -s h -l help -d 'Print help'
 complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -s V -l version -d 'Print version'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run demo report sim-agent help" -f -a "run" -d 'Run an agent command (or a suite of evals) in isolated workspaces and report'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run demo report sim-agent help" -f -a "demo" -d 'Show what hyoka does, end to end, against the built-in simulated agent'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run demo report sim-agent help" -f -a "report" -d 'Work with run reports'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run demo report sim-agent help" -f -a "sim-agent" -d 'The built-in simulated agent used by the demo and the tests'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run demo report sim-agent help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo report sim-agent help" -f -a "run" -d 'Run an agent command (or a suite of evals) in isolated workspaces and report'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo report sim-agent help" -f -a "clean" -d 'Stop what abandoned runs left behind (processes, cgroups, workspaces)'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo report sim-agent help" -f -a "ps" -d 'List live runs, their evals, workspaces and processes'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo report sim-agent help" -f -a "demo" -d 'Show what hyoka does, end to end, against the built-in simulated agent'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo report sim-agent help" -f -a "report" -d 'Work with run reports'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo report sim-agent help" -f -a "sim-agent" -d 'The built-in simulated agent used by the demo and the tests'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo report sim-agent help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c hyoka -n "__fish_hyoka_using_subcommand help; and __fish_seen_subcommand_from report" -f -a "merge" -d 'Merge the run.json files of a suite\'s shards into one summary'
