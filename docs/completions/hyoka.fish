@@ -29,9 +29,13 @@ complete -c hyoka -n "__fish_hyoka_needs_command" -s q -l quiet -d 'Only errors 
 complete -c hyoka -n "__fish_hyoka_needs_command" -s h -l help -d 'Print help'
 complete -c hyoka -n "__fish_hyoka_needs_command" -s V -l version -d 'Print version'
 complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "run" -d 'Run an agent command (or a suite of evals) in isolated workspaces and report'
+complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "clean" -d 'Stop what abandoned runs left behind (processes, cgroups, workspaces)'
+complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "ps" -d 'List live runs, their evals, workspaces and processes'
 complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "demo" -d 'Show what hyoka does, end to end, against the built-in simulated agent'
 complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "report" -d 'Work with run reports'
 complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "sim-agent" -d 'The built-in simulated agent used by the demo and the tests'
+complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "respawn" -d 'Run an interactive agent under the respawn controller: cycle it when it is idle'
+complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "hook" -d 'Forward a Claude Code hook (payload on stdin) to the running respawn controller'
 complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l run-id -d 'The run id: [A-Za-z0-9][A-Za-z0-9._-]{0,63}. Default: YYYYMMDD-HHMMSS-xxxxxx' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l reports -d 'Where reports are written (reports/<run_id>/…)' -r -F
@@ -53,6 +57,21 @@ complete -c hyoka -n "__fish_hyoka_using_subcommand run" -s v -l verbose -d 'Mor
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -s q -l quiet -d 'Only errors on stderr'
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -s h -l help -d 'Print help'
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -s V -l version -d 'Print version'
+complete -c hyoka -n "__fish_hyoka_using_subcommand clean" -l reports -d 'Where the runs\' reports (and ledgers) are' -r -F
+complete -c hyoka -n "__fish_hyoka_using_subcommand clean" -l workspace-root -d 'Where marked workspaces are looked for. Default: the system temp directory' -r -F
+complete -c hyoka -n "__fish_hyoka_using_subcommand clean" -l grace -d 'How long processes get between SIGTERM and SIGKILL' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand clean" -l dry-run -d 'Report what would be done, and change nothing at all'
+complete -c hyoka -n "__fish_hyoka_using_subcommand clean" -l json -d 'Machine-readable output on stdout'
+complete -c hyoka -n "__fish_hyoka_using_subcommand clean" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c hyoka -n "__fish_hyoka_using_subcommand clean" -s q -l quiet -d 'Only errors on stderr'
+complete -c hyoka -n "__fish_hyoka_using_subcommand clean" -s h -l help -d 'Print help'
+complete -c hyoka -n "__fish_hyoka_using_subcommand clean" -s V -l version -d 'Print version'
+complete -c hyoka -n "__fish_hyoka_using_subcommand ps" -l reports -d 'Where the runs\' reports (and ledgers) are' -r -F
+complete -c hyoka -n "__fish_hyoka_using_subcommand ps" -l json -d 'Machine-readable output on stdout'
+complete -c hyoka -n "__fish_hyoka_using_subcommand ps" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c hyoka -n "__fish_hyoka_using_subcommand ps" -s q -l quiet -d 'Only errors on stderr'
+complete -c hyoka -n "__fish_hyoka_using_subcommand ps" -s h -l help -d 'Print help'
+complete -c hyoka -n "__fish_hyoka_using_subcommand ps" -s V -l version -d 'Print version'
 complete -c hyoka -n "__fish_hyoka_using_subcommand demo" -l reports -d 'Where the demo\'s reports are written' -r -F
 complete -c hyoka -n "__fish_hyoka_using_subcommand demo" -l workspace-root -d 'Where the demo\'s workspaces are created. Default: the system temp directory' -r -F
 complete -c hyoka -n "__fish_hyoka_using_subcommand demo" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -79,13 +98,61 @@ complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l turns -d 'Turn
 complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l turn-delay -d 'Pause between turns (0 for none)' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l linger -d 'Sleep this long before exiting (to exercise timeouts)' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l exit-code -d 'Exit with this code' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l pid-file -d 'Append `<role> <pid>` for each escapee to this file (absolute path)' -r -F
+complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l role -d 'Internal: the role of an escapee process' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l work -d 'Interactive: how long the work on each prompt lasts' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l start-working -d 'Interactive: start busy with a task of this length (0 starts idle)' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l plan-on -d 'Interactive: end the Nth prompt in a plan-approval menu (0: the start task)' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l permission-on -d 'Interactive: stop the Nth prompt at a permission prompt (0: the start task)' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l record -d 'Interactive: append one JSON line per input received to FILE' -r -F
+complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l escapees -d 'Leave processes behind on purpose: a background sleeper, a child in a new session that ignores SIGTERM and SIGHUP, and a double-forked daemon with an empty environment and cwd `/`. Each lives at most a minute'
+complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l interactive -d 'Draw Claude-Code-like screens on the terminal and react to typed input'
 complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -s q -l quiet -d 'Only errors on stderr'
 complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -s h -l help -d 'Print help'
 complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -s V -l version -d 'Print version'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run demo report sim-agent help" -f -a "run" -d 'Run an agent command (or a suite of evals) in isolated workspaces and report'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run demo report sim-agent help" -f -a "demo" -d 'Show what hyoka does, end to end, against the built-in simulated agent'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run demo report sim-agent help" -f -a "report" -d 'Work with run reports'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run demo report sim-agent help" -f -a "sim-agent" -d 'The built-in simulated agent used by the demo and the tests'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run demo report sim-agent help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l backend -d 'Where the agent runs: pty or tmux' -r -f -a "pty\t'A pseudo-terminal owned by hyoka (the embedded default)'
+tmux\t'A session on a private tmux server: it survives a restart of hyoka and can be re-attached with `--tmux-session`'"
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l events -d 'Append one JSON line per controller event to FILE' -r -F
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l max-cycles -d 'Stop the session and exit 0 after N completed cycles' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l max-cycles-per-hour -d 'Start no more than N cycles in any hour' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l update-prompt -d 'The text typed as the first step of a cycle' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l kickstart -d 'Type TEXT when /init starts no work' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l completion-confirm -d 'Silence that confirms a completion message' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l no-output-timeout -d 'Silence after which idle is considered without a completion message' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l inter-step-delay -d 'Delay before each step is typed' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l auto-accept-delay -d 'Silence before a plan-approval menu is accepted' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l ai-check-command -d 'A shell command that judges IDLE or WORKING from the output on its stdin' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l plan-check-command -d 'A shell command that judges PLAN_MODE or NOT_PLAN_MODE from the output on its stdin' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l check-timeout -d 'How long an AI check may run before it counts as an error' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l profile -d 'The detector profile: claude-code, codex, gemini, copilot, aider or generic' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l human-lock -d 'How long a keystroke from you pauses automation' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l grace -d 'SIGTERM → SIGKILL grace when the session is stopped' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l tmux-session -d 'tmux: the session name; an existing session of that name is re-attached' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l headless -d 'Do not mirror the session to this terminal (and do not read keys from it)'
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l no-clear -d 'Do not send /clear'
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l no-init -d 'Do not send /init'
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l no-auto-accept -d 'Never press Enter on a plan-approval menu'
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l dry-run -d 'Decide and log, never type'
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l install-claude-hooks -d 'Write Claude Code hook entries (Stop, Notification) into ./.claude/settings.local.json before starting'
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -s q -l quiet -d 'Only errors on stderr'
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -s V -l version -d 'Print version'
+complete -c hyoka -n "__fish_hyoka_using_subcommand hook" -l dir -d 'With --install-claude-hooks: the project directory (default: the current one)' -r -F
+complete -c hyoka -n "__fish_hyoka_using_subcommand hook" -l socket -d 'The controller\'s socket. Default: $HYOKA_RESPAWN_SOCKET, which `hyoka respawn` sets for its agent' -r -F
+complete -c hyoka -n "__fish_hyoka_using_subcommand hook" -l install-claude-hooks -d 'Write the hook entries into .claude/settings.local.json instead (merged, never clobbered)'
+complete -c hyoka -n "__fish_hyoka_using_subcommand hook" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c hyoka -n "__fish_hyoka_using_subcommand hook" -s q -l quiet -d 'Only errors on stderr'
+complete -c hyoka -n "__fish_hyoka_using_subcommand hook" -s h -l help -d 'Print help'
+complete -c hyoka -n "__fish_hyoka_using_subcommand hook" -s V -l version -d 'Print version'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo report sim-agent respawn hook help" -f -a "run" -d 'Run an agent command (or a suite of evals) in isolated workspaces and report'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo report sim-agent respawn hook help" -f -a "clean" -d 'Stop what abandoned runs left behind (processes, cgroups, workspaces)'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo report sim-agent respawn hook help" -f -a "ps" -d 'List live runs, their evals, workspaces and processes'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo report sim-agent respawn hook help" -f -a "demo" -d 'Show what hyoka does, end to end, against the built-in simulated agent'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo report sim-agent respawn hook help" -f -a "report" -d 'Work with run reports'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo report sim-agent respawn hook help" -f -a "sim-agent" -d 'The built-in simulated agent used by the demo and the tests'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo report sim-agent respawn hook help" -f -a "respawn" -d 'Run an interactive agent under the respawn controller: cycle it when it is idle'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo report sim-agent respawn hook help" -f -a "hook" -d 'Forward a Claude Code hook (payload on stdin) to the running respawn controller'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo report sim-agent respawn hook help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c hyoka -n "__fish_hyoka_using_subcommand help; and __fish_seen_subcommand_from report" -f -a "merge" -d 'Merge the run.json files of a suite\'s shards into one summary'

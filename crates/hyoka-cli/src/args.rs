@@ -37,6 +37,10 @@ pub struct Cli {
 pub enum Command {
     /// Run an agent command (or a suite of evals) in isolated workspaces and report.
     Run(RunArgs),
+    /// Stop what abandoned runs left behind (processes, cgroups, workspaces).
+    Clean(CleanArgs),
+    /// List live runs, their evals, workspaces and processes.
+    Ps(PsArgs),
     /// Show what hyoka does, end to end, against the built-in simulated agent.
     Demo(DemoArgs),
     /// Work with run reports.
@@ -126,6 +130,42 @@ pub struct RunArgs {
     pub command: Vec<OsString>,
 }
 
+/// `hyoka clean`.
+#[derive(Debug, Args)]
+pub struct CleanArgs {
+    /// Where the runs' reports (and ledgers) are.
+    #[arg(long, value_name = "DIR", default_value = "reports")]
+    pub reports: PathBuf,
+
+    /// Where marked workspaces are looked for. Default: the system temp directory.
+    #[arg(long, value_name = "DIR")]
+    pub workspace_root: Option<PathBuf>,
+
+    /// Report what would be done, and change nothing at all.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// How long processes get between SIGTERM and SIGKILL.
+    #[arg(long, value_name = "DUR", default_value = "5s", value_parser = parse_duration, allow_hyphen_values = true)]
+    pub grace: Duration,
+
+    /// Machine-readable output on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `hyoka ps`.
+#[derive(Debug, Args)]
+pub struct PsArgs {
+    /// Where the runs' reports (and ledgers) are.
+    #[arg(long, value_name = "DIR", default_value = "reports")]
+    pub reports: PathBuf,
+
+    /// Machine-readable output on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// `hyoka report …`.
 #[derive(Debug, Subcommand)]
 pub enum ReportCommand {
@@ -187,6 +227,20 @@ pub struct SimAgentArgs {
     /// Exit with this code.
     #[arg(long, default_value_t = 0)]
     pub exit_code: u8,
+
+    /// Leave processes behind on purpose: a background sleeper, a child in a new session
+    /// that ignores SIGTERM and SIGHUP, and a double-forked daemon with an empty
+    /// environment and cwd `/`. Each lives at most a minute.
+    #[arg(long)]
+    pub escapees: bool,
+
+    /// Append `<role> <pid>` for each escapee to this file (absolute path).
+    #[arg(long, value_name = "FILE")]
+    pub pid_file: Option<PathBuf>,
+
+    /// Internal: the role of an escapee process.
+    #[arg(long, hide = true, value_name = "ROLE")]
+    pub role: Option<String>,
 
     /// Interactive mode.
     #[command(flatten)]

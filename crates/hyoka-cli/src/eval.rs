@@ -2,19 +2,21 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::{Duration, Instant, SystemTime};
 
+use hyoka_proctrack::{
+    AgentCommand, AgentExit, Escalation, Layers, ProcTrackError, StdioMode, TeardownOptions,
+    TeardownReport, Tracker,
+};
 use hyoka_workspace::{
     Closed, EvalId, KeepPolicy, Outcome, RunId, TempWorkspace, Workspace, WorkspaceError,
     WorkspaceOptions,
 };
 use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::process::Command;
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 
 use crate::events::{AgentEvent, EventSource, LineSplitter, StreamJsonParser, parse_jsonl_event};
-use crate::interrupt::{Interrupt, Level};
+use crate::interrupt::Interrupt;
 use crate::limits::{LimitSet, Monitor};
 use crate::output::{CappedLog, OUTPUT_CAP};
 use crate::records::{millis, rfc3339, write_json};
@@ -33,10 +35,10 @@ pub(crate) struct RunContext {
     pub(crate) workspace_root: PathBuf,
     /// When workspaces are kept.
     pub(crate) keep: KeepPolicy,
-    /// The owner's identity, for workspace markers.
-    pub(crate) owner: String,
     /// Whether the workspace name carries the eval id (suites).
     pub(crate) name_with_eval: bool,
+    /// The run's process tracker: owner lock, ledger, containment.
+    pub(crate) tracker: Tracker,
 }
 
 /// One eval to run, with its effective settings.
@@ -113,7 +115,7 @@ pub(crate) async fn run_eval(
         eval_id: ctx.name_with_eval.then(|| spec.eval_id.clone()),
         keep: ctx.keep,
         starter: spec.starter.clone(),
-        owner: ctx.owner.clone(),
+        owner: ctx.tracker.owner().to_string(),
     })?;
     let started_at = SystemTime::now();
     let started = Instant::now();
@@ -124,7 +126,13 @@ pub(crate) async fn run_eval(
         _ => Status::Failed,
     };
     let workspace_path = workspace.path().display().to_string();
-    let cleanup = close_workspace(workspace, status);
+    let mut cleanup = close_workspace(workspace, status);
+    if let Some(teardown) = &outcome.teardown {
+        cleanup.processes_seen = teardown.processes_seen as u64;
+        cleanup.processes_killed = teardown.processes_killed as u64;
+        cleanup.survivors = teardown.survivors as u64;
+    }
+    cleanup.layers = layer_names(outcome.layers);
     let duration = started.elapsed();
     let timeline = outcome.timeline.finish(
         ctx.run_id.as_str(),
@@ -174,6 +182,19 @@ pub(crate) async fn run_eval(
     Ok(report)
 }
 
+fn layer_names(layers: Layers) -> Vec<String> {
+    [
+        (layers.cgroup, "cgroup"),
+        (layers.shim, "shim"),
+        (layers.session, "session"),
+        (layers.marker, "marker"),
+    ]
+    .into_iter()
+    .filter(|(on, _)| *on)
+    .map(|(_, name)| name.to_owned())
+    .collect()
+}
+
 fn close_workspace(workspace: TempWorkspace, status: Status) -> Cleanup {
     let mut cleanup = Cleanup::default();
     let outcome = if status == Status::Passed {
@@ -207,13 +228,27 @@ struct AgentOutcome {
     timeline: TimelineBuilder,
     unknown_lines: u64,
     malformed_lines: u64,
+    teardown: Option<TeardownReport>,
+    layers: Layers,
 }
 
 /// Why the watch loop ended.
 enum End {
-    Exited(Option<std::process::ExitStatus>),
+    Exited(Option<AgentExit>),
     Stopped(Termination),
 }
+
+const NO_LAYERS: Layers = Layers {
+    cgroup: false,
+    shim: false,
+    session: false,
+    marker: false,
+};
+
+/// How often the agent's tree is re-scanned (and the ledger updated) while it runs.
+const REFRESH_EVERY: Duration = Duration::from_millis(500);
+/// How long SIGKILL rounds may take after the grace period before teardown gives up.
+const KILL_TIMEOUT: Duration = Duration::from_secs(5);
 
 #[expect(
     clippy::too_many_lines,
@@ -238,6 +273,8 @@ async fn run_agent(
         timeline,
         unknown_lines: 0,
         malformed_lines: 0,
+        teardown: None,
+        layers: NO_LAYERS,
     };
     let log = match CappedLog::create(&eval_dir.join("output.log"), OUTPUT_CAP).await {
         Ok(log) => log,
@@ -253,42 +290,53 @@ async fn run_agent(
         );
     }
     let (program, args) = spec.command.split_first().expect("command is never empty");
-    let mut command = Command::new(program);
+    let mut command = AgentCommand::new(program, args.iter().cloned());
+    command.env = spec.env.clone();
     command
-        .args(args)
-        .current_dir(workspace.path())
-        .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .env("HYOKA_RUN_ID", ctx.run_id.as_str())
-        .env("HYOKA_EVAL_ID", spec.eval_id.as_str())
-        .env("HYOKA_WORKSPACE", workspace.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
+        .env
+        .push(("HYOKA_WORKSPACE".into(), workspace.path().into()));
     if spec.events == EventSource::Jsonl {
-        command.env("HYOKA_EVENTS", &events_file);
+        command
+            .env
+            .push(("HYOKA_EVENTS".into(), events_file.clone().into()));
+    }
+    command.cwd = Some(workspace.path().to_owned());
+    command.stdin = StdioMode::Null;
+    command.stdout = StdioMode::Piped;
+    command.stderr = StdioMode::Piped;
+    if let Err(err) = ctx
+        .tracker
+        .record_workspace(spec.eval_id.as_str(), workspace.path())
+    {
+        return spawn_failed(
+            format!("cannot record the workspace in the ledger: {err}"),
+            timeline,
+        );
     }
     let (watch_tx, mut watch_rx) = unbounded_channel::<WatchUpdate>();
     let watcher = watch(workspace.path(), workspace.snapshot().clone(), watch_tx);
-    let mut child = match command.spawn() {
-        Ok(child) => child,
+    let mut agent = match ctx.tracker.spawn(spec.eval_id.as_str(), command).await {
+        Ok(agent) => agent,
         Err(err) => {
             let _ = log.finish().await;
-            return spawn_failed(
-                format!("cannot start {:?}: {err}", program.to_string_lossy()),
-                timeline,
-            );
+            let message = match &err {
+                ProcTrackError::Spawn { program, source } => {
+                    format!("cannot start {:?}: {source}", program.display().to_string())
+                }
+                other => format!("cannot start the agent: {other}"),
+            };
+            return spawn_failed(message, timeline);
         }
     };
-    let pgid = child.id().and_then(|pid| i32::try_from(pid).ok());
+    // Read now: teardown removes the cgroup leaf, after which the agent no longer reports it.
+    let layers = agent.layers();
     let (agent_tx, mut agent_rx) = unbounded_channel::<AgentEvent>();
     let parse_stdout = spec.events == EventSource::StreamJson;
-    let stdout = child.stdout.take().map(|out| {
+    let stdout = agent.stdout.take().map(|out| {
         let (log, tx) = (log.clone(), agent_tx.clone());
         tokio::spawn(async move { pump(out, &log, parse_stdout.then_some(tx)).await })
     });
-    let stderr = child.stderr.take().map(|err| {
+    let stderr = agent.stderr.take().map(|err| {
         let log = log.clone();
         tokio::spawn(async move { pump(err, &log, None).await })
     });
@@ -301,9 +349,11 @@ async fn run_agent(
     drop(agent_tx);
 
     let deadline = (!spec.timeout.is_zero()).then(|| tokio::time::Instant::now() + spec.timeout);
+    let mut refresh = tokio::time::interval(REFRESH_EVERY);
+    refresh.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let end = loop {
         tokio::select! {
-            status = child.wait() => break End::Exited(status.ok()),
+            exit = agent.wait() => break End::Exited(exit.ok()),
             sig = interrupt.requested() => {
                 timeline.signal(Instant::now(), format!("{}: stopping the agent", sig.name()));
                 break End::Stopped(Termination::Interrupted);
@@ -330,6 +380,13 @@ async fn run_agent(
                     break End::Stopped(termination);
                 }
             }
+            _ = refresh.tick() => {
+                // One `/proc` scan (about 10 µs per process): keeps the ledger current, so a
+                // crash of hyoka leaves `clean` everything it needs.
+                if let Err(err) = tokio::task::block_in_place(|| agent.refresh()) {
+                    tracing::debug!(error = %err, "process refresh failed");
+                }
+            }
         }
     };
     let stop_counts = monitor.counts();
@@ -339,12 +396,40 @@ async fn run_agent(
         }
         tracing::info!(?termination, "stopping the agent");
     }
-    // The agent's whole group goes now (on a normal exit: whatever it left behind), so no
-    // pipe stays open and nothing outlives the eval.
-    stop_group(pgid, &mut child, spec.grace, &mut interrupt).await;
-    let status = match end {
-        End::Exited(status) => status,
-        End::Stopped(_) => child.wait().await.ok(),
+    // The agent's whole tree goes now (on a normal exit: whatever it left behind), so no
+    // pipe stays open and nothing outlives the eval. A second signal cuts the grace short.
+    let escalation = Escalation::new();
+    let escalate = {
+        let (escalation, mut interrupt) = (escalation.clone(), interrupt.clone());
+        tokio::spawn(async move {
+            interrupt.forced().await;
+            escalation.escalate();
+        })
+    };
+    let teardown = agent
+        .teardown(TeardownOptions {
+            grace: spec.grace,
+            kill_timeout: KILL_TIMEOUT,
+            escalation,
+        })
+        .await;
+    escalate.abort();
+    let teardown = match teardown {
+        Ok(report) => report,
+        Err(err) => {
+            tracing::error!(error = %err, "teardown failed");
+            TeardownReport::default()
+        }
+    };
+    if teardown.survivors > 0 {
+        tracing::error!(
+            survivors = teardown.survivors,
+            "processes survived teardown"
+        );
+    }
+    let exit = match end {
+        End::Exited(exit) => exit,
+        End::Stopped(_) => agent.exit(),
     };
     let (mut unknown_lines, mut malformed_lines) = (0, 0);
     for pump in [stdout, stderr].into_iter().flatten() {
@@ -401,15 +486,21 @@ async fn run_agent(
         }
         (End::Exited(_), None) => (Termination::Exited, monitor.counts()),
     };
-    let (exit_code, signal) = status.map_or((None, None), |s| {
-        (s.code(), std::os::unix::process::ExitStatusExt::signal(&s))
-    });
+    let (exit_code, signal) = exit.map_or((None, None), |e| (e.code(), e.signal()));
+    let stopped = if teardown.processes_killed > 0 {
+        format!(
+            "; {} process(es) stopped by hyoka",
+            teardown.processes_killed
+        )
+    } else {
+        String::new()
+    };
     timeline.exit(
         Instant::now(),
         match (exit_code, signal) {
-            (Some(code), _) => format!("exit code {code}"),
-            (None, Some(sig)) => format!("killed by signal {sig}"),
-            _ => "unknown exit".to_owned(),
+            (Some(code), _) => format!("exit code {code}{stopped}"),
+            (None, Some(sig)) => format!("killed by signal {sig}{stopped}"),
+            _ => format!("unknown exit{stopped}"),
         },
     );
     AgentOutcome {
@@ -421,6 +512,8 @@ async fn run_agent(
         timeline,
         unknown_lines,
         malformed_lines,
+        teardown: Some(teardown),
+        layers,
     }
 }
 
@@ -515,39 +608,4 @@ async fn tail_jsonl(
     }
     splitter.finish(|line, oversized| handle(line, oversized, &mut bad));
     (0, bad)
-}
-
-/// SIGTERM to the agent's process group, a grace period (cut short by a forced
-/// interruption), then SIGKILL.
-async fn stop_group(
-    pgid: Option<i32>,
-    child: &mut tokio::process::Child,
-    grace: Duration,
-    interrupt: &mut Interrupt,
-) {
-    let Some(pgid) = pgid
-        .filter(|&p| p > 1)
-        .and_then(rustix::process::Pid::from_raw)
-    else {
-        return;
-    };
-    if rustix::process::getpgrp() == pgid {
-        return;
-    }
-    let signal_group = |sig| rustix::process::kill_process_group(pgid, sig).is_ok();
-    if !signal_group(rustix::process::Signal::TERM) {
-        return;
-    }
-    let deadline = tokio::time::Instant::now() + grace;
-    while tokio::time::Instant::now() < deadline && !matches!(interrupt.level(), Level::Force(_)) {
-        let _ = child.try_wait();
-        if rustix::process::test_kill_process_group(pgid).is_err() {
-            return;
-        }
-        tokio::select! {
-            () = tokio::time::sleep(Duration::from_millis(20)) => {}
-            () = interrupt.forced() => {}
-        }
-    }
-    signal_group(rustix::process::Signal::KILL);
 }

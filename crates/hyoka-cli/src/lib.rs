@@ -11,6 +11,7 @@ pub mod events;
 mod exit;
 mod interrupt;
 mod limits;
+mod out;
 mod output;
 mod records;
 mod report;
@@ -104,6 +105,8 @@ pub fn main(cli: Cli) -> ExitStatus {
 async fn dispatch(command: Command) -> Result<ExitStatus, Fail> {
     match command {
         Command::Run(args) => cmd::run::exec(args).await,
+        Command::Clean(args) => cmd::clean::exec(args).await,
+        Command::Ps(args) => cmd::ps::exec(&args),
         Command::Demo(args) => cmd::demo::exec(args).await,
         Command::Report(args::ReportCommand::Merge(args)) => cmd::report::merge(&args),
         Command::SimAgent(args) => cmd::sim_agent::exec(&args),

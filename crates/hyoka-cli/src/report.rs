@@ -112,6 +112,9 @@ pub struct Cleanup {
     /// Entries that could not be removed, with the reason.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub workspace_leftovers: Vec<String>,
+    /// The containment layers the agent ran under (`cgroup`, `shim`, `session`, `marker`).
+    #[serde(default)]
+    pub layers: Vec<String>,
 }
 
 /// `reports/<run_id>/<eval_id>/report.json`.

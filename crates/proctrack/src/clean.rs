@@ -197,6 +197,10 @@ pub fn clean_run(run_dir: &Path, options: &CleanOptions) -> Result<CleanReport, 
 ///
 /// # Errors
 /// As [`clean_run`].
+#[expect(
+    clippy::too_many_lines,
+    reason = "one linear sequence: lock, read, classify, signal, remove, mark"
+)]
 pub fn clean_run_with(
     run_dir: &Path,
     options: &CleanOptions,
@@ -300,7 +304,14 @@ pub fn clean_run_with(
         .collect();
     report.killed = torn.processes_killed;
     report.survivors = torn.survivors;
-    finish(&mut report, &mut ledger, &leaves, clock, &ledger_path)?;
+    finish(
+        &mut report,
+        &mut ledger,
+        &leaves,
+        clock,
+        &ledger_path,
+        options,
+    )?;
     drop(lock);
     Ok(report)
 }
@@ -312,9 +323,13 @@ fn finish(
     leaves: &[CgroupLeaf],
     clock: &dyn Clock,
     ledger_path: &Path,
+    options: &CleanOptions,
 ) -> Result<(), ProcTrackError> {
+    let patience = options.kill_timeout.max(Duration::from_secs(2));
+    // Killed processes whose parent died with the owner are zombies until init reaps them,
+    // which some inits do lazily (seconds); a leaf stays busy until then.
     for (cleanup, leaf) in report.cgroups.iter_mut().filter(|c| c.found).zip(leaves) {
-        cleanup.removed = leaf.remove(Duration::from_secs(2), clock);
+        cleanup.removed = leaf.remove(patience, clock);
     }
     for cleanup in report.cgroups.iter_mut().filter(|c| !c.found) {
         cleanup.removed = !cleanup.leaf.path.exists();

@@ -6,25 +6,25 @@ use std::time::Duration;
 use hyoka_workspace::{EvalId, KeepPolicy};
 
 use crate::args::DemoArgs;
-use crate::cmd::run::{RunPlan, default_run_id, execute, owner_identity};
-use crate::eval::{EvalSpec, RunContext};
+use crate::cmd::run::{RunPlan, RunPlanContext, default_run_id, execute};
+use crate::eval::EvalSpec;
+use crate::out::outln;
 use crate::report::Status;
 use crate::{ExitStatus, Fail};
 
-#[expect(clippy::print_stdout, reason = "the demo talks to the user")]
 pub(crate) async fn exec(args: DemoArgs) -> Result<ExitStatus, Fail> {
     let exe = std::env::current_exe()
         .map_err(|e| Fail::failure(format!("cannot find the hyoka executable: {e}")))?;
     let run_id = default_run_id();
     let workspace_root = args.workspace_root.unwrap_or_else(std::env::temp_dir);
     let plan = RunPlan {
-        ctx: RunContext {
+        ctx: RunPlanContext {
             run_dir: args.reports.join(run_id.as_str()),
             run_id,
             workspace_root,
             keep: KeepPolicy::Never,
-            owner: owner_identity(),
             name_with_eval: true,
+            shim_grace: Duration::from_secs(2),
         },
         evals: vec![EvalSpec {
             eval_id: EvalId::new("demo").expect("valid id"),
@@ -35,6 +35,7 @@ pub(crate) async fn exec(args: DemoArgs) -> Result<ExitStatus, Fail> {
                 "5".into(),
                 "--turns".into(),
                 "3".into(),
+                "--escapees".into(),
             ],
             starter: None,
             timeout: Duration::from_secs(30),
@@ -45,7 +46,7 @@ pub(crate) async fn exec(args: DemoArgs) -> Result<ExitStatus, Fail> {
         }],
         workers: 1,
     };
-    println!("hyoka demo: running the simulated agent in an isolated workspace\n");
+    outln!("hyoka demo: running the simulated agent in an isolated workspace\n");
     let outcome = execute(
         &plan,
         crate::cmd::run::Progress::silent(),
@@ -54,10 +55,10 @@ pub(crate) async fn exec(args: DemoArgs) -> Result<ExitStatus, Fail> {
     .await?;
     let reports = outcome.reports;
     for report in &reports {
-        println!("  eval        {}", report.eval_id);
-        println!("  command     {}", report.command.join(" "));
-        println!("  workspace   {}", report.workspace);
-        println!(
+        outln!("  eval        {}", report.eval_id);
+        outln!("  command     {}", report.command.join(" "));
+        outln!("  workspace   {}", report.workspace);
+        outln!(
             "  result      {:?}, {:?}, exit code {}",
             report.status,
             report.termination,
@@ -65,15 +66,24 @@ pub(crate) async fn exec(args: DemoArgs) -> Result<ExitStatus, Fail> {
                 .exit_code
                 .map_or_else(|| "-".to_owned(), |c| c.to_string())
         );
-        println!(
+        outln!(
             "  agent did   {} turns, {} tool calls, {} files, {} bytes",
             report.counts.turns,
             report.counts.actions,
             report.counts.files,
             report.counts.output_bytes
         );
-        println!(
-            "  cleanup     workspace {}",
+        outln!("  left behind a background sleeper, a new-session child that ignores SIGTERM,");
+        outln!("              and a double-forked daemon with an empty environment");
+        outln!(
+            "  cleanup     {} processes seen, {} stopped by hyoka, {} survivors (layers: {})",
+            report.cleanup.processes_seen,
+            report.cleanup.processes_killed,
+            report.cleanup.survivors,
+            report.cleanup.layers.join(", ")
+        );
+        outln!(
+            "              workspace {}",
             if report.cleanup.workspace_removed {
                 "removed"
             } else {
@@ -82,14 +92,14 @@ pub(crate) async fn exec(args: DemoArgs) -> Result<ExitStatus, Fail> {
         );
     }
     let run_dir = &plan.ctx.run_dir;
-    println!("\nreports in {}", run_dir.display());
+    outln!("\nreports in {}", run_dir.display());
     for file in [
         "run.json",
         "demo/report.json",
         "demo/action_timeline.json",
         "demo/output.log",
     ] {
-        println!("  {}", run_dir.join(file).display());
+        outln!("  {}", run_dir.join(file).display());
     }
     Ok(if reports.iter().all(|r| r.status == Status::Passed) {
         ExitStatus::Success

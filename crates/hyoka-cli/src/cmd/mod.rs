@@ -1,7 +1,9 @@
 //! One module per subcommand.
 
+pub(crate) mod clean;
 pub(crate) mod demo;
 pub(crate) mod hook;
+pub(crate) mod ps;
 pub(crate) mod report;
 pub(crate) mod respawn;
 pub(crate) mod run;

@@ -5,14 +5,11 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use crate::args::MergeArgs;
+use crate::out::outln;
 use crate::records::{millis, rfc3339, write_json};
 use crate::report::{EvalSummary, RunSummary, Status};
 use crate::{ExitStatus, Fail};
 
-#[expect(
-    clippy::print_stdout,
-    reason = "the merged summary is the command's output"
-)]
 pub(crate) fn merge(args: &MergeArgs) -> Result<ExitStatus, Fail> {
     let mut shards = Vec::new();
     for input in &args.inputs {
@@ -37,7 +34,7 @@ pub(crate) fn merge(args: &MergeArgs) -> Result<ExitStatus, Fail> {
     match &args.output {
         Some(path) => write_json(path, &merged)
             .map_err(|e| Fail::failure(format!("cannot write {}: {e}", path.display())))?,
-        None => println!(
+        None => outln!(
             "{}",
             serde_json::to_string_pretty(&merged).unwrap_or_default()
         ),

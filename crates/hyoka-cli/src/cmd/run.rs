@@ -1,11 +1,11 @@
 //! `hyoka run`: one command, or the evals of a suite, in isolated workspaces, with records.
 
-use std::fs::File;
 use std::io::IsTerminal;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use hyoka_proctrack::{Launcher, ProcTrackError, Tracker, TrackerOptions};
 use hyoka_workspace::{EvalId, RunId};
 
 use crate::args::RunArgs;
@@ -13,6 +13,7 @@ use crate::eval::{EvalSpec, RunContext, not_started, run_eval};
 use crate::events::EventSource;
 use crate::interrupt::{Interrupt, Level};
 use crate::limits::PartialLimits;
+use crate::out::outln;
 use crate::records::{millis, rfc3339, write_json};
 use crate::report::{Report, RunSummary, Status};
 use crate::suite::{self, Settings};
@@ -26,7 +27,7 @@ const DEFAULT_GRACE: Duration = Duration::from_secs(5);
 /// Validated inputs of a run.
 #[derive(Debug)]
 pub(crate) struct RunPlan {
-    pub(crate) ctx: RunContext,
+    pub(crate) ctx: RunPlanContext,
     pub(crate) evals: Vec<EvalSpec>,
     pub(crate) workers: usize,
 }
@@ -106,17 +107,29 @@ pub(crate) fn plan(args: &RunArgs) -> Result<RunPlan, Fail> {
         (vec![eval], false)
     };
     Ok(RunPlan {
-        ctx: RunContext {
+        ctx: RunPlanContext {
             run_id,
             run_dir,
             workspace_root,
             keep: args.keep_workspace,
-            owner: owner_identity(),
             name_with_eval,
+            shim_grace: args.grace.unwrap_or(DEFAULT_GRACE),
         },
         evals,
         workers: usize::from(args.workers),
     })
+}
+
+/// What a run needs before its tracker exists.
+#[derive(Debug, Clone)]
+pub(crate) struct RunPlanContext {
+    pub(crate) run_id: RunId,
+    pub(crate) run_dir: std::path::PathBuf,
+    pub(crate) workspace_root: std::path::PathBuf,
+    pub(crate) keep: hyoka_workspace::KeepPolicy,
+    pub(crate) name_with_eval: bool,
+    /// How long the shim gives the agent's tree if hyoka itself dies.
+    pub(crate) shim_grace: Duration,
 }
 
 /// Builds an eval's effective settings from levels ordered strongest first.
@@ -152,11 +165,10 @@ fn spec(
     }
 }
 
-/// What a finished run left: its reports, summary and the (still held) owner lock.
+/// What a finished run left: its reports and summary.
 pub(crate) struct RunOutcome {
     pub(crate) reports: Vec<Report>,
     pub(crate) summary: RunSummary,
-    pub(crate) _lock: File,
 }
 
 /// Creates the run directory, takes the owner lock, runs the evals (up to `workers` at
@@ -166,28 +178,35 @@ pub(crate) async fn execute(
     progress: Progress,
     interrupt: Interrupt,
 ) -> Result<RunOutcome, Fail> {
-    let ctx = &plan.ctx;
-    if let Some(parent) = ctx.run_dir.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| {
-            Fail::usage(format!(
-                "cannot create reports directory {}: {e}",
-                parent.display()
-            ))
-        })?;
-    }
-    std::fs::create_dir(&ctx.run_dir).map_err(|e| {
-        Fail::usage(format!(
-            "cannot create run directory {}: {e}",
-            ctx.run_dir.display()
-        ))
+    let plan_ctx = &plan.ctx;
+    let reports_dir = plan_ctx.run_dir.parent().unwrap_or(Path::new("."));
+    let mut options = TrackerOptions::new(plan_ctx.run_id.as_str(), reports_dir);
+    options.shim = Some(Launcher {
+        program: std::env::current_exe()
+            .map_err(|e| Fail::failure(format!("cannot find the hyoka executable: {e}")))?,
+        args: vec!["__shim".into()],
+    });
+    options.shim_grace = plan_ctx.shim_grace;
+    let tracker = Tracker::start(options).map_err(|e| match e {
+        ProcTrackError::RunLive { .. }
+        | ProcTrackError::UncleanRun { .. }
+        | ProcTrackError::InvalidId { .. } => Fail::usage(e.to_string()),
+        other => Fail::failure(format!("cannot start the run: {other}")),
     })?;
-    let lock = File::create(ctx.run_dir.join("owner.lock"))
-        .and_then(|file| {
-            file.try_lock()
-                .map_err(std::io::Error::other)
-                .map(|()| file)
-        })
-        .map_err(|e| Fail::failure(format!("cannot take the owner lock: {e}")))?;
+    if let Some(reason) = tracker.cgroup_unavailable() {
+        tracing::info!(
+            reason,
+            "no cgroup layer; containment uses the shim, sessions and the marker"
+        );
+    }
+    let ctx = &RunContext {
+        run_id: plan_ctx.run_id.clone(),
+        run_dir: plan_ctx.run_dir.clone(),
+        workspace_root: plan_ctx.workspace_root.clone(),
+        keep: plan_ctx.keep,
+        name_with_eval: plan_ctx.name_with_eval,
+        tracker: tracker.clone(),
+    };
     let started_at = SystemTime::now();
     let started = Instant::now();
     let semaphore = Arc::new(tokio::sync::Semaphore::new(plan.workers.max(1)));
@@ -243,14 +262,15 @@ pub(crate) async fn execute(
     );
     write_json(&ctx.run_dir.join("run.json"), &summary)
         .map_err(|e| Fail::failure(format!("cannot write run.json: {e}")))?;
+    drop(ctx_shared);
+    // Marks the ledger cleaned and releases the owner lock: the run is over.
+    if let Err(err) = tracker.close() {
+        tracing::error!(error = %err, "cannot close the run's ledger");
+    }
     if let Some(err) = first_error {
         return Err(Fail::failure(err));
     }
-    Ok(RunOutcome {
-        reports,
-        summary,
-        _lock: lock,
-    })
+    Ok(RunOutcome { reports, summary })
 }
 
 /// Progress on stderr: a bar on a terminal, plain lines otherwise.
@@ -329,17 +349,16 @@ impl Progress {
     }
 }
 
-#[expect(clippy::print_stdout, reason = "the run's summary is its output")]
 fn print_summary(summary: &RunSummary, run_dir: &Path, json: bool) {
     if json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(summary).unwrap_or_default()
         );
         return;
     }
     let t = &summary.totals;
-    println!(
+    outln!(
         "run {}: {} — {} passed, {} failed, {} errors in {}",
         summary.run_id,
         summary.status.as_str(),
@@ -350,7 +369,7 @@ fn print_summary(summary: &RunSummary, run_dir: &Path, json: bool) {
     );
     let shown = summary.evals.len().min(20);
     for eval in &summary.evals[..shown] {
-        println!(
+        outln!(
             "  {:<7} {:<24} {:<20} turns {:>3}  actions {:>3}  files {:>4}  {}",
             eval.status.as_str(),
             eval.eval_id,
@@ -362,12 +381,12 @@ fn print_summary(summary: &RunSummary, run_dir: &Path, json: bool) {
         );
     }
     if summary.evals.len() > shown {
-        println!(
+        outln!(
             "  … and {} more (see run.json)",
             summary.evals.len() - shown
         );
     }
-    println!("reports: {}", run_dir.display());
+    outln!("reports: {}", run_dir.display());
 }
 
 fn require_dir(path: &Path, what: &str) -> Result<(), Fail> {
@@ -400,18 +419,4 @@ pub(crate) fn default_run_id() -> RunId {
         .collect();
     RunId::new(format!("{}-{}-{suffix}", &digits[..8], &digits[8..14]))
         .expect("generated run ids are valid")
-}
-
-/// This process's identity, `<pid> <start_ticks> <boot_id>`, for markers and ledgers.
-pub(crate) fn owner_identity() -> String {
-    let pid = std::process::id();
-    let start = std::fs::read_to_string("/proc/self/stat")
-        .ok()
-        .and_then(|stat| {
-            let rest = &stat[stat.rfind(')')? + 2..];
-            rest.split(' ').nth(19).map(str::to_owned)
-        })
-        .unwrap_or_default();
-    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
-    format!("{pid} {start} {}", boot.trim())
 }

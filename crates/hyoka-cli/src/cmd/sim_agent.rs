@@ -17,6 +17,12 @@ pub(crate) fn exec(args: &SimAgentArgs) -> Result<ExitStatus, Fail> {
     if args.interactive.interactive {
         return super::sim_tui::exec(&args.interactive);
     }
+    if let Some(role) = &args.role {
+        return escapee(role, args.pid_file.as_deref());
+    }
+    if args.escapees {
+        spawn_escapees(args.pid_file.as_deref())?;
+    }
     let mut out = std::io::stdout().lock();
     let mut emit = |value: serde_json::Value| -> Result<(), Fail> {
         writeln!(out, "{value}")
@@ -92,4 +98,127 @@ fn content(index: u64, size: u64) -> String {
     line.repeat(usize::try_from(size).unwrap_or(0) / line.len() + 1)
         [..usize::try_from(size).unwrap_or(0)]
         .to_owned()
+}
+
+/// How long an escapee lives at most, so a containment bug never leaks one for long.
+const ESCAPEE_LIFETIME: std::time::Duration = std::time::Duration::from_mins(1);
+
+/// Starts the escapees and waits until each has reported its pid (its readiness).
+fn spawn_escapees(pid_file: Option<&std::path::Path>) -> Result<(), Fail> {
+    let exe = std::env::current_exe().map_err(|e| Fail::failure(format!("sim-agent: {e}")))?;
+    let dir = tempfile_dir()?;
+    let ready = dir.path().join("pids");
+    let report = pid_file.map_or_else(|| ready.clone(), std::path::Path::to_owned);
+    let mut started = Vec::new();
+    for role in ["sleeper", "stubborn", "daemon-parent"] {
+        let mut command = std::process::Command::new(&exe);
+        command
+            .args(["sim-agent", "--role", role, "--pid-file"])
+            .arg(&ready)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        started.push(
+            command
+                .spawn()
+                .map_err(|e| Fail::failure(format!("sim-agent: {e}")))?,
+        );
+    }
+    // The daemon's intermediate parent exits at once; the others are left running.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let text = std::fs::read_to_string(&ready).unwrap_or_default();
+        if text.lines().count() >= 3 {
+            if report != ready {
+                let mut file = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&report)
+                    .map_err(|e| Fail::failure(format!("sim-agent: {e}")))?;
+                Write::write_all(&mut file, text.as_bytes())
+                    .map_err(|e| Fail::failure(format!("sim-agent: {e}")))?;
+            }
+            break;
+        }
+        if std::time::Instant::now() > deadline {
+            return Err(Fail::failure("sim-agent: escapees did not start"));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // Reap the daemon's intermediate parent; leave the others behind on purpose.
+    for mut child in started {
+        let _ = child.try_wait();
+    }
+    drop(dir);
+    Ok(())
+}
+
+fn tempfile_dir() -> Result<tempfile::TempDir, Fail> {
+    tempfile::Builder::new()
+        .prefix("sim-agent-")
+        .tempdir()
+        .map_err(|e| Fail::failure(format!("sim-agent: {e}")))
+}
+
+/// The body of one escapee process.
+fn escapee(role: &str, pid_file: Option<&std::path::Path>) -> Result<ExitStatus, Fail> {
+    let fail = |e: std::io::Error| Fail::failure(format!("sim-agent {role}: {e}"));
+    match role {
+        "daemon-parent" => {
+            // The first fork of a double fork: start the daemon and exit, so it is orphaned.
+            let exe = std::env::current_exe().map_err(fail)?;
+            let mut command = std::process::Command::new(exe);
+            command
+                .args(["sim-agent", "--role", "daemon"])
+                .args(
+                    pid_file
+                        .map(|p| ["--pid-file".as_ref(), p.as_os_str()])
+                        .into_iter()
+                        .flatten(),
+                )
+                .env_clear()
+                .current_dir("/")
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null());
+            command.spawn().map_err(fail)?;
+            return Ok(ExitStatus::Success);
+        }
+        "daemon" | "stubborn" => {
+            // Leave the agent's session and process group, as detaching tools do.
+            let _ = rustix::process::setsid();
+            if role == "stubborn" {
+                ignore_term_and_hup();
+            }
+        }
+        "sleeper" => {}
+        other => return Err(Fail::usage(format!("sim-agent: unknown role {other:?}"))),
+    }
+    if let Some(path) = pid_file {
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(fail)?;
+        Write::write_all(
+            &mut file,
+            format!("{role} {}\n", std::process::id()).as_bytes(),
+        )
+        .map_err(fail)?;
+    }
+    let deadline = std::time::Instant::now() + ESCAPEE_LIFETIME;
+    while std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+    Ok(ExitStatus::Success)
+}
+
+fn ignore_term_and_hup() {
+    for signal in [libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: setting a signal's disposition to SIG_IGN installs no handler code; this
+        // process is single-threaded at this point.
+        unsafe {
+            libc::signal(signal, libc::SIG_IGN);
+        }
+    }
 }

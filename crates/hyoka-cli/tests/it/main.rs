@@ -10,6 +10,7 @@
 )]
 
 mod bad_input;
+mod clean;
 mod demo;
 mod limits;
 mod respawn;

@@ -1,0 +1,69 @@
+//! `hyoka ps`: the live runs (owner lock held), their evals, workspaces and processes.
+
+use hyoka_proctrack::live_runs;
+
+use crate::args::PsArgs;
+use crate::out::outln;
+use crate::{ExitStatus, Fail};
+
+pub(crate) fn exec(args: &PsArgs) -> Result<ExitStatus, Fail> {
+    match std::fs::metadata(&args.reports) {
+        Ok(meta) if !meta.is_dir() => {
+            return Err(Fail::usage(format!(
+                "reports path {} is not a directory",
+                args.reports.display()
+            )));
+        }
+        Err(_) => {
+            if args.json {
+                outln!("[]");
+            } else {
+                outln!("no live runs");
+            }
+            return Ok(ExitStatus::Success);
+        }
+        Ok(_) => {}
+    }
+    let runs =
+        live_runs(&args.reports).map_err(|e| Fail::failure(format!("cannot list runs: {e}")))?;
+    if args.json {
+        outln!(
+            "{}",
+            serde_json::to_string_pretty(&runs).unwrap_or_default()
+        );
+        return Ok(ExitStatus::Success);
+    }
+    if runs.is_empty() {
+        outln!("no live runs");
+    }
+    for run in &runs {
+        let owner = run
+            .ledger
+            .owner
+            .as_ref()
+            .map_or_else(|| "?".to_owned(), |o| o.pid().to_string());
+        outln!(
+            "run {} (owner pid {owner}): evals {}",
+            run.run_id,
+            run.evals.join(", ")
+        );
+        for workspace in &run.ledger.workspaces {
+            outln!(
+                "  workspace {:<12} {}",
+                workspace.eval_id,
+                workspace.path.display()
+            );
+        }
+        for process in &run.processes {
+            outln!(
+                "  process   {:<12} pid {:>7} pgid {:>7} {:<16} {}",
+                process.entry.eval_id,
+                process.entry.pid,
+                process.entry.pgid,
+                process.entry.comm,
+                if process.alive { "running" } else { "gone" }
+            );
+        }
+    }
+    Ok(ExitStatus::Success)
+}
