@@ -68,11 +68,18 @@ const WORKING: &[&str] = &[
 const CARRY: usize = 48;
 /// Bounds of the AI-check context (characters): trimmed to half when exceeded.
 const CONTEXT_MAX: usize = 256 * 1024;
+/// Raw output kept for the screen, which is rendered only when a verdict is asked for: at
+/// most this much; beyond it the oldest half goes and the screen is rebuilt from the rest.
+const SCREEN_TAIL: usize = 128 * 1024;
 /// A working chunk keeps the verdict `working` this long even if the screen is quiet.
 const WORKING_HOLD: Duration = Duration::from_millis(1500);
 
 static COMPLETION: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)\b[a-zé]+(?:ed|t)\s+for\s+\d+[hms](?:\s*\d+[hms])*\b").expect("valid regex")
+});
+static WORKING_RE: LazyLock<Regex> = LazyLock::new(|| {
+    let alternatives: Vec<String> = WORKING.iter().map(|p| regex::escape(p)).collect();
+    Regex::new(&alternatives.join("|")).expect("valid regex")
 });
 static TOKENS: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(\d+(?:\.\d+)?)\s*([kKmM])?\s*tokens").expect("valid regex"));
@@ -89,6 +96,9 @@ enum Escape {
 /// See the module docs.
 pub struct BasicModel {
     screen: vt100::Parser,
+    size: (u16, u16),
+    unrendered: Vec<u8>,
+    rebuild: bool,
     escape: Escape,
     utf8: Vec<u8>,
     carry: String,
@@ -108,6 +118,9 @@ impl BasicModel {
     pub fn new(rows: u16, cols: u16) -> Self {
         Self {
             screen: vt100::Parser::new(nonzero(rows, 2), nonzero(cols, 10), 0),
+            size: (rows, cols),
+            unrendered: Vec::new(),
+            rebuild: false,
             escape: Escape::Ground,
             utf8: Vec::new(),
             carry: String::new(),
@@ -169,7 +182,19 @@ impl BasicModel {
         }
     }
 
-    fn screen_lines(&self) -> Vec<String> {
+    /// Brings the screen up to date with the output seen so far.
+    fn render(&mut self) {
+        if self.rebuild {
+            let (rows, cols) = self.size;
+            self.screen = vt100::Parser::new(nonzero(rows, 2), nonzero(cols, 10), 0);
+            self.rebuild = false;
+        }
+        self.screen.process(&self.unrendered);
+        self.unrendered.clear();
+    }
+
+    fn screen_lines(&mut self) -> Vec<String> {
+        self.render();
         let contents = self.screen.screen().contents();
         let lines: Vec<String> = contents.lines().map(|l| l.trim_end().to_owned()).collect();
         let last = lines
@@ -231,31 +256,41 @@ impl SessionModel for BasicModel {
         if bytes.is_empty() {
             return ChunkSignals::default();
         }
-        self.screen.process(bytes);
+        self.unrendered.extend_from_slice(bytes);
+        if self.unrendered.len() > SCREEN_TAIL {
+            self.unrendered
+                .drain(..self.unrendered.len() - SCREEN_TAIL / 2);
+            self.rebuild = true;
+        }
         let text = self.strip(bytes);
         let carried = self.carry.len();
         let window = format!("{}{}", self.carry, text);
-        let completion = COMPLETION.find_iter(&window).any(|m| m.end() > carried);
-        let working = !completion
-            && WORKING
-                .iter()
-                .any(|p| window.match_indices(p).any(|(i, m)| i + m.len() > carried));
+        // Cheap literal checks first: the regexes run only when they can match.
+        let completion = window
+            .as_bytes()
+            .windows(3)
+            .any(|w| w.eq_ignore_ascii_case(b"for"))
+            && COMPLETION.find_iter(&window).any(|m| m.end() > carried);
+        let working = !completion && WORKING_RE.find_iter(&window).any(|m| m.end() > carried);
         let prompt = !working && (text.contains('❯') || text.contains('⏵'));
         let substantial = text.trim().chars().count() > 2;
-        let tokens = TOKENS.captures(&text).and_then(|c| {
-            let value: f64 = c[1].parse().ok()?;
-            let scale = match c.get(2).map(|m| m.as_str()) {
-                Some("k" | "K") => 1e3,
-                Some("m" | "M") => 1e6,
-                _ => 1.0,
-            };
-            #[expect(
-                clippy::cast_possible_truncation,
-                clippy::cast_sign_loss,
-                reason = "a token count fits easily"
-            )]
-            Some((value * scale).round() as u64)
-        });
+        let tokens = (text.contains("tokens"))
+            .then(|| TOKENS.captures(&text))
+            .flatten()
+            .and_then(|c| {
+                let value: f64 = c[1].parse().ok()?;
+                let scale = match c.get(2).map(|m| m.as_str()) {
+                    Some("k" | "K") => 1e3,
+                    Some("m" | "M") => 1e6,
+                    _ => 1.0,
+                };
+                #[expect(
+                    clippy::cast_possible_truncation,
+                    clippy::cast_sign_loss,
+                    reason = "a token count fits easily"
+                )]
+                Some((value * scale).round() as u64)
+            });
         if working {
             self.last_working = Some(now);
             self.elicitation = false;
@@ -263,11 +298,13 @@ impl SessionModel for BasicModel {
             // The turn ended: the hold of the last spinner frame no longer applies.
             self.last_working = None;
         }
-        let keep: String = {
-            let chars: Vec<char> = window.chars().collect();
-            chars[chars.len().saturating_sub(CARRY)..].iter().collect()
-        };
-        self.carry = keep;
+        let keep_from = window
+            .char_indices()
+            .rev()
+            .nth(CARRY - 1)
+            .map_or(0, |(i, _)| i);
+        self.carry.clear();
+        self.carry.push_str(&window[keep_from..]);
         self.context.push_str(&text);
         if self.context.len() > CONTEXT_MAX {
             let mut cut = self.context.len() - CONTEXT_MAX / 2;
@@ -294,6 +331,8 @@ impl SessionModel for BasicModel {
     fn user_input(&mut self, _now: Instant) {}
 
     fn resize(&mut self, rows: u16, cols: u16) {
+        self.render();
+        self.size = (rows, cols);
         self.screen
             .screen_mut()
             .set_size(nonzero(rows, 2), nonzero(cols, 10));

@@ -177,3 +177,10 @@ fn context_is_stripped_and_resettable() {
     model.reset_context();
     assert_eq!(model.context(100), "");
 }
+
+#[test]
+fn completion_variants() {
+    check(&[b"WORKED FOR 10s"], "completion substantial");
+    check(&[b"Worked  for\n3m"], "completion substantial");
+    check(&["✻ Crunched for 3s".as_bytes()], "completion substantial");
+}
