@@ -50,6 +50,13 @@ complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l events -d 'Where tur
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l suite -d 'Run the evals of a YAML suite file instead of one command' -r -F
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l workers -d 'How many evals run at once' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l shard -d 'Run only shard I of N of the suite (1-based; evals dealt round-robin)' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l file -d 'Inject a file or directory into the workspace after the starter: SRC or SRC:DEST (DEST relative to the workspace; default: SRC\'s name). Repeatable' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l build -d 'After the agent stops, run this shell command in the workspace as the build phase' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l build-timeout -d 'The build phase\'s timeout. Default: 10m' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l review -d 'After the build, run this shell command as the review phase; it may print a JSON verdict `{"pass": bool, "score": number, "notes": "…"}`' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l review-timeout -d 'The review phase\'s timeout. Default: 10m' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l pass-env -d 'With --isolate-home, also pass this environment variable through. Repeatable' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l isolate-home -d 'Give the agent and its phases their own HOME and XDG directories and a cleared environment (PATH, locale, TERM, TZ, USER and --pass-env variables are kept)'
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l json -d 'Print the run summary (run.json) on stdout instead of the human summary'
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -s q -l quiet -d 'Only errors on stderr'

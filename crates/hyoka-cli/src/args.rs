@@ -31,6 +31,10 @@ pub struct Cli {
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "parsed once per process; boxing buys nothing"
+)]
 pub enum Command {
     /// Run an agent command (or a suite of evals) in isolated workspaces and report.
     Run(RunArgs),
@@ -113,6 +117,37 @@ pub struct RunArgs {
     /// Run only shard I of N of the suite (1-based; evals dealt round-robin).
     #[arg(long, value_name = "I/N", value_parser = parse_shard, requires = "suite")]
     pub shard: Option<Shard>,
+
+    /// Inject a file or directory into the workspace after the starter: SRC or SRC:DEST
+    /// (DEST relative to the workspace; default: SRC's name). Repeatable.
+    #[arg(long = "file", value_name = "SRC[:DEST]", conflicts_with = "suite")]
+    pub files: Vec<String>,
+
+    /// After the agent stops, run this shell command in the workspace as the build phase.
+    #[arg(long, value_name = "CMD")]
+    pub build: Option<String>,
+
+    /// The build phase's timeout. Default: 10m.
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, allow_hyphen_values = true)]
+    pub build_timeout: Option<Duration>,
+
+    /// After the build, run this shell command as the review phase; it may print a JSON
+    /// verdict `{"pass": bool, "score": number, "notes": "…"}`.
+    #[arg(long, value_name = "CMD")]
+    pub review: Option<String>,
+
+    /// The review phase's timeout. Default: 10m.
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, allow_hyphen_values = true)]
+    pub review_timeout: Option<Duration>,
+
+    /// Give the agent and its phases their own HOME and XDG directories and a cleared
+    /// environment (PATH, locale, TERM, TZ, USER and --pass-env variables are kept).
+    #[arg(long)]
+    pub isolate_home: bool,
+
+    /// With --isolate-home, also pass this environment variable through. Repeatable.
+    #[arg(long, value_name = "VAR")]
+    pub pass_env: Vec<String>,
 
     /// Print the run summary (run.json) on stdout instead of the human summary.
     #[arg(long)]

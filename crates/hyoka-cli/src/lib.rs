@@ -13,6 +13,7 @@ mod interrupt;
 mod limits;
 mod out;
 mod output;
+mod phases;
 mod records;
 mod report;
 mod suite;

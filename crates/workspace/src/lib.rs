@@ -34,6 +34,7 @@
 //!     eval_id: None,
 //!     keep: KeepPolicy::Never,
 //!     starter: None,
+//!     inject: Vec::new(),
 //!     owner: String::new(),
 //! })?;
 //! workspace.write_file(Path::new("src/main.rs"), b"fn main() {}\n")?;
@@ -79,7 +80,7 @@ pub use crate::marker::{MARKER_XATTR, Marker, read_marker};
 #[cfg(feature = "mock")]
 pub use crate::mem::MemWorkspace;
 pub use crate::remove::{Leftover, LeftoverReason, MAX_OPEN_DEPTH, RemovalReport, remove_tree};
-pub use crate::temp::{Closed, KeepPolicy, Outcome, TempWorkspace, WorkspaceOptions};
+pub use crate::temp::{Closed, Injection, KeepPolicy, Outcome, TempWorkspace, WorkspaceOptions};
 pub use crate::usage::{Snapshot, Stamp, Usage, UsageTracker, scan};
 #[cfg(feature = "mock")]
 pub use crate::workspace::MockWorkspace;

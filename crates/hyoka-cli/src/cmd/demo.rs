@@ -10,11 +10,13 @@ use crate::cmd::run::{RunPlan, RunPlanContext, default_run_id, execute};
 use crate::eval::EvalSpec;
 use crate::out::outln;
 use crate::report::Status;
+use crate::suite::{PhaseCommand, Readiness, ServiceSpec};
 use crate::{ExitStatus, Fail};
 
 pub(crate) async fn exec(args: DemoArgs) -> Result<ExitStatus, Fail> {
     let exe = std::env::current_exe()
         .map_err(|e| Fail::failure(format!("cannot find the hyoka executable: {e}")))?;
+    let exe_str: OsString = exe.into_os_string();
     let run_id = default_run_id();
     let workspace_root = args.workspace_root.unwrap_or_else(std::env::temp_dir);
     let plan = RunPlan {
@@ -29,7 +31,7 @@ pub(crate) async fn exec(args: DemoArgs) -> Result<ExitStatus, Fail> {
         evals: vec![EvalSpec {
             eval_id: EvalId::new("demo").expect("valid id"),
             command: vec![
-                exe.into_os_string(),
+                exe_str.clone(),
                 "sim-agent".into(),
                 "--files".into(),
                 "5".into(),
@@ -43,6 +45,38 @@ pub(crate) async fn exec(args: DemoArgs) -> Result<ExitStatus, Fail> {
             env: Vec::<(OsString, OsString)>::new(),
             limits: crate::limits::LimitSet::default(),
             events: crate::events::EventSource::StreamJson,
+            phases: crate::eval::EvalPhases {
+                services: vec![ServiceSpec {
+                    name: "helper".to_owned(),
+                    command: vec![
+                        exe_str.clone(),
+                        "sim-agent".into(),
+                        "--role".into(),
+                        "service".into(),
+                    ],
+                    ready: Readiness::File(".service-ready".into()),
+                    timeout: Duration::from_secs(10),
+                    env: Vec::new(),
+                }],
+                build: Some(PhaseCommand {
+                    command: vec![
+                        "sh".into(),
+                        "-c".into(),
+                        "test -s src/file_000.txt && echo build ok".into(),
+                    ],
+                    timeout: Duration::from_secs(10),
+                }),
+                review: Some(PhaseCommand {
+                    command: vec![
+                        exe_str.clone(),
+                        "sim-agent".into(),
+                        "--role".into(),
+                        "review".into(),
+                    ],
+                    timeout: Duration::from_secs(10),
+                }),
+                ..crate::eval::EvalPhases::default()
+            },
         }],
         workers: 1,
     };
@@ -82,6 +116,20 @@ pub(crate) async fn exec(args: DemoArgs) -> Result<ExitStatus, Fail> {
             report.cleanup.survivors,
             report.cleanup.layers.join(", ")
         );
+        let phases: Vec<String> = report
+            .phases
+            .iter()
+            .map(|p| format!("{} {}", p.name, p.status.as_str()))
+            .collect();
+        outln!("  phases      {}", phases.join(" → "));
+        if let Some(verdict) = &report.review {
+            outln!(
+                "  review      pass: {}, score {}, {}",
+                verdict.pass,
+                verdict.score.unwrap_or_default(),
+                verdict.notes.clone().unwrap_or_default()
+            );
+        }
         outln!(
             "              workspace {}",
             if report.cleanup.workspace_removed {

@@ -13,6 +13,7 @@ mod bad_input;
 mod clean;
 mod demo;
 mod limits;
+mod phases;
 mod run;
 mod signals;
 mod suite;
