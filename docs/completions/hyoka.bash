@@ -22,6 +22,9 @@ _hyoka() {
             hyoka,demo)
                 cmd="hyoka__subcmd__demo"
                 ;;
+            hyoka,doctor)
+                cmd="hyoka__subcmd__doctor"
+                ;;
             hyoka,help)
                 cmd="hyoka__subcmd__help"
                 ;;
@@ -42,6 +45,9 @@ _hyoka() {
                 ;;
             hyoka__subcmd__help,demo)
                 cmd="hyoka__subcmd__help__subcmd__demo"
+                ;;
+            hyoka__subcmd__help,doctor)
+                cmd="hyoka__subcmd__help__subcmd__doctor"
                 ;;
             hyoka__subcmd__help,help)
                 cmd="hyoka__subcmd__help__subcmd__help"
@@ -80,7 +86,7 @@ _hyoka() {
 
     case "${cmd}" in
         hyoka)
-            opts="-v -q -h -V --verbose --quiet --help --version run clean ps demo report sim-agent help"
+            opts="-v -q -h -V --verbose --quiet --help --version run clean ps demo doctor report sim-agent help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -141,8 +147,22 @@ _hyoka() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        hyoka__subcmd__doctor)
+            opts="-v -q -h -V --json --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         hyoka__subcmd__help)
-            opts="run clean ps demo report sim-agent help"
+            opts="run clean ps demo doctor report sim-agent help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -170,6 +190,20 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__help__subcmd__demo)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        hyoka__subcmd__help__subcmd__doctor)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

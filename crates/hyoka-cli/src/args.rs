@@ -44,6 +44,8 @@ pub enum Command {
     Ps(PsArgs),
     /// Show what hyoka does, end to end, against the built-in simulated agent.
     Demo(DemoArgs),
+    /// Show which containment layers this machine gives and what falls back to what.
+    Doctor(DoctorArgs),
     /// Work with run reports.
     #[command(subcommand)]
     Report(ReportCommand),
@@ -189,6 +191,14 @@ pub struct PsArgs {
     #[arg(long, value_name = "DIR", default_value = "reports")]
     pub reports: PathBuf,
 
+    /// Machine-readable output on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `hyoka doctor`.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
     /// Machine-readable output on stdout.
     #[arg(long)]
     pub json: bool,

@@ -108,6 +108,7 @@ async fn dispatch(command: Command) -> Result<ExitStatus, Fail> {
         Command::Clean(args) => cmd::clean::exec(args).await,
         Command::Ps(args) => cmd::ps::exec(&args),
         Command::Demo(args) => cmd::demo::exec(args).await,
+        Command::Doctor(args) => cmd::doctor::exec(&args).await,
         Command::Report(args::ReportCommand::Merge(args)) => cmd::report::merge(&args),
         Command::SimAgent(args) => cmd::sim_agent::exec(&args),
     }

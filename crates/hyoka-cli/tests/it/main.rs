@@ -10,6 +10,7 @@
 )]
 
 mod bad_input;
+mod chaos;
 mod clean;
 mod demo;
 mod limits;
