@@ -32,7 +32,7 @@ pub(crate) async fn exec(args: &DoctorArgs) -> Result<ExitStatus, Fail> {
         .await
         .map_err(|e| Fail::failure(format!("cannot probe the machine: {e}")))?;
     let tmux = tmux_version().await;
-    let checks = checks(&caps, tmux);
+    let checks = checks(&caps, tmux.as_deref());
     if args.json {
         outln!(
             "{}",
@@ -70,7 +70,7 @@ pub(crate) async fn exec(args: &DoctorArgs) -> Result<ExitStatus, Fail> {
     Ok(ExitStatus::Success)
 }
 
-fn checks(caps: &Capabilities, tmux: Option<String>) -> Vec<Check> {
+fn checks(caps: &Capabilities, tmux: Option<&str>) -> Vec<Check> {
     let mut checks = Vec::new();
     checks.push(match &caps.cgroup {
         Some(root) => Check {
@@ -124,9 +124,7 @@ fn checks(caps: &Capabilities, tmux: Option<String>) -> Vec<Check> {
     checks.push(Check {
         name: "tmux",
         available: tmux.is_some(),
-        found: tmux
-            .clone()
-            .unwrap_or_else(|| "not found on PATH".to_owned()),
+        found: tmux.map_or_else(|| "not found on PATH".to_owned(), str::to_owned),
         effect: if tmux.is_some() {
             "`hyoka respawn --backend tmux` keeps sessions alive across a restart of hyoka"
                 .to_owned()

@@ -154,7 +154,7 @@ fn chaos_round(rng: &mut fastrand::Rng, round: u32) {
             // installed dies of the signal itself. Either way it must not report success.
             Kill::Sigterm => assert!(matches!(status.code(), Some(143) | None), "{status:?}"),
             Kill::Sigint | Kill::SigintTwice => {
-                assert!(matches!(status.code(), Some(130) | None), "{status:?}")
+                assert!(matches!(status.code(), Some(130) | None), "{status:?}");
             }
         }
     }

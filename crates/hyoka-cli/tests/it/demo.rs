@@ -15,10 +15,19 @@ fn the_demo_runs_and_cleans_up() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("reports in"), "{stdout}");
-    assert!(stdout.contains("workspace removed"), "{stdout}");
+    assert!(stdout.contains("all good"), "{stdout}");
+    assert!(stdout.contains("0 survivors"), "{stdout}");
+    assert!(stdout.contains("termination max_turns"), "{stdout}");
+    assert!(
+        !stdout.contains('\x1b'),
+        "no colour when stdout is not a terminal: {stdout}"
+    );
     let runs: Vec<_> = std::fs::read_dir(s.reports()).unwrap().collect();
-    assert_eq!(runs.len(), 1);
+    assert_eq!(
+        runs.len(),
+        3,
+        "the eval, the limited eval and the crashed run"
+    );
     s.assert_no_workspaces();
 }
 
