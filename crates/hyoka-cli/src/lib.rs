@@ -36,13 +36,15 @@ pub use crate::suite::Shard;
 use crate::args::Command;
 
 /// The JSON Schemas of the records hyoka writes, by file stem: `report` (`report.json`),
-/// `run` (`run.json`), `action-timeline` (`action_timeline.json`). `cargo xtask codegen`
+/// `run` (`run.json`), `action-timeline` (`action_timeline.json`) and `ledger` (the parsed
+/// `pids.txt`, as `hyoka ps --json` and `hyoka clean --json` show it). `cargo xtask codegen`
 /// writes them to `schemas/`.
 pub fn schemas() -> Vec<(&'static str, schemars::Schema)> {
     vec![
         ("report", schemars::schema_for!(Report)),
         ("run", schemars::schema_for!(RunSummary)),
         ("action-timeline", schemars::schema_for!(timeline::Timeline)),
+        ("ledger", schemars::schema_for!(hyoka_proctrack::Ledger)),
     ]
 }
 
