@@ -107,6 +107,14 @@ async fn step_eval(
             .exit_code
             .map_or_else(|| "-".to_owned(), |c| c.to_string())
     );
+    if let Some(summary) = timeline_summary(
+        &eval
+            .run_dir
+            .join(&report.eval_id)
+            .join("action_timeline.json"),
+    ) {
+        outln!("   timeline    {summary}");
+    }
     outln!(
         "   escapees    a background sleeper, a new-session child ignoring SIGTERM, a double-forked daemon"
     );
@@ -211,6 +219,29 @@ impl Tally {
         self.workspaces_removed += u64::from(report.cleanup.workspace_removed);
         self.ok &= report.cleanup.survivors == 0 && report.cleanup.workspace_removed;
     }
+}
+
+/// One line from `action_timeline.json`'s summary.
+fn timeline_summary(path: &Path) -> Option<String> {
+    let timeline: serde_json::Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
+    let summary = timeline.get("summary")?;
+    let tools: Vec<String> = summary
+        .get("tools")?
+        .as_object()?
+        .iter()
+        .map(|(name, n)| format!("{name} ×{n}"))
+        .collect();
+    Some(format!(
+        "{} events: {} turns, tool calls {}, {} files created (action_timeline.json)",
+        summary.get("events")?,
+        summary.get("turns")?,
+        if tools.is_empty() {
+            "none".to_owned()
+        } else {
+            tools.join(", ")
+        },
+        summary.get("files_created")?
+    ))
 }
 
 fn status_text(report: &Report) -> String {

@@ -293,13 +293,17 @@ pub(crate) async fn execute(
     let progress = Arc::new(progress);
     let mut tasks = Vec::with_capacity(plan.evals.len());
     for spec in plan.evals.iter().cloned() {
-        let (semaphore, ctx, progress) = (semaphore.clone(), ctx_shared.clone(), progress.clone());
+        // Permits are taken here, in suite order, so evals start in the order the suite lists
+        // them (tasks would otherwise race for permits on a multi-threaded runtime).
+        let permit = semaphore
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the semaphore is never closed");
+        let (ctx, progress) = (ctx_shared.clone(), progress.clone());
         let interrupt = interrupt.clone();
         tasks.push(tokio::spawn(async move {
-            let _permit = semaphore
-                .acquire_owned()
-                .await
-                .expect("the semaphore is never closed");
+            let _permit = permit;
             if let Level::Graceful(sig) | Level::Force(sig) = interrupt.level() {
                 let report = not_started(&ctx, &spec, sig.name());
                 let dir = ctx.run_dir.join(spec.eval_id.as_str());
