@@ -22,6 +22,7 @@ fn options(root: &Path) -> WorkspaceOptions {
         eval_id: None,
         keep: KeepPolicy::Never,
         starter: None,
+        inject: Vec::new(),
         owner: "1 2 bench".to_owned(),
     }
 }

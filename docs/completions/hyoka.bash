@@ -22,6 +22,9 @@ _hyoka() {
             hyoka,demo)
                 cmd="hyoka__subcmd__demo"
                 ;;
+            hyoka,doctor)
+                cmd="hyoka__subcmd__doctor"
+                ;;
             hyoka,help)
                 cmd="hyoka__subcmd__help"
                 ;;
@@ -48,6 +51,9 @@ _hyoka() {
                 ;;
             hyoka__subcmd__help,demo)
                 cmd="hyoka__subcmd__help__subcmd__demo"
+                ;;
+            hyoka__subcmd__help,doctor)
+                cmd="hyoka__subcmd__help__subcmd__doctor"
                 ;;
             hyoka__subcmd__help,help)
                 cmd="hyoka__subcmd__help__subcmd__help"
@@ -92,7 +98,7 @@ _hyoka() {
 
     case "${cmd}" in
         hyoka)
-            opts="-v -q -h -V --verbose --quiet --help --version run clean ps demo report sim-agent respawn hook help"
+            opts="-v -q -h -V --verbose --quiet --help --version run clean ps demo doctor report sim-agent respawn hook help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -153,8 +159,22 @@ _hyoka() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        hyoka__subcmd__doctor)
+            opts="-v -q -h -V --json --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         hyoka__subcmd__help)
-            opts="run clean ps demo report sim-agent respawn hook help"
+            opts="run clean ps demo doctor report sim-agent respawn hook help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -182,6 +202,20 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__help__subcmd__demo)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        hyoka__subcmd__help__subcmd__doctor)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -512,7 +546,7 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__run)
-            opts="-v -q -h -V --run-id --reports --workspace-root --starter --keep-workspace --timeout --grace --max-turns --max-files --max-output-size --max-session-actions --events --suite --workers --shard --json --verbose --quiet --help --version"
+            opts="-v -q -h -V --run-id --reports --workspace-root --starter --keep-workspace --timeout --grace --max-turns --max-files --max-output-size --max-session-actions --events --suite --workers --shard --file --build --build-timeout --review --review-timeout --isolate-home --pass-env --json --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -575,6 +609,30 @@ _hyoka() {
                     return 0
                     ;;
                 --shard)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --build)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --build-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --review)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --review-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pass-env)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

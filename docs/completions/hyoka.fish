@@ -32,6 +32,7 @@ complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "run" -d 'Run an agent c
 complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "clean" -d 'Stop what abandoned runs left behind (processes, cgroups, workspaces)'
 complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "ps" -d 'List live runs, their evals, workspaces and processes'
 complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "demo" -d 'Show what hyoka does, end to end, against the built-in simulated agent'
+complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "doctor" -d 'Show which containment layers this machine gives and what falls back to what'
 complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "report" -d 'Work with run reports'
 complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "sim-agent" -d 'The built-in simulated agent used by the demo and the tests'
 complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "respawn" -d 'Run an interactive agent under the respawn controller: cycle it when it is idle'
@@ -52,6 +53,13 @@ complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l events -d 'Where tur
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l suite -d 'Run the evals of a YAML suite file instead of one command' -r -F
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l workers -d 'How many evals run at once' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l shard -d 'Run only shard I of N of the suite (1-based; evals dealt round-robin)' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l file -d 'Inject a file or directory into the workspace after the starter: SRC or SRC:DEST (DEST relative to the workspace; default: SRC\'s name). Repeatable' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l build -d 'After the agent stops, run this shell command in the workspace as the build phase' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l build-timeout -d 'The build phase\'s timeout. Default: 10m' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l review -d 'After the build, run this shell command as the review phase; it may print a JSON verdict `{"pass": bool, "score": number, "notes": "…"}`' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l review-timeout -d 'The review phase\'s timeout. Default: 10m' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l pass-env -d 'With --isolate-home, also pass this environment variable through. Repeatable' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l isolate-home -d 'Give the agent and its phases their own HOME and XDG directories and a cleared environment (PATH, locale, TERM, TZ, USER and --pass-env variables are kept)'
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l json -d 'Print the run summary (run.json) on stdout instead of the human summary'
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -s q -l quiet -d 'Only errors on stderr'
@@ -78,6 +86,11 @@ complete -c hyoka -n "__fish_hyoka_using_subcommand demo" -s v -l verbose -d 'Mo
 complete -c hyoka -n "__fish_hyoka_using_subcommand demo" -s q -l quiet -d 'Only errors on stderr'
 complete -c hyoka -n "__fish_hyoka_using_subcommand demo" -s h -l help -d 'Print help'
 complete -c hyoka -n "__fish_hyoka_using_subcommand demo" -s V -l version -d 'Print version'
+complete -c hyoka -n "__fish_hyoka_using_subcommand doctor" -l json -d 'Machine-readable output on stdout'
+complete -c hyoka -n "__fish_hyoka_using_subcommand doctor" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c hyoka -n "__fish_hyoka_using_subcommand doctor" -s q -l quiet -d 'Only errors on stderr'
+complete -c hyoka -n "__fish_hyoka_using_subcommand doctor" -s h -l help -d 'Print help'
+complete -c hyoka -n "__fish_hyoka_using_subcommand doctor" -s V -l version -d 'Print version'
 complete -c hyoka -n "__fish_hyoka_using_subcommand report; and not __fish_seen_subcommand_from merge help" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c hyoka -n "__fish_hyoka_using_subcommand report; and not __fish_seen_subcommand_from merge help" -s q -l quiet -d 'Only errors on stderr'
 complete -c hyoka -n "__fish_hyoka_using_subcommand report; and not __fish_seen_subcommand_from merge help" -s h -l help -d 'Print help'
@@ -146,13 +159,14 @@ complete -c hyoka -n "__fish_hyoka_using_subcommand hook" -s v -l verbose -d 'Mo
 complete -c hyoka -n "__fish_hyoka_using_subcommand hook" -s q -l quiet -d 'Only errors on stderr'
 complete -c hyoka -n "__fish_hyoka_using_subcommand hook" -s h -l help -d 'Print help'
 complete -c hyoka -n "__fish_hyoka_using_subcommand hook" -s V -l version -d 'Print version'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo report sim-agent respawn hook help" -f -a "run" -d 'Run an agent command (or a suite of evals) in isolated workspaces and report'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo report sim-agent respawn hook help" -f -a "clean" -d 'Stop what abandoned runs left behind (processes, cgroups, workspaces)'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo report sim-agent respawn hook help" -f -a "ps" -d 'List live runs, their evals, workspaces and processes'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo report sim-agent respawn hook help" -f -a "demo" -d 'Show what hyoka does, end to end, against the built-in simulated agent'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo report sim-agent respawn hook help" -f -a "report" -d 'Work with run reports'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo report sim-agent respawn hook help" -f -a "sim-agent" -d 'The built-in simulated agent used by the demo and the tests'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo report sim-agent respawn hook help" -f -a "respawn" -d 'Run an interactive agent under the respawn controller: cycle it when it is idle'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo report sim-agent respawn hook help" -f -a "hook" -d 'Forward a Claude Code hook (payload on stdin) to the running respawn controller'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo report sim-agent respawn hook help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo doctor report sim-agent respawn hook help" -f -a "run" -d 'Run an agent command (or a suite of evals) in isolated workspaces and report'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo doctor report sim-agent respawn hook help" -f -a "clean" -d 'Stop what abandoned runs left behind (processes, cgroups, workspaces)'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo doctor report sim-agent respawn hook help" -f -a "ps" -d 'List live runs, their evals, workspaces and processes'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo doctor report sim-agent respawn hook help" -f -a "demo" -d 'Show what hyoka does, end to end, against the built-in simulated agent'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo doctor report sim-agent respawn hook help" -f -a "doctor" -d 'Show which containment layers this machine gives and what falls back to what'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo doctor report sim-agent respawn hook help" -f -a "report" -d 'Work with run reports'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo doctor report sim-agent respawn hook help" -f -a "sim-agent" -d 'The built-in simulated agent used by the demo and the tests'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo doctor report sim-agent respawn hook help" -f -a "respawn" -d 'Run an interactive agent under the respawn controller: cycle it when it is idle'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo doctor report sim-agent respawn hook help" -f -a "hook" -d 'Forward a Claude Code hook (payload on stdin) to the running respawn controller'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo doctor report sim-agent respawn hook help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c hyoka -n "__fish_hyoka_using_subcommand help; and __fish_seen_subcommand_from report" -f -a "merge" -d 'Merge the run.json files of a suite\'s shards into one summary'

@@ -34,6 +34,10 @@ pub struct Cli {
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "parsed once per process; boxing buys nothing"
+)]
 pub enum Command {
     /// Run an agent command (or a suite of evals) in isolated workspaces and report.
     Run(RunArgs),
@@ -43,6 +47,8 @@ pub enum Command {
     Ps(PsArgs),
     /// Show what hyoka does, end to end, against the built-in simulated agent.
     Demo(DemoArgs),
+    /// Show which containment layers this machine gives and what falls back to what.
+    Doctor(DoctorArgs),
     /// Work with run reports.
     #[command(subcommand)]
     Report(ReportCommand),
@@ -121,6 +127,37 @@ pub struct RunArgs {
     #[arg(long, value_name = "I/N", value_parser = parse_shard, requires = "suite")]
     pub shard: Option<Shard>,
 
+    /// Inject a file or directory into the workspace after the starter: SRC or SRC:DEST
+    /// (DEST relative to the workspace; default: SRC's name). Repeatable.
+    #[arg(long = "file", value_name = "SRC[:DEST]", conflicts_with = "suite")]
+    pub files: Vec<String>,
+
+    /// After the agent stops, run this shell command in the workspace as the build phase.
+    #[arg(long, value_name = "CMD")]
+    pub build: Option<String>,
+
+    /// The build phase's timeout. Default: 10m.
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, allow_hyphen_values = true)]
+    pub build_timeout: Option<Duration>,
+
+    /// After the build, run this shell command as the review phase; it may print a JSON
+    /// verdict `{"pass": bool, "score": number, "notes": "…"}`.
+    #[arg(long, value_name = "CMD")]
+    pub review: Option<String>,
+
+    /// The review phase's timeout. Default: 10m.
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, allow_hyphen_values = true)]
+    pub review_timeout: Option<Duration>,
+
+    /// Give the agent and its phases their own HOME and XDG directories and a cleared
+    /// environment (PATH, locale, TERM, TZ, USER and --pass-env variables are kept).
+    #[arg(long)]
+    pub isolate_home: bool,
+
+    /// With --isolate-home, also pass this environment variable through. Repeatable.
+    #[arg(long, value_name = "VAR")]
+    pub pass_env: Vec<String>,
+
     /// Print the run summary (run.json) on stdout instead of the human summary.
     #[arg(long)]
     pub json: bool,
@@ -161,6 +198,14 @@ pub struct PsArgs {
     #[arg(long, value_name = "DIR", default_value = "reports")]
     pub reports: PathBuf,
 
+    /// Machine-readable output on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `hyoka doctor`.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
     /// Machine-readable output on stdout.
     #[arg(long)]
     pub json: bool,

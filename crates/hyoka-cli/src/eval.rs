@@ -5,12 +5,11 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
 use hyoka_proctrack::{
-    AgentCommand, AgentExit, Escalation, Layers, ProcTrackError, StdioMode, TeardownOptions,
-    TeardownReport, Tracker,
+    AgentExit, Escalation, Layers, ProcTrackError, TeardownOptions, TeardownReport, Tracker,
 };
 use hyoka_workspace::{
-    Closed, EvalId, KeepPolicy, Outcome, RunId, TempWorkspace, Workspace, WorkspaceError,
-    WorkspaceOptions,
+    Closed, EvalId, Injection, KeepPolicy, Outcome, RunId, TempWorkspace, Workspace,
+    WorkspaceError, WorkspaceOptions,
 };
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
@@ -19,8 +18,14 @@ use crate::events::{AgentEvent, EventSource, LineSplitter, StreamJsonParser, par
 use crate::interrupt::Interrupt;
 use crate::limits::{LimitSet, Monitor};
 use crate::output::{CappedLog, OUTPUT_CAP};
+use crate::phases::{
+    PhaseClock, PhaseContext, PhaseEnv, mark_phase, prepare_home, run_phase, skipped,
+    start_services, stop_services,
+};
 use crate::records::{millis, rfc3339, write_json};
+use crate::report::PhaseStatus;
 use crate::report::{Cleanup, Counts, Limits, Report, Status, Termination};
+use crate::suite::{PhaseCommand, ServiceSpec};
 use crate::timeline::TimelineBuilder;
 use crate::watch::{WatchUpdate, watch};
 
@@ -53,6 +58,18 @@ pub(crate) struct EvalSpec {
     pub(crate) env: Vec<(OsString, OsString)>,
     pub(crate) limits: LimitSet,
     pub(crate) events: EventSource,
+    pub(crate) phases: EvalPhases,
+}
+
+/// The phases around the agent, resolved for one eval.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct EvalPhases {
+    pub(crate) files: Vec<Injection>,
+    pub(crate) services: Vec<ServiceSpec>,
+    pub(crate) build: Option<PhaseCommand>,
+    pub(crate) review: Option<PhaseCommand>,
+    pub(crate) isolate_home: bool,
+    pub(crate) pass_env: Vec<String>,
 }
 
 /// The report of an eval that never started because hyoka was interrupted first.
@@ -81,6 +98,8 @@ pub(crate) fn not_started(ctx: &RunContext, spec: &EvalSpec, sig: &str) -> Repor
             ..Cleanup::default()
         },
         error: Some(format!("not started: {sig} arrived first")),
+        phases: Vec::new(),
+        review: None,
     }
 }
 
@@ -95,48 +114,227 @@ fn limits_of(spec: &EvalSpec) -> Limits {
     }
 }
 
-/// Runs one eval to the end and writes its records. Every outcome of the agent, a failed
-/// spawn included, becomes a report; only a failure to create the workspace or write the
-/// records is an error.
+/// Runs one eval through its phases (setup, services, agent, build, review, cleanup) and
+/// writes its records. Every outcome of the agent and of every phase becomes a report; only a
+/// failure to create the workspace or write the records is an error.
+#[expect(
+    clippy::too_many_lines,
+    reason = "the phases, in order, read best as one sequence"
+)]
 pub(crate) async fn run_eval(
     ctx: &RunContext,
     spec: &EvalSpec,
     interrupt: Interrupt,
 ) -> Result<Report, WorkspaceError> {
-    let eval_dir = ctx.run_dir.join(spec.eval_id.as_str());
+    let eval_id = spec.eval_id.as_str();
+    let eval_dir = ctx.run_dir.join(eval_id);
     std::fs::create_dir_all(&eval_dir).map_err(|e| WorkspaceError::Io {
         op: "create",
         path: eval_dir.clone(),
         source: e,
     })?;
-    let workspace = TempWorkspace::create(&WorkspaceOptions {
+    let started_at = SystemTime::now();
+    let started = Instant::now();
+    let mut phases = Vec::new();
+
+    mark_phase(&eval_dir, "setup");
+    let setup = PhaseClock::start("setup");
+    let mut workspace = TempWorkspace::create(&WorkspaceOptions {
         root: ctx.workspace_root.clone(),
         run_id: ctx.run_id.clone(),
         eval_id: ctx.name_with_eval.then(|| spec.eval_id.clone()),
         keep: ctx.keep,
         starter: spec.starter.clone(),
+        inject: spec.phases.files.clone(),
         owner: ctx.tracker.owner().to_string(),
     })?;
-    let started_at = SystemTime::now();
-    let started = Instant::now();
-    let outcome = run_agent(ctx, spec, &workspace, &eval_dir, started, interrupt).await;
+    let home = if spec.phases.isolate_home {
+        Some(isolated_home(ctx, &spec.eval_id)?)
+    } else {
+        None
+    };
+    let skipped_links = workspace.starter_report().map_or(0, |r| r.skipped.len());
+    phases.push(
+        setup.finish(
+            PhaseStatus::Passed,
+            None,
+            (skipped_links > 0)
+                .then(|| format!("{skipped_links} link(s) leading outside were not copied")),
+        ),
+    );
+    let env = PhaseEnv::new(
+        workspace.path(),
+        &spec.env,
+        home.as_ref().map(Workspace::path),
+        &spec.phases.pass_env,
+    );
+    let workspace_path = workspace.path().to_owned();
+    let pcx = PhaseContext {
+        tracker: &ctx.tracker,
+        eval_id,
+        workspace: &workspace_path,
+        eval_dir: &eval_dir,
+        env: &env,
+        grace: spec.grace,
+    };
+
+    let mut teardowns = Vec::new();
+    let (service_tx, service_rx) = unbounded_channel();
+    let mut services = Vec::new();
+    let mut service_failure = None;
+    if !spec.phases.services.is_empty() {
+        mark_phase(&eval_dir, "services");
+        let clock = PhaseClock::start("services");
+        let started_services = start_services(pcx, &spec.phases.services, &service_tx).await;
+        match started_services {
+            Ok(started) => {
+                services = started;
+                phases.push(clock.finish(PhaseStatus::Passed, None, None));
+                // What the services wrote before the agent starts is not the agent's output.
+                if let Err(err) = workspace.rebaseline() {
+                    tracing::warn!(error = %err, "cannot re-snapshot the workspace");
+                }
+            }
+            Err((reason, reports)) => {
+                teardowns.extend(reports);
+                phases.push(clock.finish(PhaseStatus::Failed, None, Some(reason.clone())));
+                service_failure = Some(reason);
+            }
+        }
+    }
+    drop(service_tx);
+
+    let agent_clock = PhaseClock::start("agent");
+    let mut outcome = if let Some(reason) = service_failure {
+        phases.push(skipped("agent", "a service failed"));
+        AgentOutcome::not_run(
+            Termination::ServiceFailed,
+            reason,
+            TimelineBuilder::new(started),
+        )
+    } else {
+        mark_phase(&eval_dir, "agent");
+        let outcome = run_agent(
+            ctx,
+            spec,
+            &workspace,
+            pcx,
+            started,
+            interrupt.clone(),
+            service_rx,
+        )
+        .await;
+        let agent_status = match outcome.termination {
+            Termination::Exited if outcome.exit_code == Some(0) => PhaseStatus::Passed,
+            Termination::SpawnFailed => PhaseStatus::Error,
+            _ => PhaseStatus::Failed,
+        };
+        let detail = (agent_status != PhaseStatus::Passed).then(|| {
+            outcome
+                .error
+                .clone()
+                .unwrap_or_else(|| outcome.termination.as_str().to_owned())
+        });
+        phases.push(agent_clock.finish(agent_status, outcome.exit_code, detail));
+        outcome
+    };
+    if let Some(teardown) = outcome.teardown.take() {
+        teardowns.push(teardown);
+    }
+
+    // Build and review run after the agent's tree is gone, also after a limit or a timeout
+    // (graders score partial work), but not after an interruption or when the agent never
+    // ran.
+    let proceed = !matches!(
+        outcome.termination,
+        Termination::Interrupted | Termination::SpawnFailed | Termination::ServiceFailed
+    );
+    let mut verdict = None;
+    for (name, command) in [
+        ("build", &spec.phases.build),
+        ("review", &spec.phases.review),
+    ] {
+        let Some(command) = command else { continue };
+        let build_failed = phases
+            .iter()
+            .any(|p| p.name == "build" && p.status != PhaseStatus::Passed);
+        if !proceed || (name == "review" && build_failed) {
+            let why = if proceed {
+                "the build failed"
+            } else {
+                "the agent did not finish"
+            };
+            phases.push(skipped(name, why));
+            continue;
+        }
+        mark_phase(&eval_dir, name);
+        outcome
+            .timeline
+            .phase(Instant::now(), format!("{name} started"));
+        let run = run_phase(pcx, name, command, interrupt.clone()).await;
+        outcome.timeline.phase(
+            Instant::now(),
+            format!("{name} {}", run.record.status.as_str()),
+        );
+        teardowns.push(run.teardown);
+        if name == "review" {
+            verdict = run.verdict;
+        }
+        phases.push(run.record);
+    }
+    teardowns.extend(stop_services(services, &Escalation::new()).await);
+
+    // The eval passes only if the agent and every phase that ran passed: a later phase can
+    // never turn a limit, a timeout or a failed agent into a pass.
+    let agent_passed = outcome.termination == Termination::Exited && outcome.exit_code == Some(0);
+    let phases_passed = phases
+        .iter()
+        .all(|p| matches!(p.status, PhaseStatus::Passed | PhaseStatus::Skipped));
     let status = match outcome.termination {
-        Termination::Exited if outcome.exit_code == Some(0) => Status::Passed,
         Termination::SpawnFailed => Status::Error,
+        Termination::ServiceFailed if outcome.exit_code.is_none() && outcome.signal.is_none() => {
+            Status::Error
+        }
+        _ if agent_passed && phases_passed => Status::Passed,
         _ => Status::Failed,
     };
-    let workspace_path = workspace.path().display().to_string();
+
+    mark_phase(&eval_dir, "cleanup");
+    let cleanup_clock = PhaseClock::start("cleanup");
+    let workspace_path = workspace_path.display().to_string();
     let mut cleanup = close_workspace(workspace, status);
-    if let Some(teardown) = &outcome.teardown {
-        cleanup.processes_seen = teardown.processes_seen as u64;
-        cleanup.processes_killed = teardown.processes_killed as u64;
-        cleanup.survivors = teardown.survivors as u64;
+    if let Some(home) = home
+        && let Err(err) = home.close(Outcome::Success)
+    {
+        tracing::error!(error = %err, "cannot remove the isolated home");
+        cleanup.workspace_leftovers.push(err.to_string());
+    }
+    for teardown in &teardowns {
+        cleanup.processes_seen += teardown.processes_seen as u64;
+        cleanup.processes_killed += teardown.processes_killed as u64;
+        cleanup.survivors += teardown.survivors as u64;
     }
     cleanup.layers = layer_names(outcome.layers);
+    let cleaned = cleanup.survivors == 0 && cleanup.workspace_leftovers.is_empty();
+    phases.push(cleanup_clock.finish(
+        if cleaned {
+            PhaseStatus::Passed
+        } else {
+            PhaseStatus::Failed
+        },
+        None,
+        (!cleaned).then(|| {
+            format!(
+                "{} survivor(s), {} leftover(s)",
+                cleanup.survivors,
+                cleanup.workspace_leftovers.len()
+            )
+        }),
+    ));
     let duration = started.elapsed();
     let timeline = outcome.timeline.finish(
         ctx.run_id.as_str(),
-        spec.eval_id.as_str(),
+        eval_id,
         outcome.counts,
         duration,
         outcome.unknown_lines,
@@ -144,7 +342,7 @@ pub(crate) async fn run_eval(
     );
     let report = Report {
         run_id: ctx.run_id.to_string(),
-        eval_id: spec.eval_id.to_string(),
+        eval_id: eval_id.to_owned(),
         command: spec
             .command
             .iter()
@@ -162,6 +360,8 @@ pub(crate) async fn run_eval(
         counts: outcome.counts,
         cleanup,
         error: outcome.error,
+        phases,
+        review: verdict,
     };
     for (name, result) in [
         (
@@ -179,7 +379,32 @@ pub(crate) async fn run_eval(
             source: e,
         })?;
     }
+    let _ = std::fs::remove_file(eval_dir.join("status.json"));
     Ok(report)
+}
+
+/// Creates the eval's isolated home (a marked directory like a workspace, listed in the ledger
+/// so `clean` removes it after a crash) with its XDG directories.
+fn isolated_home(ctx: &RunContext, eval_id: &EvalId) -> Result<TempWorkspace, WorkspaceError> {
+    let home_id = EvalId::new(format!("{eval_id}.home"))?;
+    let home = TempWorkspace::create(&WorkspaceOptions {
+        root: ctx.workspace_root.clone(),
+        run_id: ctx.run_id.clone(),
+        eval_id: Some(home_id.clone()),
+        keep: KeepPolicy::Never,
+        starter: None,
+        inject: Vec::new(),
+        owner: ctx.tracker.owner().to_string(),
+    })?;
+    if let Err(err) = ctx.tracker.record_workspace(home_id.as_str(), home.path()) {
+        tracing::warn!(error = %err, "cannot record the isolated home in the ledger");
+    }
+    prepare_home(home.path()).map_err(|e| WorkspaceError::Io {
+        op: "prepare",
+        path: home.path().to_owned(),
+        source: e,
+    })?;
+    Ok(home)
 }
 
 fn layer_names(layers: Layers) -> Vec<String> {
@@ -232,6 +457,24 @@ struct AgentOutcome {
     layers: Layers,
 }
 
+impl AgentOutcome {
+    /// The outcome of an agent that was never started.
+    fn not_run(termination: Termination, error: String, timeline: TimelineBuilder) -> Self {
+        Self {
+            termination,
+            exit_code: None,
+            signal: None,
+            error: Some(error),
+            counts: Counts::default(),
+            timeline,
+            unknown_lines: 0,
+            malformed_lines: 0,
+            teardown: None,
+            layers: NO_LAYERS,
+        }
+    }
+}
+
 /// Why the watch loop ended.
 enum End {
     Exited(Option<AgentExit>),
@@ -258,10 +501,12 @@ async fn run_agent(
     ctx: &RunContext,
     spec: &EvalSpec,
     workspace: &TempWorkspace,
-    eval_dir: &Path,
+    pcx: PhaseContext<'_>,
     started: Instant,
     mut interrupt: Interrupt,
+    mut service_exits: tokio::sync::mpsc::UnboundedReceiver<(String, Option<AgentExit>)>,
 ) -> AgentOutcome {
+    let (eval_dir, env) = (pcx.eval_dir, pcx.env);
     let mut timeline = TimelineBuilder::new(started);
     let mut monitor = Monitor::new(spec.limits);
     let spawn_failed = |error: String, timeline: TimelineBuilder| AgentOutcome {
@@ -289,21 +534,12 @@ async fn run_agent(
             timeline,
         );
     }
-    let (program, args) = spec.command.split_first().expect("command is never empty");
-    let mut command = AgentCommand::new(program, args.iter().cloned());
-    command.env = spec.env.clone();
-    command
-        .env
-        .push(("HYOKA_WORKSPACE".into(), workspace.path().into()));
-    if spec.events == EventSource::Jsonl {
-        command
-            .env
-            .push(("HYOKA_EVENTS".into(), events_file.clone().into()));
-    }
-    command.cwd = Some(workspace.path().to_owned());
-    command.stdin = StdioMode::Null;
-    command.stdout = StdioMode::Piped;
-    command.stderr = StdioMode::Piped;
+    let events_env: Vec<(OsString, OsString)> = if spec.events == EventSource::Jsonl {
+        vec![("HYOKA_EVENTS".into(), events_file.clone().into())]
+    } else {
+        Vec::new()
+    };
+    let command = env.command(&spec.command, workspace.path(), &events_env);
     if let Err(err) = ctx
         .tracker
         .record_workspace(spec.eval_id.as_str(), workspace.path())
@@ -349,6 +585,7 @@ async fn run_agent(
     drop(agent_tx);
 
     let deadline = (!spec.timeout.is_zero()).then(|| tokio::time::Instant::now() + spec.timeout);
+    let mut service_error = None;
     let mut refresh = tokio::time::interval(REFRESH_EVERY);
     refresh.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let end = loop {
@@ -380,6 +617,17 @@ async fn run_agent(
                     break End::Stopped(termination);
                 }
             }
+            Some((name, exit)) = service_exits.recv() => {
+                let how = match exit {
+                    Some(AgentExit::Code(code)) => format!("exit code {code}"),
+                    Some(AgentExit::Signal(sig)) => format!("signal {sig}"),
+                    _ => "an unknown status".to_owned(),
+                };
+                let reason = format!("service {name} died with {how} while the agent ran");
+                timeline.signal(Instant::now(), reason.clone());
+                service_error = Some(reason);
+                break End::Stopped(Termination::ServiceFailed);
+            }
             _ = refresh.tick() => {
                 // One `/proc` scan (about 10 µs per process): keeps the ledger current, so a
                 // crash of hyoka leaves `clean` everything it needs.
@@ -391,7 +639,10 @@ async fn run_agent(
     };
     let stop_counts = monitor.counts();
     if let End::Stopped(termination) = end {
-        if !matches!(termination, Termination::Timeout | Termination::Interrupted) {
+        if !matches!(
+            termination,
+            Termination::Timeout | Termination::Interrupted | Termination::ServiceFailed
+        ) {
             timeline.limit(Instant::now(), termination, stop_counts);
         }
         tracing::info!(?termination, "stopping the agent");
@@ -471,9 +722,12 @@ async fn run_agent(
         Err(err) => tracing::warn!(error = %err, "cannot measure workspace usage"),
     }
     let (termination, counts) = match (end, monitor.stopped()) {
-        (End::Stopped(t @ (Termination::Timeout | Termination::Interrupted)), _) => {
-            (t, stop_counts)
-        }
+        (
+            End::Stopped(
+                t @ (Termination::Timeout | Termination::Interrupted | Termination::ServiceFailed),
+            ),
+            _,
+        ) => (t, stop_counts),
         (End::Stopped(termination), _) => (
             termination,
             monitor.stopped().map_or(stop_counts, |(_, c)| c),
@@ -507,7 +761,7 @@ async fn run_agent(
         termination,
         exit_code,
         signal,
-        error: None,
+        error: service_error,
         counts,
         timeline,
         unknown_lines,

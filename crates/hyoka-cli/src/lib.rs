@@ -13,6 +13,7 @@ mod interrupt;
 mod limits;
 mod out;
 mod output;
+mod phases;
 mod records;
 mod report;
 mod suite;
@@ -36,13 +37,15 @@ pub use crate::suite::Shard;
 use crate::args::Command;
 
 /// The JSON Schemas of the records hyoka writes, by file stem: `report` (`report.json`),
-/// `run` (`run.json`), `action-timeline` (`action_timeline.json`). `cargo xtask codegen`
+/// `run` (`run.json`), `action-timeline` (`action_timeline.json`) and `ledger` (the parsed
+/// `pids.txt`, as `hyoka ps --json` and `hyoka clean --json` show it). `cargo xtask codegen`
 /// writes them to `schemas/`.
 pub fn schemas() -> Vec<(&'static str, schemars::Schema)> {
     vec![
         ("report", schemars::schema_for!(Report)),
         ("run", schemars::schema_for!(RunSummary)),
         ("action-timeline", schemars::schema_for!(timeline::Timeline)),
+        ("ledger", schemars::schema_for!(hyoka_proctrack::Ledger)),
     ]
 }
 
@@ -108,6 +111,7 @@ async fn dispatch(command: Command) -> Result<ExitStatus, Fail> {
         Command::Clean(args) => cmd::clean::exec(args).await,
         Command::Ps(args) => cmd::ps::exec(&args),
         Command::Demo(args) => cmd::demo::exec(args).await,
+        Command::Doctor(args) => cmd::doctor::exec(&args).await,
         Command::Report(args::ReportCommand::Merge(args)) => cmd::report::merge(&args),
         Command::SimAgent(args) => cmd::sim_agent::exec(&args),
         Command::Respawn(args) => cmd::respawn::exec(args).await,

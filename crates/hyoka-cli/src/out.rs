@@ -1,5 +1,7 @@
-//! Everything hyoka prints on stdout goes through [`outln!`]: a reader that went away (`hyoka
-//! ps | head`) is not an error, so a broken pipe ends the process quietly with success.
+//! Everything hyoka prints on stdout goes through [`outln!`]: colour is kept only on a
+//! terminal and dropped under `NO_COLOR` (through `anstream`), and a reader that went away
+//! (`hyoka ps | head`) is not an error, so a broken pipe ends the process quietly with
+//! success.
 
 use std::io::Write;
 
@@ -13,7 +15,7 @@ pub(crate) use outln;
 
 #[doc(hidden)]
 pub(crate) fn line(args: std::fmt::Arguments<'_>) {
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = anstream::stdout().lock();
     if let Err(err) = stdout
         .write_fmt(args)
         .and_then(|()| stdout.write_all(b"\n"))
@@ -24,4 +26,20 @@ pub(crate) fn line(args: std::fmt::Arguments<'_>) {
         }
         tracing::warn!(error = %err, "cannot write to stdout");
     }
+}
+
+/// Styles for human output (`anstream` strips them where colour is not wanted).
+pub(crate) mod style {
+    use anstyle::{AnsiColor, Style};
+
+    /// Headings.
+    pub(crate) const HEAD: Style = Style::new().bold();
+    /// Success.
+    pub(crate) const GOOD: Style = AnsiColor::Green.on_default().bold();
+    /// Failure.
+    pub(crate) const BAD: Style = AnsiColor::Red.on_default().bold();
+    /// Secondary text (paths, details).
+    pub(crate) const DIM: Style = Style::new().dimmed();
+    /// Highlights (numbers that matter).
+    pub(crate) const NOTE: Style = AnsiColor::Cyan.on_default();
 }

@@ -48,6 +48,8 @@ pub enum Termination {
     Interrupted,
     /// The command could not be started.
     SpawnFailed,
+    /// A service the eval needs never became ready, or died while the agent ran.
+    ServiceFailed,
 }
 
 impl Termination {
@@ -62,6 +64,7 @@ impl Termination {
             Self::MaxSessionActions => "max_session_actions",
             Self::Interrupted => "interrupted",
             Self::SpawnFailed => "spawn_failed",
+            Self::ServiceFailed => "service_failed",
         }
     }
 }
@@ -118,7 +121,7 @@ pub struct Cleanup {
 }
 
 /// `reports/<run_id>/<eval_id>/report.json`.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Report {
     /// The run.
     pub run_id: String,
@@ -151,6 +154,70 @@ pub struct Report {
     /// Human-readable detail (for example why a spawn failed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The eval's phases in order: `setup`, `services`, `agent`, `build`, `review`, `cleanup`
+    /// (those that ran or were skipped).
+    #[serde(default)]
+    pub phases: Vec<PhaseRecord>,
+    /// The review phase's verdict, when it printed one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review: Option<ReviewVerdict>,
+}
+
+/// How a phase ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum PhaseStatus {
+    /// It did what it should.
+    Passed,
+    /// It ran and failed (non-zero exit, timeout, a failing verdict).
+    Failed,
+    /// It did not run (an earlier phase failed, or hyoka was interrupted).
+    Skipped,
+    /// hyoka could not run it.
+    Error,
+}
+
+impl PhaseStatus {
+    /// The name as serialized.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Passed => "passed",
+            Self::Failed => "failed",
+            Self::Skipped => "skipped",
+            Self::Error => "error",
+        }
+    }
+}
+
+/// One phase of an eval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PhaseRecord {
+    /// `setup`, `services`, `agent`, `build`, `review` or `cleanup`.
+    pub name: String,
+    /// RFC 3339 start time.
+    pub started_at: String,
+    /// Wall time in milliseconds.
+    pub duration_ms: u64,
+    /// How it ended.
+    pub status: PhaseStatus,
+    /// Its command's exit code, when it ran one that exited.
+    pub exit_code: Option<i32>,
+    /// Why it failed or was skipped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// The JSON verdict a review command may print: `{"pass": bool, "score": number, "notes": "…"}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ReviewVerdict {
+    /// Whether the work passes review.
+    pub pass: bool,
+    /// A score, if the reviewer gives one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score: Option<f64>,
+    /// Notes, if the reviewer gives any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notes: Option<String>,
 }
 
 /// One eval's line in `run.json`.

@@ -15,6 +15,17 @@
 //!     timeout: 5m
 //!     limits: { max_turns: 10 }
 //!     env: { EXTRA: "1" }
+//!     files:                   # injected after the starter (skills, instructions)
+//!       - { source: skills, target: .claude/skills }
+//!     services:                # started before the agent, torn down with the eval
+//!       - name: api
+//!         command: [python3, -m, http.server, "8765"]
+//!         ready: { tcp: "127.0.0.1:8765" }   # or { file: ready.txt } or { command: [...] }
+//!         timeout: 30s
+//!     build: { command: [cargo, build], timeout: 5m }
+//!     review: { command: [python3, review.py], timeout: 2m }   # may print {"pass": …}
+//!     isolate_home: true       # own HOME and XDG dirs; the environment is cleared …
+//!     pass_env: [ANTHROPIC_API_KEY]   # … except the basics and these
 //! ```
 //!
 //! Parsing runs in two steps so every error can be precise: the YAML is read into a
@@ -29,6 +40,8 @@ use std::time::Duration;
 use hyoka_workspace::EvalId;
 use serde::Deserialize;
 
+use hyoka_workspace::Injection;
+
 use crate::events::EventSource;
 use crate::limits::PartialLimits;
 use crate::units::{parse_duration, parse_size};
@@ -40,7 +53,7 @@ pub(crate) struct Suite {
     pub(crate) evals: Vec<SuiteEval>,
 }
 
-/// Settings at one level (defaults or eval); unset fields fall through.
+/// Settings at one level (command line, eval or defaults); unset fields fall through.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Settings {
     pub(crate) timeout: Option<Duration>,
@@ -48,7 +61,55 @@ pub(crate) struct Settings {
     pub(crate) events: Option<EventSource>,
     pub(crate) limits: PartialLimits,
     pub(crate) env: Vec<(OsString, OsString)>,
+    pub(crate) phases: PhaseSettings,
 }
+
+/// The phase settings of one level; `None` falls through to the next level.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PhaseSettings {
+    pub(crate) files: Option<Vec<Injection>>,
+    pub(crate) services: Option<Vec<ServiceSpec>>,
+    pub(crate) build: Option<PhaseCommand>,
+    pub(crate) review: Option<PhaseCommand>,
+    pub(crate) isolate_home: Option<bool>,
+    pub(crate) pass_env: Option<Vec<String>>,
+}
+
+/// A command run as a phase (build, review), with its own timeout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PhaseCommand {
+    pub(crate) command: Vec<OsString>,
+    pub(crate) timeout: Duration,
+}
+
+/// A helper process started before the agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ServiceSpec {
+    pub(crate) name: String,
+    pub(crate) command: Vec<OsString>,
+    pub(crate) ready: Readiness,
+    /// How long it may take to become ready.
+    pub(crate) timeout: Duration,
+    pub(crate) env: Vec<(OsString, OsString)>,
+}
+
+/// When a service counts as ready.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Readiness {
+    /// As soon as it started.
+    Started,
+    /// A file appears (relative to the workspace, or absolute).
+    File(PathBuf),
+    /// A TCP port accepts a connection (`host:port`).
+    Tcp(String),
+    /// A command exits 0 (run in the workspace, retried until the timeout).
+    Command(Vec<OsString>),
+}
+
+/// The default build and review timeout.
+pub(crate) const DEFAULT_PHASE_TIMEOUT: Duration = Duration::from_mins(10);
+/// The default service readiness timeout.
+pub(crate) const DEFAULT_READY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// One validated eval.
 #[derive(Debug, Clone)]
@@ -75,8 +136,16 @@ struct RawSettings {
     events: Option<String>,
     limits: Option<RawLimits>,
     env: Option<BTreeMap<String, String>>,
+    files: Option<Vec<RawFile>>,
+    services: Option<Vec<RawService>>,
+    build: Option<RawPhase>,
+    review: Option<RawPhase>,
+    isolate_home: Option<bool>,
+    pass_env: Option<Vec<String>>,
 }
 
+// The eval's own fields plus the settings fields: serde cannot deny unknown fields through
+// `flatten`, so they are listed again.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawEval {
@@ -88,6 +157,63 @@ struct RawEval {
     events: Option<String>,
     limits: Option<RawLimits>,
     env: Option<BTreeMap<String, String>>,
+    files: Option<Vec<RawFile>>,
+    services: Option<Vec<RawService>>,
+    build: Option<RawPhase>,
+    review: Option<RawPhase>,
+    isolate_home: Option<bool>,
+    pass_env: Option<Vec<String>>,
+}
+
+impl RawEval {
+    fn split(self) -> (String, Vec<String>, Option<String>, RawSettings) {
+        let settings = RawSettings {
+            timeout: self.timeout,
+            grace: self.grace,
+            events: self.events,
+            limits: self.limits,
+            env: self.env,
+            files: self.files,
+            services: self.services,
+            build: self.build,
+            review: self.review,
+            isolate_home: self.isolate_home,
+            pass_env: self.pass_env,
+        };
+        (self.id, self.command, self.starter, settings)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    source: String,
+    target: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawService {
+    name: String,
+    command: Vec<String>,
+    ready: Option<RawReady>,
+    timeout: Option<String>,
+    env: Option<BTreeMap<String, String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawReady {
+    file: Option<String>,
+    tcp: Option<String>,
+    command: Option<Vec<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPhase {
+    command: Vec<String>,
+    timeout: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -187,29 +313,24 @@ fn describe_path(text: &str, path: &str) -> String {
 }
 
 fn validate(raw: RawSuite, base: &Path) -> Result<Suite, String> {
-    let defaults = settings(
-        raw.defaults.timeout,
-        raw.defaults.grace,
-        raw.defaults.events,
-        raw.defaults.limits,
-        raw.defaults.env,
-    )
-    .map_err(|(field, e)| format!("defaults, field {field}: {e}"))?;
+    let defaults = settings(raw.defaults, base)
+        .map_err(|(field, e)| format!("defaults, field {field}: {e}"))?;
     if raw.evals.is_empty() {
         return Err("field evals: the suite has no evals".to_owned());
     }
     let mut seen = HashSet::new();
     let mut evals = Vec::with_capacity(raw.evals.len());
     for (index, eval) in raw.evals.into_iter().enumerate() {
-        let name = format!("eval {:?} (evals[{index}])", eval.id);
-        let id = EvalId::new(eval.id.clone()).map_err(|e| format!("{name}, field id: {e}"))?;
-        if !seen.insert(eval.id.clone()) {
-            return Err(format!("{name}, field id: duplicate eval id {:?}", eval.id));
+        let (id, command, starter, raw_settings) = eval.split();
+        let name = format!("eval {id:?} (evals[{index}])");
+        let eval_id = EvalId::new(id.clone()).map_err(|e| format!("{name}, field id: {e}"))?;
+        if !seen.insert(id.clone()) {
+            return Err(format!("{name}, field id: duplicate eval id {id:?}"));
         }
-        if eval.command.first().is_none_or(String::is_empty) {
+        if command.first().is_none_or(String::is_empty) {
             return Err(format!("{name}, field command: the command is empty"));
         }
-        let starter = match eval.starter {
+        let starter = match starter {
             Some(starter) => {
                 let resolved = base.join(&starter);
                 if !resolved.is_dir() {
@@ -222,11 +343,13 @@ fn validate(raw: RawSuite, base: &Path) -> Result<Suite, String> {
             }
             None => None,
         };
-        let settings = settings(eval.timeout, eval.grace, eval.events, eval.limits, eval.env)
+        let settings = settings(raw_settings, base)
+            .map_err(|(field, e)| format!("{name}, field {field}: {e}"))?;
+        check_phase_ids(&eval_id, &settings.phases, &defaults.phases)
             .map_err(|(field, e)| format!("{name}, field {field}: {e}"))?;
         evals.push(SuiteEval {
-            id,
-            command: eval.command.into_iter().map(OsString::from).collect(),
+            id: eval_id,
+            command: command.into_iter().map(OsString::from).collect(),
             starter,
             settings,
         });
@@ -234,59 +357,235 @@ fn validate(raw: RawSuite, base: &Path) -> Result<Suite, String> {
     Ok(Suite { defaults, evals })
 }
 
-fn settings(
-    timeout: Option<String>,
-    grace: Option<String>,
-    events: Option<String>,
-    limits: Option<RawLimits>,
-    env: Option<BTreeMap<String, String>>,
-) -> Result<Settings, (&'static str, String)> {
-    let timeout = timeout
+/// Phase processes are tracked under `<eval>.build`, `<eval>.review` and
+/// `<eval>.svc.<name>`, which must still be valid ids (at most 64 characters).
+fn check_phase_ids(
+    eval: &EvalId,
+    own: &PhaseSettings,
+    defaults: &PhaseSettings,
+) -> Result<(), (&'static str, String)> {
+    let services = own.services.as_ref().or(defaults.services.as_ref());
+    for service in services.into_iter().flatten() {
+        let id = format!("{eval}.svc.{}", service.name);
+        if EvalId::new(id.clone()).is_err() {
+            return Err((
+                "services",
+                format!(
+                    "{id:?} is too long for a process id; shorten the eval id or the service name"
+                ),
+            ));
+        }
+    }
+    if EvalId::new(format!("{eval}.review")).is_err()
+        || EvalId::new(format!("{eval}.home")).is_err()
+    {
+        return Err((
+            "id",
+            "leave room for the phase suffixes (at most 57 characters)".to_owned(),
+        ));
+    }
+    Ok(())
+}
+
+fn settings(raw: RawSettings, base: &Path) -> Result<Settings, (&'static str, String)> {
+    let timeout = raw
+        .timeout
         .map(|t| parse_duration(&t))
         .transpose()
         .map_err(|e| ("timeout", e))?;
-    let grace = grace
+    let grace = raw
+        .grace
         .map(|t| parse_duration(&t))
         .transpose()
         .map_err(|e| ("grace", e))?;
-    let events = events
+    let events = raw
+        .events
         .map(|e| e.parse())
         .transpose()
         .map_err(|e| ("events", e))?;
-    let limits = match limits {
+    let limits = match raw.limits {
         None => PartialLimits::default(),
-        Some(raw) => PartialLimits {
-            max_turns: raw.max_turns,
-            max_files: raw.max_files,
-            max_output_size: match raw.max_output_size {
+        Some(limits) => PartialLimits {
+            max_turns: limits.max_turns,
+            max_files: limits.max_files,
+            max_output_size: match limits.max_output_size {
                 None => None,
                 Some(RawSize::Bytes(bytes)) => Some(bytes),
                 Some(RawSize::Text(text)) => {
                     Some(parse_size(&text).map_err(|e| ("limits.max_output_size", e))?)
                 }
             },
-            max_session_actions: raw.max_session_actions,
+            max_session_actions: limits.max_session_actions,
         },
     };
-    let mut env_pairs = Vec::new();
-    for (key, value) in env.unwrap_or_default() {
-        if key.is_empty() || key.contains('=') || key.contains('\0') || value.contains('\0') {
-            return Err(("env", format!("invalid variable name {key:?}")));
-        }
-        if key.starts_with("HYOKA_") {
-            return Err((
-                "env",
-                format!("{key} is set by hyoka and cannot be overridden"),
-            ));
-        }
-        env_pairs.push((OsString::from(key), OsString::from(value)));
+    let env = env_pairs(raw.env).map_err(|e| ("env", e))?;
+    let files = raw
+        .files
+        .map(|files| {
+            files
+                .into_iter()
+                .map(|f| injection(f, base))
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .transpose()
+        .map_err(|e| ("files", e))?;
+    let services = raw
+        .services
+        .map(|services| {
+            let mut names = HashSet::new();
+            services
+                .into_iter()
+                .map(|raw| {
+                    let service = service(raw)?;
+                    if !names.insert(service.name.clone()) {
+                        return Err(format!("duplicate service name {:?}", service.name));
+                    }
+                    Ok(service)
+                })
+                .collect::<Result<Vec<_>, String>>()
+        })
+        .transpose()
+        .map_err(|e| ("services", e))?;
+    let build = raw.build.map(phase).transpose().map_err(|e| ("build", e))?;
+    let review = raw
+        .review
+        .map(phase)
+        .transpose()
+        .map_err(|e| ("review", e))?;
+    if let Some(names) = &raw.pass_env
+        && let Some(bad) = names
+            .iter()
+            .find(|n| n.is_empty() || n.contains('=') || n.contains('\0'))
+    {
+        return Err(("pass_env", format!("invalid variable name {bad:?}")));
     }
     Ok(Settings {
         timeout,
         grace,
         events,
         limits,
-        env: env_pairs,
+        env,
+        phases: PhaseSettings {
+            files,
+            services,
+            build,
+            review,
+            isolate_home: raw.isolate_home,
+            pass_env: raw.pass_env,
+        },
+    })
+}
+
+fn env_pairs(env: Option<BTreeMap<String, String>>) -> Result<Vec<(OsString, OsString)>, String> {
+    let mut pairs = Vec::new();
+    for (key, value) in env.unwrap_or_default() {
+        if key.is_empty() || key.contains('=') || key.contains('\0') || value.contains('\0') {
+            return Err(format!("invalid variable name {key:?}"));
+        }
+        if key.starts_with("HYOKA_") {
+            return Err(format!("{key} is set by hyoka and cannot be overridden"));
+        }
+        pairs.push((OsString::from(key), OsString::from(value)));
+    }
+    Ok(pairs)
+}
+
+fn injection(raw: RawFile, base: &Path) -> Result<Injection, String> {
+    let source = base.join(&raw.source);
+    if !source.exists() {
+        return Err(format!("{} does not exist", source.display()));
+    }
+    let target = match raw.target {
+        Some(target) => PathBuf::from(target),
+        None => PathBuf::from(
+            source
+                .file_name()
+                .ok_or_else(|| format!("{:?} has no file name", raw.source))?,
+        ),
+    };
+    if target.is_absolute()
+        || target
+            .components()
+            .any(|c| matches!(c, std::path::Component::ParentDir))
+    {
+        return Err(format!(
+            "target {} must stay inside the workspace",
+            target.display()
+        ));
+    }
+    Ok(Injection { source, target })
+}
+
+fn service(raw: RawService) -> Result<ServiceSpec, String> {
+    if EvalId::new(raw.name.clone()).is_err() || raw.name.len() > 16 {
+        return Err(format!(
+            "invalid service name {:?}: 1 to 16 of letters, digits, '.', '_', '-'",
+            raw.name
+        ));
+    }
+    if raw.command.first().is_none_or(String::is_empty) {
+        return Err(format!("service {}: the command is empty", raw.name));
+    }
+    let ready = match raw.ready {
+        None => Readiness::Started,
+        Some(RawReady {
+            file: Some(file),
+            tcp: None,
+            command: None,
+        }) => Readiness::File(file.into()),
+        Some(RawReady {
+            file: None,
+            tcp: Some(tcp),
+            command: None,
+        }) => {
+            if !tcp.contains(':') {
+                return Err(format!(
+                    "service {}: ready.tcp {tcp:?} is not host:port",
+                    raw.name
+                ));
+            }
+            Readiness::Tcp(tcp)
+        }
+        Some(RawReady {
+            file: None,
+            tcp: None,
+            command: Some(command),
+        }) if !command.is_empty() => {
+            Readiness::Command(command.into_iter().map(OsString::from).collect())
+        }
+        Some(_) => {
+            return Err(format!(
+                "service {}: ready takes exactly one of file, tcp or command",
+                raw.name
+            ));
+        }
+    };
+    let timeout = raw
+        .timeout
+        .map(|t| parse_duration(&t))
+        .transpose()
+        .map_err(|e| format!("service {}: {e}", raw.name))?
+        .unwrap_or(DEFAULT_READY_TIMEOUT);
+    Ok(ServiceSpec {
+        name: raw.name,
+        command: raw.command.into_iter().map(OsString::from).collect(),
+        ready,
+        timeout,
+        env: env_pairs(raw.env)?,
+    })
+}
+
+fn phase(raw: RawPhase) -> Result<PhaseCommand, String> {
+    if raw.command.first().is_none_or(String::is_empty) {
+        return Err("the command is empty".to_owned());
+    }
+    Ok(PhaseCommand {
+        command: raw.command.into_iter().map(OsString::from).collect(),
+        timeout: raw
+            .timeout
+            .map(|t| parse_duration(&t))
+            .transpose()?
+            .unwrap_or(DEFAULT_PHASE_TIMEOUT),
     })
 }
 

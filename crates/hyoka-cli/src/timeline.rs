@@ -35,6 +35,8 @@ pub(crate) enum EventType {
     Signal,
     /// The agent's exit (`detail`: code or signal).
     Exit,
+    /// A phase after the agent started or ended (`detail`: `build started`, `review passed`).
+    Phase,
 }
 
 /// One event.
@@ -203,6 +205,10 @@ impl TimelineBuilder {
 
     pub(crate) fn signal(&mut self, at: Instant, detail: String) {
         self.push(at, EventType::Signal, None, None, None, Some(detail));
+    }
+
+    pub(crate) fn phase(&mut self, at: Instant, detail: String) {
+        self.push(at, EventType::Phase, None, None, None, Some(detail));
     }
 
     pub(crate) fn exit(&mut self, at: Instant, detail: String) {

@@ -12,6 +12,7 @@ use crate::ProcTrackError;
 /// Start times are clock ticks since boot, so an identity is only meaningful within one boot:
 /// a ledger written before a reboot names nothing alive.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(transparent)]
 pub struct BootId(String);
 
@@ -53,6 +54,7 @@ impl fmt::Display for BootId {
 /// Two `ProcRef`s are the same process exactly when both fields are equal; a pid alone is not
 /// an identity (pids are reused, and `pid_max` may be as small as 32768).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ProcRef {
     /// The process id.
     pub pid: i32,
@@ -71,6 +73,7 @@ impl fmt::Display for ProcRef {
 /// Its string form is `<pid> <start_ticks> <boot_id>`, as written in the ledger's
 /// `# owner` header and in workspace markers.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Identity {
     /// The process id and start ticks.
     #[serde(flatten)]
@@ -146,6 +149,7 @@ impl FromStr for Identity {
 
 /// One process as read from `/proc/<pid>/stat`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ProcInfo {
     /// The process id.
     pub pid: i32,

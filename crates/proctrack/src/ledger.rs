@@ -39,6 +39,7 @@ const MAGIC: &str = "# hyoka-pids v1";
 
 /// One tracked process: a process line of the ledger.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LedgerEntry {
     /// The process id.
     pub pid: i32,
@@ -75,6 +76,7 @@ impl LedgerEntry {
 
 /// An eval id and a path, from a `# workspace` or `# cgroup` header.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct EvalPath {
     /// The eval id.
     pub eval_id: String,
@@ -84,6 +86,7 @@ pub struct EvalPath {
 
 /// The content of a ledger.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Ledger {
     /// The run id (`# run`).
     pub run_id: String,
@@ -101,6 +104,7 @@ pub struct Ledger {
 
 /// Why a ledger line was not accepted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LedgerProblem {
     /// The 1-based line number (0 for the file as a whole).
     pub line: usize,
@@ -112,6 +116,7 @@ pub struct LedgerProblem {
 
 /// A parsed ledger and everything that was wrong with it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ParsedLedger {
     /// What could be read safely.
     pub ledger: Ledger,

@@ -34,6 +34,7 @@
 //!     eval_id: None,
 //!     keep: KeepPolicy::Never,
 //!     starter: None,
+//!     inject: Vec::new(),
 //!     owner: String::new(),
 //! })?;
 //! workspace.write_file(Path::new("src/main.rs"), b"fn main() {}\n")?;
@@ -45,6 +46,39 @@
 //! assert!(!path.exists());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! # Testing code that uses a workspace
+//!
+//! With the `mock` feature, `MemWorkspace` (an in-memory workspace with the same path rules)
+//! and `MockWorkspace` (a `mockall` mock of [`Workspace`]) are public, so a downstream crate
+//! can test its harness without touching the disk:
+//!
+//! ```
+//! # #[cfg(feature = "mock")] {
+//! use std::path::Path;
+//! use hyoka_workspace::{MemWorkspace, MockWorkspace, Usage, Workspace, WorkspaceError};
+//!
+//! // The downstream code under test only knows the trait.
+//! fn save_result(ws: &dyn Workspace) -> Result<u64, WorkspaceError> {
+//!     ws.write_file(Path::new("result.json"), b"{}")?;
+//!     Ok(ws.usage()?.files)
+//! }
+//!
+//! // Against the in-memory stub, with starter files as the baseline:
+//! let stub = MemWorkspace::with_files([("README.md", b"task".to_vec())])?;
+//! assert_eq!(save_result(&stub)?, 1);
+//!
+//! // Against the mock, asserting exactly what is called:
+//! let mut mock = MockWorkspace::new();
+//! mock.expect_write_file().times(1).returning(|_, _| Ok(()));
+//! mock.expect_usage().returning(|| Ok(Usage { files: 1, ..Usage::default() }));
+//! assert_eq!(save_result(&mock)?, 1);
+//! # }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! In `Cargo.toml`: `hyoka-workspace = { version = "…", features = ["mock"] }` under
+//! `[dev-dependencies]`.
 //!
 //! # Theory of operation
 //!
@@ -79,7 +113,7 @@ pub use crate::marker::{MARKER_XATTR, Marker, read_marker};
 #[cfg(feature = "mock")]
 pub use crate::mem::MemWorkspace;
 pub use crate::remove::{Leftover, LeftoverReason, MAX_OPEN_DEPTH, RemovalReport, remove_tree};
-pub use crate::temp::{Closed, KeepPolicy, Outcome, TempWorkspace, WorkspaceOptions};
+pub use crate::temp::{Closed, Injection, KeepPolicy, Outcome, TempWorkspace, WorkspaceOptions};
 pub use crate::usage::{Snapshot, Stamp, Usage, UsageTracker, scan};
 #[cfg(feature = "mock")]
 pub use crate::workspace::MockWorkspace;

@@ -83,6 +83,17 @@ pub enum Closed {
     Kept(PathBuf),
 }
 
+/// One file or directory to inject into a new workspace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Injection {
+    /// The file or directory to copy (links inside a directory are handled as by
+    /// [`copy_tree`]; a source that is itself a link is followed, as the caller chose it).
+    pub source: PathBuf,
+    /// Where it goes, relative to the workspace (contained like every relative path). For a
+    /// directory, its contents land in this directory.
+    pub target: PathBuf,
+}
+
 /// Everything needed to create a [`TempWorkspace`].
 #[derive(Debug, Clone)]
 pub struct WorkspaceOptions {
@@ -96,6 +107,10 @@ pub struct WorkspaceOptions {
     pub keep: KeepPolicy,
     /// A directory whose contents are copied in first.
     pub starter: Option<PathBuf>,
+    /// Files or directories injected after the starter (skills, instructions): each source is
+    /// copied to its target, relative to the workspace, with the starter's link safety.
+    /// Injected files are part of the baseline, not the agent's output.
+    pub inject: Vec<Injection>,
     /// The owner's identity, recorded in the marker (see [`Marker::owner`]).
     pub owner: String,
 }
@@ -184,25 +199,74 @@ impl TempWorkspace {
                 created_unix,
             },
         )?;
-        let starter = match &options.starter {
+        let mut starter = match &options.starter {
             Some(starter) => Some(copy_tree(starter, &path)?),
             None => None,
         };
-        // A fresh directory without a starter is empty (the fallback marker file is never
-        // counted), so its snapshot is known without walking it.
-        let snapshot = if starter.is_some() {
-            Snapshot::take(&path)?
-        } else {
-            Snapshot::default()
-        };
-        Ok(Self {
+        let mut workspace = Self {
             path,
             dir,
             keep: options.keep,
-            snapshot,
-            starter,
+            snapshot: Snapshot::default(),
+            starter: None,
             closed: false,
-        })
+        };
+        for injection in &options.inject {
+            let report = match workspace.inject(injection) {
+                Ok(report) => report,
+                Err(err) => {
+                    // `create` removes the directory; this half-built value must not keep it.
+                    workspace.closed = true;
+                    return Err(err);
+                }
+            };
+            let total = starter.get_or_insert_with(CopyReport::default);
+            total.files += report.files;
+            total.dirs += report.dirs;
+            total.links += report.links;
+            total.bytes += report.bytes;
+            total.skipped.extend(report.skipped);
+        }
+        // A fresh directory without a starter is empty (the fallback marker file is never
+        // counted), so its snapshot is known without walking it.
+        if starter.is_some() {
+            match Snapshot::take(&workspace.path) {
+                Ok(snapshot) => workspace.snapshot = snapshot,
+                Err(err) => {
+                    workspace.closed = true;
+                    return Err(err);
+                }
+            }
+        }
+        workspace.starter = starter;
+        // Built by hand above so the failure path can still remove it; it is complete now.
+        Ok(workspace)
+    }
+
+    /// Copies one injection into place.
+    fn inject(&self, injection: &Injection) -> Result<CopyReport, WorkspaceError> {
+        let meta = std::fs::metadata(&injection.source)
+            .map_err(|e| WorkspaceError::io("read", &injection.source, e))?;
+        let parts = normalize(&injection.target)?;
+        if meta.is_dir() {
+            // `create_dir` proves the target resolves inside (a link planted by the starter
+            // is refused); nothing else runs in the workspace yet, so the path stays valid.
+            self.create_dir(&injection.target)?;
+            copy_tree(&injection.source, &self.path.join(rel::join(&parts)))
+        } else {
+            let contents = std::fs::read(&injection.source)
+                .map_err(|e| WorkspaceError::io("read", &injection.source, e))?;
+            self.write_file(&injection.target, &contents)?;
+            let fd = open_beneath(self.dir.as_fd(), &parts, OFlags::WRONLY, Mode::empty())
+                .map_err(|e| map_errno("inject", &parts, e))?;
+            rustix::fs::fchmod(&fd, Mode::from_raw_mode(meta.permissions().mode() & 0o7777))
+                .map_err(|e| WorkspaceError::io("chmod", &injection.target, e.into()))?;
+            Ok(CopyReport {
+                files: 1,
+                bytes: contents.len() as u64,
+                ..CopyReport::default()
+            })
+        }
     }
 
     /// What the starter copy did, if there was a starter.
@@ -213,6 +277,16 @@ impl TempWorkspace {
     /// The snapshot taken right after the starter copy.
     pub fn snapshot(&self) -> &Snapshot {
         &self.snapshot
+    }
+
+    /// Takes a new snapshot: what exists now is the baseline that [`Workspace::usage`]
+    /// compares with (for example after helper services wrote their files).
+    ///
+    /// # Errors
+    /// [`WorkspaceError::Io`] when the tree cannot be read.
+    pub fn rebaseline(&mut self) -> Result<(), WorkspaceError> {
+        self.snapshot = Snapshot::take(&self.path)?;
+        Ok(())
     }
 
     /// The keep policy.

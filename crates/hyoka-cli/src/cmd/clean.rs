@@ -22,22 +22,22 @@ use crate::{ExitStatus, Fail};
 
 /// What happened to one workspace.
 #[derive(Debug, Serialize)]
-struct WorkspaceResult {
-    path: PathBuf,
-    run_id: String,
+pub(crate) struct WorkspaceResult {
+    pub(crate) path: PathBuf,
+    pub(crate) run_id: String,
     /// `removed`, `would_remove`, `already_gone`, `kept_live`, `refused` or `incomplete`.
-    action: &'static str,
+    pub(crate) action: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    detail: Option<String>,
+    pub(crate) detail: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
-struct Output {
-    dry_run: bool,
-    runs: Vec<CleanReport>,
-    workspaces: Vec<WorkspaceResult>,
+pub(crate) struct Output {
+    pub(crate) dry_run: bool,
+    pub(crate) runs: Vec<CleanReport>,
+    pub(crate) workspaces: Vec<WorkspaceResult>,
     /// Whether anything that should be gone remains (exit 1 when true).
-    remaining: bool,
+    pub(crate) remaining: bool,
 }
 
 pub(crate) async fn exec(args: CleanArgs) -> Result<ExitStatus, Fail> {
@@ -74,7 +74,7 @@ pub(crate) async fn exec(args: CleanArgs) -> Result<ExitStatus, Fail> {
     })
 }
 
-fn clean(args: &CleanArgs, workspace_root: &Path) -> Result<Output, Fail> {
+pub(crate) fn clean(args: &CleanArgs, workspace_root: &Path) -> Result<Output, Fail> {
     let options = CleanOptions {
         grace: args.grace,
         dry_run: args.dry_run,

@@ -1,6 +1,11 @@
 //! `hyoka ps`: the live runs (owner lock held), their evals, workspaces and processes.
 
-use hyoka_proctrack::live_runs;
+use std::collections::BTreeMap;
+
+use hyoka_proctrack::{RunListing, live_runs};
+use serde::Serialize;
+
+use crate::phases::current_phase;
 
 use crate::args::PsArgs;
 use crate::out::outln;
@@ -24,8 +29,22 @@ pub(crate) fn exec(args: &PsArgs) -> Result<ExitStatus, Fail> {
         }
         Ok(_) => {}
     }
-    let runs =
+    let listings =
         live_runs(&args.reports).map_err(|e| Fail::failure(format!("cannot list runs: {e}")))?;
+    let runs: Vec<LiveRun<'_>> = listings
+        .iter()
+        .map(|run| LiveRun {
+            phases: run
+                .evals
+                .iter()
+                .filter_map(|eval| {
+                    let (phase, since) = current_phase(&run.run_dir.join(eval))?;
+                    Some((eval.clone(), PhaseNow { phase, since }))
+                })
+                .collect(),
+            run,
+        })
+        .collect();
     if args.json {
         outln!(
             "{}",
@@ -36,7 +55,7 @@ pub(crate) fn exec(args: &PsArgs) -> Result<ExitStatus, Fail> {
     if runs.is_empty() {
         outln!("no live runs");
     }
-    for run in &runs {
+    for LiveRun { run, phases } in &runs {
         let owner = run
             .ledger
             .owner
@@ -47,6 +66,9 @@ pub(crate) fn exec(args: &PsArgs) -> Result<ExitStatus, Fail> {
             run.run_id,
             run.evals.join(", ")
         );
+        for (eval, now) in phases {
+            outln!("  phase     {eval:<12} {} since {}", now.phase, now.since);
+        }
         for workspace in &run.ledger.workspaces {
             outln!(
                 "  workspace {:<12} {}",
@@ -66,4 +88,19 @@ pub(crate) fn exec(args: &PsArgs) -> Result<ExitStatus, Fail> {
         }
     }
     Ok(ExitStatus::Success)
+}
+
+/// A live run as `hyoka ps` shows it: the ledger's view plus each eval's current phase.
+#[derive(Serialize)]
+struct LiveRun<'a> {
+    #[serde(flatten)]
+    run: &'a RunListing,
+    /// The phase each eval is in (`setup`, `services`, `agent`, `build`, `review`, `cleanup`).
+    phases: BTreeMap<String, PhaseNow>,
+}
+
+#[derive(Serialize)]
+struct PhaseNow {
+    phase: String,
+    since: String,
 }

@@ -1,22 +1,22 @@
 //! `hyoka run`: one command, or the evals of a suite, in isolated workspaces, with records.
 
 use std::io::IsTerminal;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use hyoka_proctrack::{Launcher, ProcTrackError, Tracker, TrackerOptions};
-use hyoka_workspace::{EvalId, RunId};
+use hyoka_workspace::{EvalId, Injection, RunId};
 
 use crate::args::RunArgs;
-use crate::eval::{EvalSpec, RunContext, not_started, run_eval};
+use crate::eval::{EvalPhases, EvalSpec, RunContext, not_started, run_eval};
 use crate::events::EventSource;
 use crate::interrupt::{Interrupt, Level};
 use crate::limits::PartialLimits;
 use crate::out::outln;
 use crate::records::{millis, rfc3339, write_json};
 use crate::report::{Report, RunSummary, Status};
-use crate::suite::{self, Settings};
+use crate::suite::{self, DEFAULT_PHASE_TIMEOUT, PhaseCommand, PhaseSettings, Settings};
 use crate::{ExitStatus, Fail};
 
 /// The built-in timeout.
@@ -76,6 +76,7 @@ pub(crate) fn plan(args: &RunArgs) -> Result<RunPlan, Fail> {
             max_session_actions: args.max_session_actions,
         },
         env: Vec::new(),
+        phases: cli_phases(args)?,
     };
     let (evals, name_with_eval) = if let Some(path) = &args.suite {
         let suite = suite::load(path).map_err(Fail::usage)?;
@@ -120,12 +121,68 @@ pub(crate) fn plan(args: &RunArgs) -> Result<RunPlan, Fail> {
     })
 }
 
+/// The phase flags of `hyoka run` (single-command runs; suites set phases per eval).
+fn cli_phases(args: &RunArgs) -> Result<PhaseSettings, Fail> {
+    let shell = |cmd: &str, timeout: Option<Duration>| PhaseCommand {
+        command: vec!["sh".into(), "-c".into(), cmd.into()],
+        timeout: timeout.unwrap_or(DEFAULT_PHASE_TIMEOUT),
+    };
+    let mut files = Vec::new();
+    for spec in &args.files {
+        let (source, target) = if let Some((source, target)) = spec.split_once(':') {
+            (PathBuf::from(source), PathBuf::from(target))
+        } else {
+            let source = PathBuf::from(spec);
+            let name = source
+                .file_name()
+                .map(PathBuf::from)
+                .ok_or_else(|| Fail::usage(format!("--file {spec:?} has no file name")))?;
+            (source, name)
+        };
+        if !source.exists() {
+            return Err(Fail::usage(format!(
+                "--file {}: no such file or directory",
+                source.display()
+            )));
+        }
+        if target.is_absolute()
+            || target
+                .components()
+                .any(|c| matches!(c, std::path::Component::ParentDir))
+        {
+            return Err(Fail::usage(format!(
+                "--file target {} must stay inside the workspace",
+                target.display()
+            )));
+        }
+        files.push(Injection { source, target });
+    }
+    for name in &args.pass_env {
+        if name.is_empty() || name.contains('=') {
+            return Err(Fail::usage(format!(
+                "--pass-env {name:?} is not a variable name"
+            )));
+        }
+    }
+    Ok(PhaseSettings {
+        files: (!files.is_empty()).then_some(files),
+        services: None,
+        build: args.build.as_deref().map(|c| shell(c, args.build_timeout)),
+        review: args
+            .review
+            .as_deref()
+            .map(|c| shell(c, args.review_timeout)),
+        isolate_home: args.isolate_home.then_some(true),
+        pass_env: (!args.pass_env.is_empty()).then(|| args.pass_env.clone()),
+    })
+}
+
 /// What a run needs before its tracker exists.
 #[derive(Debug, Clone)]
 pub(crate) struct RunPlanContext {
     pub(crate) run_id: RunId,
-    pub(crate) run_dir: std::path::PathBuf,
-    pub(crate) workspace_root: std::path::PathBuf,
+    pub(crate) run_dir: PathBuf,
+    pub(crate) workspace_root: PathBuf,
     pub(crate) keep: hyoka_workspace::KeepPolicy,
     pub(crate) name_with_eval: bool,
     /// How long the shim gives the agent's tree if hyoka itself dies.
@@ -136,7 +193,7 @@ pub(crate) struct RunPlanContext {
 fn spec(
     eval_id: EvalId,
     command: Vec<std::ffi::OsString>,
-    starter: Option<std::path::PathBuf>,
+    starter: Option<PathBuf>,
     levels: &[&Settings],
 ) -> EvalSpec {
     let pick = |f: &dyn Fn(&Settings) -> Option<Duration>| levels.iter().find_map(|l| f(l));
@@ -150,6 +207,27 @@ fn spec(
         .rev()
         .flat_map(|l| l.env.iter().cloned())
         .collect();
+    // Each phase field comes from the strongest level that sets it.
+    let phases = EvalPhases {
+        files: levels
+            .iter()
+            .find_map(|l| l.phases.files.clone())
+            .unwrap_or_default(),
+        services: levels
+            .iter()
+            .find_map(|l| l.phases.services.clone())
+            .unwrap_or_default(),
+        build: levels.iter().find_map(|l| l.phases.build.clone()),
+        review: levels.iter().find_map(|l| l.phases.review.clone()),
+        isolate_home: levels
+            .iter()
+            .find_map(|l| l.phases.isolate_home)
+            .unwrap_or(false),
+        pass_env: levels
+            .iter()
+            .find_map(|l| l.phases.pass_env.clone())
+            .unwrap_or_default(),
+    };
     EvalSpec {
         eval_id,
         command,
@@ -162,6 +240,7 @@ fn spec(
             .iter()
             .find_map(|l| l.events)
             .unwrap_or(EventSource::None),
+        phases,
     }
 }
 
@@ -214,13 +293,17 @@ pub(crate) async fn execute(
     let progress = Arc::new(progress);
     let mut tasks = Vec::with_capacity(plan.evals.len());
     for spec in plan.evals.iter().cloned() {
-        let (semaphore, ctx, progress) = (semaphore.clone(), ctx_shared.clone(), progress.clone());
+        // Permits are taken here, in suite order, so evals start in the order the suite lists
+        // them (tasks would otherwise race for permits on a multi-threaded runtime).
+        let permit = semaphore
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the semaphore is never closed");
+        let (ctx, progress) = (ctx_shared.clone(), progress.clone());
         let interrupt = interrupt.clone();
         tasks.push(tokio::spawn(async move {
-            let _permit = semaphore
-                .acquire_owned()
-                .await
-                .expect("the semaphore is never closed");
+            let _permit = permit;
             if let Level::Graceful(sig) | Level::Force(sig) = interrupt.level() {
                 let report = not_started(&ctx, &spec, sig.name());
                 let dir = ctx.run_dir.join(spec.eval_id.as_str());

@@ -192,6 +192,12 @@ fn escapee(role: &str, pid_file: Option<&std::path::Path>) -> Result<ExitStatus,
             }
         }
         "sleeper" => {}
+        "service" => {
+            // A tiny helper service: says it is ready, then serves until stopped.
+            std::fs::write(".service-ready", b"ready\n").map_err(fail)?;
+            Write::write_all(&mut std::io::stdout(), b"sim service: ready\n").map_err(fail)?;
+        }
+        "review" => return review(),
         other => return Err(Fail::usage(format!("sim-agent: unknown role {other:?}"))),
     }
     if let Some(path) = pid_file {
@@ -221,4 +227,17 @@ fn ignore_term_and_hup() {
             libc::signal(signal, libc::SIG_IGN);
         }
     }
+}
+
+/// The review role: scores the files the agent wrote under `src/` and prints a verdict.
+fn review() -> Result<ExitStatus, Fail> {
+    let files = std::fs::read_dir("src").map_or(0, |entries| entries.flatten().count());
+    let verdict = json!({
+        "pass": files > 0,
+        "score": if files > 0 { 1.0 } else { 0.0 },
+        "notes": format!("{files} file(s) under src/"),
+    });
+    Write::write_all(&mut std::io::stdout(), format!("{verdict}\n").as_bytes())
+        .map_err(|e| Fail::failure(format!("sim-agent review: {e}")))?;
+    Ok(ExitStatus::Success)
 }

@@ -15,9 +15,44 @@ fn the_demo_runs_and_cleans_up() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("reports in"), "{stdout}");
-    assert!(stdout.contains("workspace removed"), "{stdout}");
+    assert!(stdout.contains("all good"), "{stdout}");
+    assert!(stdout.contains("0 survivors"), "{stdout}");
+    assert!(stdout.contains("termination max_turns"), "{stdout}");
+    assert!(
+        !stdout.contains('\x1b'),
+        "no colour when stdout is not a terminal: {stdout}"
+    );
     let runs: Vec<_> = std::fs::read_dir(s.reports()).unwrap().collect();
-    assert_eq!(runs.len(), 1);
+    assert_eq!(
+        runs.len(),
+        3,
+        "the eval, the limited eval and the crashed run"
+    );
     s.assert_no_workspaces();
+}
+
+#[test]
+fn doctor_reports_every_layer_as_json_and_text() {
+    let out = hyoka().args(["doctor", "--json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let checks: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = checks
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["cgroup v2", "subreaper", "pidfd", "tmux", "inotify"]
+    );
+    for check in checks.as_array().unwrap() {
+        assert!(check["available"].is_boolean());
+        assert!(!check["effect"].as_str().unwrap().is_empty());
+        if check["available"] == false {
+            assert!(check["advice"].is_string(), "{check}");
+        }
+    }
+    let text = hyoka().arg("doctor").output().unwrap();
+    assert!(String::from_utf8_lossy(&text.stdout).contains("containment in force"));
 }

@@ -6,13 +6,16 @@
     clippy::similar_names,
     clippy::needless_raw_string_hashes,
     clippy::format_collect,
+    clippy::too_many_lines,
     reason = "tests say on stderr why they skip, quote paths in failures, and favour plain test data"
 )]
 
 mod bad_input;
+mod chaos;
 mod clean;
 mod demo;
 mod limits;
+mod phases;
 mod respawn;
 mod run;
 mod signals;

@@ -153,3 +153,61 @@ fn evals_not_yet_started_are_recorded_as_interrupted() {
     assert!(!pid_alive(read_pid(&ready)));
     s.assert_no_workspaces();
 }
+
+/// The Kubernetes shape (`docs/cluster.md`): SIGTERM with a short `--grace` must stop a hostile
+/// agent's whole tree and write the records well inside a pod's 30 s grace period.
+#[test]
+fn sigterm_with_a_short_grace_stops_everything_in_time() {
+    let s = Scratch::new();
+    let pids = s.path().join("pod.pids");
+    let child = hyoka()
+        .args(["run", "--run-id", "pod", "--grace", "1s", "--reports"])
+        .arg(s.reports())
+        .arg("--workspace-root")
+        .arg(s.ws_root())
+        .args([
+            "--",
+            crate::support::hyoka_path(),
+            "sim-agent",
+            "--escapees",
+            "--linger",
+            "60s",
+            "--pid-file",
+        ])
+        .arg(&pids)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::fs::read_to_string(&pids)
+        .unwrap_or_default()
+        .lines()
+        .count()
+        < 3
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the agent never started its escapees"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let started = Instant::now();
+    send(&child, rustix::process::Signal::TERM);
+    let out = child.wait_with_output().unwrap();
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(143));
+    // The stubborn escapee ignores SIGTERM: it takes the 1 s grace, then SIGKILL.
+    assert!(
+        took < Duration::from_secs(30),
+        "teardown took {took:?}, beyond a pod's grace period"
+    );
+    let report = s.report("pod", "main");
+    assert_eq!(report["termination"], "interrupted");
+    assert_eq!(report["cleanup"]["survivors"], 0);
+    for line in std::fs::read_to_string(&pids).unwrap().lines() {
+        let pid: u32 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+        assert!(!pid_alive(pid), "{line} survived");
+    }
+    s.assert_no_workspaces();
+}

@@ -276,3 +276,36 @@ fn d115_multi_line_prompts_keep_word_boundaries() {
         Keys::Text("summarise your work then continue".to_owned())
     );
 }
+
+#[test]
+fn s4_race_plan_check_and_idle_check_are_serialized() {
+    // Codeman: auto-accept (8 s) starts a plan check, the pre-filter (10 s) then starts an
+    // idle check, the state becomes ai_checking and the PLAN_MODE result is dropped.
+    // hyoka: the idle check waits for the plan check; PLAN_MODE is accepted.
+    let mut config = RespawnConfig::fast_test_with_ai();
+    config.working_absence = ms(0);
+    config.completion_confirm = ms(150);
+    let run = |plan: hyoka_respawn::PlanVerdict| {
+        let mut sim = Sim::started(config.clone());
+        sim.plan.answer(200, plan, "slow opus");
+        sim.idle.answer(10, IdleVerdict::Working, "a menu counts as working");
+        sim.plan_menu(); // Auto-accept at 100, pre-filter at 150.
+        sim.advance(400);
+        sim
+    };
+    let sim = run(hyoka_respawn::PlanVerdict::PlanMode);
+    assert!(sim.has(|e| *e
+        == Event::IdleCheckSkipped {
+            skip: CheckSkip::PlanCheckRunning
+        }));
+    assert!(sim.has(|e| *e == Event::AutoAcceptSent { dry_run: false }));
+    assert!(sim.idle.started.is_empty(), "no idle check raced the plan check");
+    // With NOT_PLAN_MODE the deferred idle check runs right after.
+    let sim = run(hyoka_respawn::PlanVerdict::NotPlanMode);
+    assert_eq!(sim.idle.started.len(), 1);
+    assert_eq!(
+        sim.when(|e| matches!(e, Event::IdleCheckStarted { .. })),
+        Some(300)
+    );
+    assert!(sim.typed().is_empty());
+}

@@ -162,3 +162,94 @@ fn a_starter_that_is_a_file_is_refused() {
     assert!(TempWorkspace::create(&opts).is_err());
     assert_eq!(crate::support::entries(root.path()), ["file"]);
 }
+
+#[test]
+fn injected_files_keep_link_safety_and_count_as_baseline() {
+    use hyoka_workspace::Injection;
+    let root = scratch();
+    let outside = sentinel(root.path());
+    let skills = root.path().join("skills");
+    std::fs::create_dir_all(skills.join("review")).unwrap();
+    std::fs::write(skills.join("review/SKILL.md"), b"# review").unwrap();
+    symlink("review/SKILL.md", skills.join("alias.md")).unwrap();
+    symlink(&outside.file, skills.join("leak")).unwrap();
+    let instructions = root.path().join("CLAUDE.md");
+    std::fs::write(&instructions, b"be careful").unwrap();
+    std::fs::set_permissions(&instructions, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let starter = root.path().join("starter");
+    std::fs::create_dir_all(&starter).unwrap();
+    // A starter link that would redirect an injection outside.
+    symlink(&outside.dir, starter.join("trap")).unwrap();
+
+    let mut opts = options(root.path(), "inject");
+    opts.starter = Some(starter.clone());
+    opts.inject = vec![
+        Injection {
+            source: skills.clone(),
+            target: ".claude/skills".into(),
+        },
+        Injection {
+            source: instructions.clone(),
+            target: "CLAUDE.md".into(),
+        },
+    ];
+    let ws = TempWorkspace::create(&opts).unwrap();
+    assert_eq!(
+        ws.read_file(Path::new(".claude/skills/review/SKILL.md"))
+            .unwrap(),
+        b"# review"
+    );
+    assert_eq!(
+        ws.read_file(Path::new(".claude/skills/alias.md")).unwrap(),
+        b"# review"
+    );
+    assert!(std::fs::symlink_metadata(ws.path().join(".claude/skills/leak")).is_err());
+    assert_eq!(mode(&ws.path().join("CLAUDE.md")), 0o640);
+    let report = ws.starter_report().unwrap();
+    assert!(
+        report.skipped.iter().any(|s| s.path == Path::new("leak")),
+        "{report:?}"
+    );
+    assert_eq!(
+        ws.usage().unwrap().files,
+        0,
+        "injected files are baseline, not output"
+    );
+    ws.close(hyoka_workspace::Outcome::Success).unwrap();
+
+    // The starter's link that leads outside was never recreated, so an injection through its
+    // name lands in a real directory inside.
+    let mut opts = options(root.path(), "inject-trap");
+    opts.starter = Some(starter);
+    opts.inject = vec![Injection {
+        source: skills.clone(),
+        target: "trap/skills".into(),
+    }];
+    let ws = TempWorkspace::create(&opts).unwrap();
+    assert!(
+        std::fs::symlink_metadata(ws.path().join("trap"))
+            .unwrap()
+            .is_dir()
+    );
+    assert!(!outside.dir.join("skills").exists());
+    ws.close(hyoka_workspace::Outcome::Success).unwrap();
+    outside.assert_intact();
+
+    // A target that climbs out is refused before anything is copied, and nothing stays.
+    let mut opts = options(root.path(), "inject-up");
+    opts.inject = vec![Injection {
+        source: skills,
+        target: "../escaped".into(),
+    }];
+    let err = TempWorkspace::create(&opts).unwrap_err();
+    assert!(
+        matches!(err, hyoka_workspace::WorkspaceError::InvalidPath { .. }),
+        "{err}"
+    );
+    assert!(!root.path().join("escaped").exists());
+    let left: Vec<_> = crate::support::entries(root.path())
+        .into_iter()
+        .filter(|n| n.starts_with("hyoka-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}

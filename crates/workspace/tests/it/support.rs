@@ -20,6 +20,7 @@ pub(crate) fn options(root: &Path, run: &str) -> WorkspaceOptions {
         eval_id: None,
         keep: KeepPolicy::Never,
         starter: None,
+        inject: Vec::new(),
         owner: "test-owner".to_owned(),
     }
 }
