@@ -5,6 +5,7 @@
 //!    the timeline.
 //! 2. A limit stops a runaway agent at once.
 //! 3. hyoka itself is SIGKILLed in the middle of a run; `hyoka clean` repairs it.
+//! 4. An interactive session is cycled by the respawn controller, only when it is idle.
 //!
 //! Everything lands under `--reports`; no process and no workspace is left behind.
 
@@ -56,6 +57,7 @@ pub(crate) async fn exec(args: DemoArgs) -> Result<ExitStatus, Fail> {
         step_limit(&exe, &args.reports, &workspace_root, &mut tally).await?,
         step_crash(&exe, &args.reports, &workspace_root, &mut tally).await,
     ];
+    step_respawn(&exe, &args.reports, &mut tally).await?;
     let verdict = if tally.ok && tally.survivors == 0 {
         format!("{good}all good{good:#}")
     } else {
@@ -81,6 +83,22 @@ pub(crate) async fn exec(args: DemoArgs) -> Result<ExitStatus, Fail> {
     } else {
         ExitStatus::Failure
     })
+}
+
+/// Step 4: one respawn cycle of the interactive simulated agent.
+async fn step_respawn(exe: &OsString, reports: &Path, tally: &mut Tally) -> Result<(), Fail> {
+    let (h, dim, note) = (style::HEAD, style::DIM, style::NOTE);
+    outln!("\n{h}4. An interactive session is cycled, only when it is idle{h:#}");
+    let cycle = crate::cmd::respawn::demo_cycle(exe, reports).await?;
+    outln!(
+        "   steps       {note}{}{note:#} ({} cycle), typed only at the idle prompt ({} keys while busy)",
+        cycle.steps.join(" → "),
+        cycle.cycles,
+        cycle.typed_while_busy
+    );
+    outln!("   events      {dim}{}{dim:#}", cycle.events.display());
+    tally.ok &= cycle.exit == Some(0) && cycle.cycles == 1 && cycle.typed_while_busy == 0;
+    Ok(())
 }
 
 /// Step 1: an eval with a service, a build and a review, whose agent leaves escapees.

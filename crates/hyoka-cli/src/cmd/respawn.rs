@@ -12,6 +12,7 @@ mod checks;
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Instant, SystemTime};
 
@@ -559,4 +560,91 @@ async fn sweep(
     })
     .await
     .unwrap_or_default()
+}
+
+/// What `hyoka demo`'s respawn step saw.
+pub(crate) struct DemoCycle {
+    /// The `--events` file, kept under the reports directory.
+    pub(crate) events: PathBuf,
+    /// The steps completed, in order.
+    pub(crate) steps: Vec<String>,
+    /// Cycles completed.
+    pub(crate) cycles: usize,
+    /// Keys that reached the agent while it was busy or waiting for a human (must be 0).
+    pub(crate) typed_while_busy: usize,
+    /// `hyoka respawn`'s exit code.
+    pub(crate) exit: Option<i32>,
+}
+
+/// `hyoka demo`'s respawn step: one full cycle of the simulated agent, headless, with
+/// short timers; the events file lands next to the demo's runs.
+pub(crate) async fn demo_cycle(exe: &std::ffi::OsStr, reports: &Path) -> Result<DemoCycle, Fail> {
+    std::fs::create_dir_all(reports)
+        .map_err(|e| Fail::failure(format!("cannot create {}: {e}", reports.display())))?;
+    let events = reports.join(format!("respawn-{}.events.jsonl", default_run_id()));
+    let scratch = tempfile::Builder::new()
+        .prefix("respawn-demo-")
+        .tempdir()
+        .map_err(|e| Fail::failure(format!("cannot create a scratch directory: {e}")))?;
+    let record = scratch.path().join("inputs.jsonl");
+    let mut child = tokio::process::Command::new(exe)
+        .arg("respawn")
+        .arg("--headless")
+        .arg("--events")
+        .arg(&events)
+        .args(["--max-cycles", "1", "--completion-confirm", "500ms"])
+        .args(["--inter-step-delay", "200ms", "--no-output-timeout", "3s"])
+        .args(["--grace", "2s", "--"])
+        .arg(exe)
+        .args([
+            "sim-agent",
+            "--interactive",
+            "--start-working",
+            "1s",
+            "--work",
+            "800ms",
+        ])
+        .arg("--record")
+        .arg(&record)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| Fail::failure(format!("cannot start hyoka respawn: {e}")))?;
+    let exit = match tokio::time::timeout(std::time::Duration::from_secs(25), child.wait()).await {
+        Ok(status) => status.ok().and_then(|s| s.code()),
+        Err(_) => {
+            let _ = child.start_kill();
+            let _ = child.wait().await;
+            None
+        }
+    };
+    let lines = |path: &Path| -> Vec<Value> {
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    };
+    let logged = lines(&events);
+    let steps = logged
+        .iter()
+        .filter(|e| e["event"] == "step_completed")
+        .filter_map(|e| e["step"].as_str().map(str::to_owned))
+        .collect();
+    let cycles = logged
+        .iter()
+        .filter(|e| e["event"] == "cycle_completed")
+        .count();
+    let typed_while_busy = lines(&record)
+        .iter()
+        .filter(|i| i["state"] != "idle")
+        .count();
+    Ok(DemoCycle {
+        events,
+        steps,
+        cycles,
+        typed_while_busy,
+        exit,
+    })
 }

@@ -22,7 +22,16 @@ fn the_demo_runs_and_cleans_up() {
         !stdout.contains('\x1b'),
         "no colour when stdout is not a terminal: {stdout}"
     );
-    let runs: Vec<_> = std::fs::read_dir(s.reports()).unwrap().collect();
+    assert!(
+        stdout.contains("update → clear → init (1 cycle)"),
+        "the respawn step ran one full cycle: {stdout}"
+    );
+    assert!(stdout.contains("(0 keys while busy)"), "{stdout}");
+    let runs: Vec<_> = std::fs::read_dir(s.reports())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .collect();
     assert_eq!(
         runs.len(),
         3,

@@ -288,7 +288,8 @@ fn s4_race_plan_check_and_idle_check_are_serialized() {
     let run = |plan: hyoka_respawn::PlanVerdict| {
         let mut sim = Sim::started(config.clone());
         sim.plan.answer(200, plan, "slow opus");
-        sim.idle.answer(10, IdleVerdict::Working, "a menu counts as working");
+        sim.idle
+            .answer(10, IdleVerdict::Working, "a menu counts as working");
         sim.plan_menu(); // Auto-accept at 100, pre-filter at 150.
         sim.advance(400);
         sim
@@ -299,7 +300,10 @@ fn s4_race_plan_check_and_idle_check_are_serialized() {
             skip: CheckSkip::PlanCheckRunning
         }));
     assert!(sim.has(|e| *e == Event::AutoAcceptSent { dry_run: false }));
-    assert!(sim.idle.started.is_empty(), "no idle check raced the plan check");
+    assert!(
+        sim.idle.started.is_empty(),
+        "no idle check raced the plan check"
+    );
     // With NOT_PLAN_MODE the deferred idle check runs right after.
     let sim = run(hyoka_respawn::PlanVerdict::NotPlanMode);
     assert_eq!(sim.idle.started.len(), 1);
