@@ -34,9 +34,9 @@ pub struct Cli {
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
-#[expect(
+#[allow(
     clippy::large_enum_variant,
-    reason = "parsed once per process; boxing buys nothing"
+    reason = "parsed once per process; boxing buys nothing (whether it fires depends on which variants are largest)"
 )]
 pub enum Command {
     /// Run an agent command (or a suite of evals) in isolated workspaces and report.

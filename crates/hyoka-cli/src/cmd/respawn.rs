@@ -611,13 +611,13 @@ pub(crate) async fn demo_cycle(exe: &std::ffi::OsStr, reports: &Path) -> Result<
         .kill_on_drop(true)
         .spawn()
         .map_err(|e| Fail::failure(format!("cannot start hyoka respawn: {e}")))?;
-    let exit = match tokio::time::timeout(std::time::Duration::from_secs(25), child.wait()).await {
-        Ok(status) => status.ok().and_then(|s| s.code()),
-        Err(_) => {
-            let _ = child.start_kill();
-            let _ = child.wait().await;
-            None
-        }
+    let waited = tokio::time::timeout(std::time::Duration::from_secs(25), child.wait()).await;
+    let exit = if let Ok(status) = waited {
+        status.ok().and_then(|s| s.code())
+    } else {
+        let _ = child.start_kill();
+        let _ = child.wait().await;
+        None
     };
     let lines = |path: &Path| -> Vec<Value> {
         std::fs::read_to_string(path)
