@@ -1,30 +1,51 @@
 //! Sans-IO detection of whether an interactive agent session is working, idle or blocked.
 //!
-//! This crate will own the detector: observations in (terminal output, hook events, process
-//! activity, user input, AI verdicts, ticks), each with the current time, and a verdict out
-//! with the evidence that produced it. Detector profiles are data, and the AI checker traits
-//! live here.
-//!
 //! # Overview
 //!
-//! - [`Verdict`], [`SessionState`], [`BlockedKind`] and [`Evidence`]: what the detector says.
+//! - [`Detector`]: observations in ([`Detector::output`], [`Detector::hook`],
+//!   [`Detector::process_activity`], [`Detector::user_input`], [`Detector::ai_verdict`],
+//!   [`Detector::tick`]), each with the current time; a [`Verdict`] out, with [`Evidence`].
 //! - [`ChunkSignals`]: what one chunk of output says, for the respawn controller.
-//! - [`HookEvent`]: Claude Code hook events.
+//! - [`Profile`]: per-agent screen rules as data (`claude-code`, `codex`, `gemini`,
+//!   `copilot`, `aider`, `generic`), overridable from TOML.
+//! - [`Screen`]: what a terminal shows; [`classify_screen`], [`replay_cast`] and
+//!   [`run_stream`] are the entry points of `hyoka detect`.
 //!
 //! # Example
 //!
 //! ```
-//! use hyoka_idle_detect::{SessionState, Verdict};
+//! use hyoka_idle_detect::{classify_screen, Profile, SessionState};
 //!
-//! let verdict = Verdict::default();
-//! assert_eq!(verdict.state, SessionState::Unknown);
-//! assert!(!verdict.allows_input());
+//! let profile = Profile::builtin("claude-code")?;
+//! let screen = "⏺ Done.\n\n✻ Worked for 12s\n\n────────\n❯ \n────────\n  ? for shortcuts\n";
+//! let verdict = classify_screen(&profile, screen.as_bytes());
+//! assert_eq!(verdict.state, SessionState::Idle);
+//! assert!(verdict.allows_input());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![warn(
     clippy::disallowed_methods,
     reason = "decisions are sans-IO: no clock, no environment"
 )]
 
+mod detector;
+mod error;
+mod patterns;
+mod profile;
+mod replay;
+mod ring;
+mod screen;
 mod signals;
+mod stream;
+mod terminal;
 
-pub use crate::signals::{BlockedKind, ChunkSignals, Evidence, HookEvent, SessionState, Verdict};
+pub use crate::{
+    detector::{AiVerdict, Detector, DetectorConfig, ProcessActivity, StateSize, StreamCounts},
+    error::DetectError,
+    profile::{Profile, Rule, ScreenVerdict},
+    replay::{
+        StreamReport, VerdictChange, classify_screen, render_explain, replay_cast, run_stream,
+    },
+    screen::Screen,
+    signals::{BlockedKind, ChunkSignals, Evidence, HookEvent, SessionState, Verdict},
+};

@@ -155,7 +155,11 @@ impl Copier {
                 let to = rustix::fs::openat(
                     dst,
                     name,
-                    OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                    OFlags::WRONLY
+                        | OFlags::CREATE
+                        | OFlags::EXCL
+                        | OFlags::NOFOLLOW
+                        | OFlags::CLOEXEC,
                     Mode::RUSR | Mode::WUSR,
                 )
                 .map_err(|e| self.err("create", e))?;
@@ -175,7 +179,8 @@ impl Copier {
                     self.skip(SkipReason::LinkEscapes { target });
                     return Ok(());
                 }
-                rustix::fs::symlinkat(&target, dst, name).map_err(|e| self.err("create link", e))?;
+                rustix::fs::symlinkat(&target, dst, name)
+                    .map_err(|e| self.err("create link", e))?;
                 self.links.push((self.rel.clone(), target));
             }
             FileType::Fifo => {
@@ -209,12 +214,15 @@ impl Copier {
                 Ok(_) => self.report.links += 1,
                 // Dangling, or no `openat2`: keep it only if its text cannot climb out, since a
                 // missing directory in the target may appear later.
-                Err(Errno::NOENT | Errno::NOTDIR | Errno::NOSYS) if lexically_inside(&rel, &target) => {
+                Err(Errno::NOENT | Errno::NOTDIR | Errno::NOSYS)
+                    if lexically_inside(&rel, &target) =>
+                {
                     self.report.links += 1;
                 }
                 Err(_) => {
-                    rustix::fs::unlinkat(dst, &rel, AtFlags::empty())
-                        .map_err(|e| WorkspaceError::io("remove link", dst_path.join(&rel), e.into()))?;
+                    rustix::fs::unlinkat(dst, &rel, AtFlags::empty()).map_err(|e| {
+                        WorkspaceError::io("remove link", dst_path.join(&rel), e.into())
+                    })?;
                     self.report.skipped.push(Skipped {
                         path: rel,
                         reason: SkipReason::LinkEscapes { target },

@@ -71,7 +71,11 @@ impl Marker {
 }
 
 /// Writes `marker` on the directory `dir` (attribute, or the fallback file).
-pub(crate) fn write(dir: impl AsFd, dir_path: &Path, marker: &Marker) -> Result<(), WorkspaceError> {
+pub(crate) fn write(
+    dir: impl AsFd,
+    dir_path: &Path,
+    marker: &Marker,
+) -> Result<(), WorkspaceError> {
     let payload = marker.encode();
     match rustix::fs::fsetxattr(&dir, MARKER_XATTR, payload.as_bytes(), XattrFlags::empty()) {
         Ok(()) => Ok(()),
@@ -82,10 +86,14 @@ pub(crate) fn write(dir: impl AsFd, dir_path: &Path, marker: &Marker) -> Result<
                 OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
                 Mode::RUSR,
             )
-            .map_err(|e| WorkspaceError::io("write marker", dir_path.join(MARKER_FILE), e.into()))?;
+            .map_err(|e| {
+                WorkspaceError::io("write marker", dir_path.join(MARKER_FILE), e.into())
+            })?;
             rustix::io::write(&fd, payload.as_bytes())
                 .map(drop)
-                .map_err(|e| WorkspaceError::io("write marker", dir_path.join(MARKER_FILE), e.into()))
+                .map_err(|e| {
+                    WorkspaceError::io("write marker", dir_path.join(MARKER_FILE), e.into())
+                })
         }
         Err(e) => Err(WorkspaceError::io("mark", dir_path, e.into())),
     }

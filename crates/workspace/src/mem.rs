@@ -60,7 +60,10 @@ impl MemWorkspace {
                 Node::Dir => None,
             })
             .collect();
-        Ok(Self { starter, ..workspace })
+        Ok(Self {
+            starter,
+            ..workspace
+        })
     }
 
     fn lock(&self) -> MutexGuard<'_, BTreeMap<PathBuf, Node>> {
@@ -69,7 +72,10 @@ impl MemWorkspace {
         self.nodes.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn ensure_parents(nodes: &mut BTreeMap<PathBuf, Node>, path: &Path) -> Result<(), WorkspaceError> {
+    fn ensure_parents(
+        nodes: &mut BTreeMap<PathBuf, Node>,
+        path: &Path,
+    ) -> Result<(), WorkspaceError> {
         let mut parent = PathBuf::new();
         let components: Vec<_> = path.components().collect();
         for component in &components[..components.len().saturating_sub(1)] {
@@ -156,7 +162,9 @@ impl Workspace for MemWorkspace {
     fn list(&self, rel: &Path) -> Result<Vec<Entry>, WorkspaceError> {
         let dir = match normalize(rel) {
             Ok(parts) => join(&parts),
-            Err(WorkspaceError::InvalidPath { reason: "is empty", .. }) => PathBuf::new(),
+            Err(WorkspaceError::InvalidPath {
+                reason: "is empty", ..
+            }) => PathBuf::new(),
             Err(err) => return Err(err),
         };
         let nodes = self.lock();

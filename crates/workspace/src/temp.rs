@@ -253,7 +253,8 @@ impl TempWorkspace {
     }
 
     fn mkdir(&self, parts: &[&OsStr]) -> Result<(), WorkspaceError> {
-        let parent = open_parent(self.dir.as_fd(), parts).map_err(|e| map_errno("create", parts, e))?;
+        let parent =
+            open_parent(self.dir.as_fd(), parts).map_err(|e| map_errno("create", parts, e))?;
         let base = parent.as_ref().map_or(self.dir.as_fd(), AsFd::as_fd);
         let name = parts[parts.len() - 1];
         match rustix::fs::mkdirat(base, name, Mode::from_raw_mode(0o755)) {
@@ -298,14 +299,20 @@ impl Workspace for TempWorkspace {
         self.mkdir(&parts)?;
         // The last component may have been an existing link or file: check it resolves to a
         // directory inside.
-        open_beneath(self.dir.as_fd(), &parts, OFlags::PATH | OFlags::DIRECTORY, Mode::empty())
-            .map(drop)
-            .map_err(|e| map_errno("create", &parts, e))
+        open_beneath(
+            self.dir.as_fd(),
+            &parts,
+            OFlags::PATH | OFlags::DIRECTORY,
+            Mode::empty(),
+        )
+        .map(drop)
+        .map_err(|e| map_errno("create", &parts, e))
     }
 
     fn remove(&self, rel: &Path) -> Result<(), WorkspaceError> {
         let parts = normalize(rel)?;
-        let parent = open_parent(self.dir.as_fd(), &parts).map_err(|e| map_errno("remove", &parts, e))?;
+        let parent =
+            open_parent(self.dir.as_fd(), &parts).map_err(|e| map_errno("remove", &parts, e))?;
         let base = parent.as_ref().map_or(self.dir.as_fd(), AsFd::as_fd);
         let name = parts[parts.len() - 1];
         match rustix::fs::statat(base, name, AtFlags::SYMLINK_NOFOLLOW) {
@@ -326,9 +333,10 @@ impl Workspace for TempWorkspace {
 
     fn list(&self, rel: &Path) -> Result<Vec<Entry>, WorkspaceError> {
         let listing = match normalize(rel) {
-            Err(WorkspaceError::InvalidPath { reason: "is empty", .. }) => {
-                Dir::read_from(&self.dir).map_err(|e| WorkspaceError::io("list", &self.path, e.into()))?
-            }
+            Err(WorkspaceError::InvalidPath {
+                reason: "is empty", ..
+            }) => Dir::read_from(&self.dir)
+                .map_err(|e| WorkspaceError::io("list", &self.path, e.into()))?,
             Err(err) => return Err(err),
             Ok(parts) => {
                 let fd = open_beneath(
@@ -342,7 +350,9 @@ impl Workspace for TempWorkspace {
             }
         };
         let top = matches!(normalize(rel), Err(WorkspaceError::InvalidPath { .. }));
-        let fd = listing.fd().map_err(|e| WorkspaceError::io("list", rel, e.into()))?;
+        let fd = listing
+            .fd()
+            .map_err(|e| WorkspaceError::io("list", rel, e.into()))?;
         let fd = rustix::io::dup(fd).map_err(|e| WorkspaceError::io("list", rel, e.into()))?;
         let mut entries = Vec::new();
         for entry in listing {

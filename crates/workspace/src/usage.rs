@@ -162,7 +162,9 @@ fn walk(root: &Path, mut visit: impl FnMut(&[u8], Stamp)) -> Result<(), Workspac
             let Ok(stat) = rustix::fs::statat(&fd, name, AtFlags::SYMLINK_NOFOLLOW) else {
                 continue;
             };
-            if kind == FileType::Unknown && FileType::from_raw_mode(stat.st_mode) == FileType::Directory {
+            if kind == FileType::Unknown
+                && FileType::from_raw_mode(stat.st_mode) == FileType::Directory
+            {
                 if let Some(child) = open_same_dev(fd.as_fd(), name, root_dev) {
                     let mut child_prefix = prefix.clone();
                     child_prefix.extend_from_slice(bytes);
@@ -187,4 +189,3 @@ fn open_same_dev(dir: BorrowedFd<'_>, name: &std::ffi::CStr, root_mount: u64) ->
     let fd = rustix::fs::openat(dir, name, flags, Mode::empty()).ok()?;
     (mount_id(fd.as_fd()).ok()? == root_mount).then_some(fd)
 }
-

@@ -20,8 +20,12 @@ fn a_hundred_concurrent_workspaces_have_unique_paths_and_all_go() {
                 scope.spawn(move || {
                     // The same run id for all: uniqueness comes from the random suffix.
                     let ws = create(root, "same-run");
-                    ws.write_file(Path::new("id.txt"), i.to_string().as_bytes()).unwrap();
-                    assert_eq!(ws.read_file(Path::new("id.txt")).unwrap(), i.to_string().as_bytes());
+                    ws.write_file(Path::new("id.txt"), i.to_string().as_bytes())
+                        .unwrap();
+                    assert_eq!(
+                        ws.read_file(Path::new("id.txt")).unwrap(),
+                        i.to_string().as_bytes()
+                    );
                     assert_eq!(ws.usage().unwrap().files, 1);
                     barrier.wait();
                     let path = ws.path().to_owned();
@@ -34,5 +38,9 @@ fn a_hundred_concurrent_workspaces_have_unique_paths_and_all_go() {
     });
     let unique: HashSet<_> = paths.iter().collect();
     assert_eq!(unique.len(), 100);
-    assert!(entries(root.path()).is_empty(), "{:?}", entries(root.path()));
+    assert!(
+        entries(root.path()).is_empty(),
+        "{:?}",
+        entries(root.path())
+    );
 }

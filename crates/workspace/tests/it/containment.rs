@@ -47,10 +47,19 @@ fn links_that_escape_are_refused_for_every_call() {
     assert_refused(ws.read_file(Path::new("out-abs/precious.txt")), "escape");
     assert_refused(ws.read_file(Path::new("out-rel/precious.txt")), "escape");
     assert_refused(ws.read_file(Path::new("out-file")), "escape");
-    assert_refused(ws.read_file(Path::new("d/up2/outside/precious.txt")), "escape");
+    assert_refused(
+        ws.read_file(Path::new("d/up2/outside/precious.txt")),
+        "escape",
+    );
     assert_refused(ws.write_file(Path::new("out-abs/new.txt"), b"x"), "escape");
-    assert_refused(ws.write_file(Path::new("out-file"), b"overwritten"), "escape");
-    assert_refused(ws.write_file(Path::new("root/tmp/hyoka-escape"), b"x"), "escape");
+    assert_refused(
+        ws.write_file(Path::new("out-file"), b"overwritten"),
+        "escape",
+    );
+    assert_refused(
+        ws.write_file(Path::new("root/tmp/hyoka-escape"), b"x"),
+        "escape",
+    );
     assert_refused(ws.create_dir(Path::new("out-rel/newdir")), "escape");
     assert_refused(ws.list(Path::new("out-abs")), "escape");
     assert_refused(ws.remove(Path::new("out-abs/precious.txt")), "escape");
@@ -103,7 +112,12 @@ fn file_operations_round_trip() {
             ("empty".to_owned(), hyoka_workspace::EntryKind::Dir)
         ]
     );
-    assert!(ws.list(Path::new("")).unwrap().iter().all(|e| e.name != ".hyoka-workspace"));
+    assert!(
+        ws.list(Path::new(""))
+            .unwrap()
+            .iter()
+            .all(|e| e.name != ".hyoka-workspace")
+    );
     assert!(matches!(
         ws.read_file(Path::new("missing")),
         Err(WorkspaceError::NotFound { .. })

@@ -46,7 +46,13 @@ fn the_marker_survives_the_agent_emptying_its_workspace() {
     let marker = read_marker(ws.path()).unwrap();
     // The extended attribute lives on the directory itself; file systems without user
     // attributes fall back to a file, which the run's ledger backs up.
-    if rustix::fs::getxattr(ws.path(), hyoka_workspace::MARKER_XATTR, &mut [0u8; 256][..]).is_ok() {
+    if rustix::fs::getxattr(
+        ws.path(),
+        hyoka_workspace::MARKER_XATTR,
+        &mut [0u8; 256][..],
+    )
+    .is_ok()
+    {
         assert_eq!(marker.unwrap().run_id, "emptied");
     } else {
         eprintln!("note: no user xattrs here; the ledger is the only record");
@@ -81,7 +87,11 @@ fn keep_policies() {
         let path = ws.path().to_owned();
         let closed = ws.close(outcome).unwrap();
         assert_eq!(path.exists(), kept, "{keep:?} {outcome:?}");
-        assert_eq!(matches!(closed, Closed::Kept(_)), kept, "{keep:?} {outcome:?}");
+        assert_eq!(
+            matches!(closed, Closed::Kept(_)),
+            kept,
+            "{keep:?} {outcome:?}"
+        );
         if kept {
             assert_eq!(closed, Closed::Kept(path.clone()));
             assert!(remove_tree(&path).is_complete());
@@ -94,7 +104,12 @@ fn keep_policy_parses_the_cli_spelling() {
     assert_eq!("never".parse(), Ok(KeepPolicy::Never));
     assert_eq!("on-failure".parse(), Ok(KeepPolicy::OnFailure));
     assert_eq!("always".parse(), Ok(KeepPolicy::Always));
-    assert!("sometimes".parse::<KeepPolicy>().unwrap_err().contains("\"sometimes\""));
+    assert!(
+        "sometimes"
+            .parse::<KeepPolicy>()
+            .unwrap_err()
+            .contains("\"sometimes\"")
+    );
 }
 
 #[test]
@@ -110,7 +125,10 @@ fn drop_removes_and_counts_as_failure() {
     let mut opts = options(root.path(), "dropped-kept");
     opts.keep = KeepPolicy::OnFailure;
     let path = TempWorkspace::create(&opts).unwrap().path().to_owned();
-    assert!(path.exists(), "on-failure keeps a workspace that was never closed");
+    assert!(
+        path.exists(),
+        "on-failure keeps a workspace that was never closed"
+    );
     assert!(remove_tree(&path).is_complete());
 }
 

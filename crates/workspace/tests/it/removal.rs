@@ -21,7 +21,10 @@ fn links_out_are_unlinked_and_their_targets_untouched() {
     symlink("/", p.join("to-root")).unwrap();
 
     let closed = ws.close(Outcome::Success).unwrap();
-    assert!(matches!(closed, Closed::Removed(ref r) if r.is_complete()), "{closed:?}");
+    assert!(
+        matches!(closed, Closed::Removed(ref r) if r.is_complete()),
+        "{closed:?}"
+    );
     assert!(!p.exists());
     outside.assert_intact();
     assert_eq!(entries(&outside.dir), ["precious.txt"]);
@@ -88,12 +91,25 @@ fn read_only_trees_go_without_root_privileges() {
     std::fs::set_permissions(tree.join("a/b"), std::fs::Permissions::from_mode(0o500)).unwrap();
     std::fs::set_permissions(tree.join("a"), std::fs::Permissions::from_mode(0o000)).unwrap();
     let helper = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "removal::remove_as_nobody_child", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "removal::remove_as_nobody_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env("HYOKA_TEST_REMOVE_AS_NOBODY", &tree)
         .output()
         .unwrap();
-    assert!(helper.status.success(), "{}", String::from_utf8_lossy(&helper.stdout));
-    assert!(!tree.exists(), "{}", String::from_utf8_lossy(&helper.stdout));
+    assert!(
+        helper.status.success(),
+        "{}",
+        String::from_utf8_lossy(&helper.stdout)
+    );
+    assert!(
+        !tree.exists(),
+        "{}",
+        String::from_utf8_lossy(&helper.stdout)
+    );
 }
 
 /// Runs only as the child of `read_only_trees_go_without_root_privileges`.
@@ -131,7 +147,7 @@ fn odd_names_and_special_files_go() {
         "tab\there",
         "ünïcødé ✻",
         "*",
-        "..."
+        "...",
     ] {
         std::fs::write(p.join(name), name).unwrap();
     }
@@ -167,19 +183,32 @@ fn deep_nesting_neither_overflows_nor_runs_out_of_descriptors() {
     let ws = create(root.path(), "deep");
     let p = hyoka_workspace::Workspace::path(&ws).to_owned();
     // 2,000 levels: deeper than PATH_MAX allows in one path and far beyond the open-depth cap.
-    let mut dir = rustix::fs::open(&p, rustix::fs::OFlags::DIRECTORY, rustix::fs::Mode::empty())
-        .unwrap();
+    let mut dir =
+        rustix::fs::open(&p, rustix::fs::OFlags::DIRECTORY, rustix::fs::Mode::empty()).unwrap();
     for level in 0..2000 {
         rustix::fs::mkdirat(&dir, "d", rustix::fs::Mode::RWXU).unwrap();
         if level % 100 == 0 {
-            rustix::fs::openat(&dir, "f", rustix::fs::OFlags::CREATE | rustix::fs::OFlags::WRONLY, rustix::fs::Mode::RUSR).unwrap();
-        }
-        dir = rustix::fs::openat(&dir, "d", rustix::fs::OFlags::DIRECTORY, rustix::fs::Mode::empty())
+            rustix::fs::openat(
+                &dir,
+                "f",
+                rustix::fs::OFlags::CREATE | rustix::fs::OFlags::WRONLY,
+                rustix::fs::Mode::RUSR,
+            )
             .unwrap();
+        }
+        dir = rustix::fs::openat(
+            &dir,
+            "d",
+            rustix::fs::OFlags::DIRECTORY,
+            rustix::fs::Mode::empty(),
+        )
+        .unwrap();
     }
     drop(dir);
     let closed = ws.close(Outcome::Success).unwrap();
-    let Closed::Removed(report) = closed else { panic!("kept") };
+    let Closed::Removed(report) = closed else {
+        panic!("kept")
+    };
     assert_eq!(report.removed, 2000 + 20 + 1);
     assert!(!p.exists());
 }
@@ -214,7 +243,10 @@ fn a_bind_mount_inside_is_reported_not_deleted_through() {
     assert_eq!(report.leftovers[1].reason, LeftoverReason::NotEmpty);
     assert!(err.to_string().contains("mount point"), "{err}");
     outside.assert_intact();
-    assert!(!p.join("regular").exists(), "the rest of the workspace went");
+    assert!(
+        !p.join("regular").exists(),
+        "the rest of the workspace went"
+    );
     drop(guard);
     // Once unmounted, a second pass removes what is left.
     assert!(remove_tree(&p).is_complete());

@@ -8,14 +8,24 @@ use hyoka_workspace::{SkipReason, TempWorkspace, Workspace};
 use crate::support::{make_writable, options, scratch, sentinel};
 
 fn mode(path: &Path) -> u32 {
-    std::fs::symlink_metadata(path).unwrap().permissions().mode() & 0o7777
+    std::fs::symlink_metadata(path)
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o7777
 }
 
 #[test]
 fn copies_files_dirs_modes_hidden_and_build_dirs() {
     let root = scratch();
     let starter = root.path().join("starter");
-    for dir in ["src", ".git/objects", "target/debug", "node_modules/x", "ro"] {
+    for dir in [
+        "src",
+        ".git/objects",
+        "target/debug",
+        "node_modules/x",
+        "ro",
+    ] {
         std::fs::create_dir_all(starter.join(dir)).unwrap();
     }
     std::fs::write(starter.join("src/main.rs"), b"fn main() {}\n").unwrap();
@@ -24,8 +34,16 @@ fn copies_files_dirs_modes_hidden_and_build_dirs() {
     std::fs::write(starter.join("node_modules/x/index.js"), b"1").unwrap();
     std::fs::write(starter.join("ro/readme"), b"read only").unwrap();
     std::fs::write(starter.join("run.sh"), b"#!/bin/sh\n").unwrap();
-    std::fs::set_permissions(starter.join("run.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
-    std::fs::set_permissions(starter.join("ro/readme"), std::fs::Permissions::from_mode(0o444)).unwrap();
+    std::fs::set_permissions(
+        starter.join("run.sh"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        starter.join("ro/readme"),
+        std::fs::Permissions::from_mode(0o444),
+    )
+    .unwrap();
     std::fs::set_permissions(starter.join("ro"), std::fs::Permissions::from_mode(0o555)).unwrap();
 
     let mut opts = options(root.path(), "starter");
@@ -33,9 +51,19 @@ fn copies_files_dirs_modes_hidden_and_build_dirs() {
     let ws = TempWorkspace::create(&opts).unwrap();
     let report = ws.starter_report().unwrap().clone();
     assert_eq!(report.files, 6);
-    assert_eq!(report.dirs, 8, "src .git .git/objects target target/debug node_modules node_modules/x ro");
+    assert_eq!(
+        report.dirs, 8,
+        "src .git .git/objects target target/debug node_modules node_modules/x ro"
+    );
     assert!(report.skipped.is_empty());
-    for file in ["src/main.rs", ".git/HEAD", "target/debug/app", "node_modules/x/index.js", "ro/readme", "run.sh"] {
+    for file in [
+        "src/main.rs",
+        ".git/HEAD",
+        "target/debug/app",
+        "node_modules/x/index.js",
+        "ro/readme",
+        "run.sh",
+    ] {
         assert_eq!(
             ws.read_file(Path::new(file)).unwrap(),
             std::fs::read(starter.join(file)).unwrap(),
@@ -86,13 +114,38 @@ fn links_are_recreated_only_when_they_stay_inside() {
         })
         .collect();
     skipped.sort();
-    assert_eq!(skipped, ["abs-out", "dir-out", "lib/deep/far-out", "rel-out", "sneaky"]);
+    assert_eq!(
+        skipped,
+        [
+            "abs-out",
+            "dir-out",
+            "lib/deep/far-out",
+            "rel-out",
+            "sneaky"
+        ]
+    );
     assert_eq!(report.links, 4, "alias, up, dangling, here");
     assert_eq!(ws.read_file(Path::new("lib/alias.txt")).unwrap(), b"real");
-    assert_eq!(ws.read_file(Path::new("lib/deep/up/real.txt")).unwrap(), b"real");
-    assert!(std::fs::symlink_metadata(ws.path().join("dangling")).unwrap().is_symlink());
-    for gone in ["abs-out", "rel-out", "dir-out", "sneaky", "lib/deep/far-out"] {
-        assert!(std::fs::symlink_metadata(ws.path().join(gone)).is_err(), "{gone}");
+    assert_eq!(
+        ws.read_file(Path::new("lib/deep/up/real.txt")).unwrap(),
+        b"real"
+    );
+    assert!(
+        std::fs::symlink_metadata(ws.path().join("dangling"))
+            .unwrap()
+            .is_symlink()
+    );
+    for gone in [
+        "abs-out",
+        "rel-out",
+        "dir-out",
+        "sneaky",
+        "lib/deep/far-out",
+    ] {
+        assert!(
+            std::fs::symlink_metadata(ws.path().join(gone)).is_err(),
+            "{gone}"
+        );
     }
     assert!(!ws.path().join("precious.txt").exists());
     ws.close(hyoka_workspace::Outcome::Success).unwrap();

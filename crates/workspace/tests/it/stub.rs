@@ -6,21 +6,55 @@ use hyoka_workspace::{EntryKind, MemWorkspace, MockWorkspace, Usage, Workspace, 
 
 #[test]
 fn mem_workspace_follows_the_same_rules() {
-    let ws = MemWorkspace::with_files([("README.md", b"starter".to_vec()), ("src/lib.rs", b"".to_vec())]).unwrap();
+    let ws = MemWorkspace::with_files([
+        ("README.md", b"starter".to_vec()),
+        ("src/lib.rs", b"".to_vec()),
+    ])
+    .unwrap();
     assert_eq!(ws.usage().unwrap(), Usage::default());
-    ws.write_file(Path::new("src/lib.rs"), b"pub fn f() {}").unwrap();
+    ws.write_file(Path::new("src/lib.rs"), b"pub fn f() {}")
+        .unwrap();
     ws.write_file(Path::new("tests/t.rs"), b"#[test]").unwrap();
     ws.remove(Path::new("README.md")).unwrap();
     assert_eq!(
         ws.usage().unwrap(),
-        Usage { files: 2, bytes: 13 + 7, created: 1, changed: 1, deleted: 1 }
+        Usage {
+            files: 2,
+            bytes: 13 + 7,
+            created: 1,
+            changed: 1,
+            deleted: 1
+        }
     );
-    assert_eq!(ws.read_file(Path::new("src/lib.rs")).unwrap(), b"pub fn f() {}");
-    let root: Vec<_> = ws.list(Path::new("")).unwrap().into_iter().map(|e| (e.name, e.kind)).collect();
-    assert_eq!(root, [("src".into(), EntryKind::Dir), ("tests".into(), EntryKind::Dir)]);
-    assert!(matches!(ws.write_file(Path::new("../x"), b""), Err(WorkspaceError::InvalidPath { .. })));
-    assert!(matches!(ws.read_file(Path::new("/abs")), Err(WorkspaceError::InvalidPath { .. })));
-    assert!(matches!(ws.read_file(Path::new("nope")), Err(WorkspaceError::NotFound { .. })));
+    assert_eq!(
+        ws.read_file(Path::new("src/lib.rs")).unwrap(),
+        b"pub fn f() {}"
+    );
+    let root: Vec<_> = ws
+        .list(Path::new(""))
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.name, e.kind))
+        .collect();
+    assert_eq!(
+        root,
+        [
+            ("src".into(), EntryKind::Dir),
+            ("tests".into(), EntryKind::Dir)
+        ]
+    );
+    assert!(matches!(
+        ws.write_file(Path::new("../x"), b""),
+        Err(WorkspaceError::InvalidPath { .. })
+    ));
+    assert!(matches!(
+        ws.read_file(Path::new("/abs")),
+        Err(WorkspaceError::InvalidPath { .. })
+    ));
+    assert!(matches!(
+        ws.read_file(Path::new("nope")),
+        Err(WorkspaceError::NotFound { .. })
+    ));
 }
 
 #[test]
@@ -35,8 +69,13 @@ fn a_harness_can_be_tested_against_the_mock() {
         .withf(|path, contents| path == Path::new("result.json") && contents == b"{}")
         .times(1)
         .returning(|_, _| Ok(()));
-    mock.expect_usage()
-        .times(1)
-        .returning(|| Ok(Usage { files: 1, bytes: 2, created: 1, ..Usage::default() }));
+    mock.expect_usage().times(1).returning(|| {
+        Ok(Usage {
+            files: 1,
+            bytes: 2,
+            created: 1,
+            ..Usage::default()
+        })
+    });
     assert_eq!(save_result(&mock).unwrap(), 1);
 }

@@ -21,9 +21,12 @@ fn counts_created_changed_and_deleted_including_hidden_and_build_dirs() {
 
     ws.write_file(Path::new("edit.txt"), b"after!!").unwrap();
     std::fs::remove_file(ws.path().join("delete.txt")).unwrap();
-    ws.write_file(Path::new(".hidden/secret"), b"12345").unwrap();
-    ws.write_file(Path::new("target/debug/build.o"), &[0u8; 1000]).unwrap();
-    ws.write_file(Path::new("node_modules/a/b.js"), b"js").unwrap();
+    ws.write_file(Path::new(".hidden/secret"), b"12345")
+        .unwrap();
+    ws.write_file(Path::new("target/debug/build.o"), &[0u8; 1000])
+        .unwrap();
+    ws.write_file(Path::new("node_modules/a/b.js"), b"js")
+        .unwrap();
     std::os::unix::fs::symlink("keep.txt", ws.path().join("link")).unwrap();
     let usage = ws.usage().unwrap();
     assert_eq!(

@@ -1,0 +1,265 @@
+//! The stream side of the terminal model: a one-line model over the tokenizer that turns raw
+//! output into stripped lines, classifies each line once, and keeps a bounded window of
+//! stripped text.
+//!
+//! A carriage return followed by new text replaces the line in the window instead of piling
+//! up frames (`⠋ Thinking\r⠙ Thinking` leaves one line), and cursor movements end a line, so
+//! Ink's multi-line redraws become separate lines. Everything is bounded: the current line
+//! keeps its first [`LINE_CAP`] bytes, the window its newest bytes.
+
+use crate::patterns::{self, LineFacts};
+use crate::ring::Ring;
+use crate::signals::ChunkSignals;
+use crate::terminal::{Sink, Tokenizer};
+
+/// Bytes of the current line kept for classification.
+pub(crate) const LINE_CAP: usize = 1024;
+/// Bytes of the window title kept.
+const TITLE_CAP: usize = 256;
+
+/// The stream scanner: tokenizer plus line model.
+#[derive(Debug, Clone)]
+pub(crate) struct StreamScanner {
+    tokenizer: Tokenizer,
+    lines: LineModel,
+}
+
+/// Facts about one chunk, before they are turned into [`ChunkSignals`].
+#[derive(Debug, Clone, Copy, Default)]
+struct ChunkFacts {
+    completion: bool,
+    working: bool,
+    prompt: bool,
+    tokens: Option<u64>,
+    visible: usize,
+}
+
+#[derive(Debug, Clone)]
+struct LineModel {
+    line: Vec<u8>,
+    /// Facts already reported for the current line, so re-evaluating a longer prefix of the
+    /// same line (at the end of each chunk) reports nothing twice.
+    reported: LineFacts,
+    window: Ring,
+    /// Logical window position where the current line starts.
+    line_start: u64,
+    /// A carriage return was seen: new text replaces the line in the window.
+    replace_pending: bool,
+    title: Vec<u8>,
+    title_working: bool,
+    chunk: ChunkFacts,
+}
+
+impl StreamScanner {
+    /// A scanner whose stripped-text window holds `window_bytes`.
+    pub(crate) fn new(window_bytes: usize) -> Self {
+        Self {
+            tokenizer: Tokenizer::default(),
+            lines: LineModel {
+                line: Vec::with_capacity(LINE_CAP),
+                reported: LineFacts::default(),
+                window: Ring::new(window_bytes),
+                line_start: 0,
+                replace_pending: false,
+                title: Vec::with_capacity(TITLE_CAP),
+                title_working: false,
+                chunk: ChunkFacts::default(),
+            },
+        }
+    }
+
+    /// Processes one chunk of output and returns what it says.
+    pub(crate) fn feed(&mut self, bytes: &[u8]) -> ChunkSignals {
+        self.lines.chunk = ChunkFacts::default();
+        self.tokenizer.feed(bytes, &mut self.lines);
+        // The line still open at the end of the chunk is classified as it stands; the facts
+        // it reports are remembered so the rest of the line only adds new ones.
+        self.lines.evaluate();
+        let c = self.lines.chunk;
+        ChunkSignals {
+            completion: c.completion,
+            working: c.working,
+            prompt: c.prompt && !c.working,
+            substantial: c.visible > 2,
+            tokens: c.tokens,
+        }
+    }
+
+    /// The window title most recently set (OSC 0 or 2), lossily decoded.
+    pub(crate) fn title(&self) -> String {
+        String::from_utf8_lossy(&self.lines.title).into_owned()
+    }
+
+    /// `true` when the window title shows a spinner frame.
+    pub(crate) fn title_working(&self) -> bool {
+        self.lines.title_working
+    }
+
+    /// The newest `max_chars` characters of stripped text (fewer if the window holds fewer).
+    pub(crate) fn stripped_tail(&self, max_chars: usize) -> String {
+        let bytes = self.lines.window.tail(self.lines.window.len());
+        let text = String::from_utf8_lossy(&bytes);
+        let count = text.chars().count();
+        text.chars().skip(count.saturating_sub(max_chars)).collect()
+    }
+
+    /// Heap bytes held by the scanner (the window, the line buffer, the title, the tokenizer).
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.lines.window.capacity()
+            + self.lines.line.capacity()
+            + self.lines.title.capacity()
+            + self.tokenizer.heap_bytes()
+    }
+}
+
+/// The window title a byte stream leaves set (used for saved snapshots).
+pub(crate) fn title_of(bytes: &[u8]) -> String {
+    let mut scanner = StreamScanner::new(64);
+    scanner.feed(bytes);
+    scanner.title()
+}
+
+impl LineModel {
+    /// Classifies the current line and reports facts not reported for it yet.
+    fn evaluate(&mut self) {
+        if self.line.is_empty() {
+            return;
+        }
+        let facts = patterns::scan_line(&self.line);
+        let new_completion = facts.completion && !self.reported.completion;
+        let new_working = facts.working && !self.reported.working;
+        let new_prompt = facts.prompt && !self.reported.prompt;
+        self.chunk.completion |= new_completion;
+        self.chunk.working |= new_working;
+        self.chunk.prompt |= new_prompt;
+        if facts.tokens.is_some() && self.reported.tokens.is_none() {
+            self.chunk.tokens = facts.tokens;
+        }
+        self.reported.completion |= facts.completion;
+        self.reported.working |= facts.working;
+        self.reported.prompt |= facts.prompt;
+        if self.reported.tokens.is_none() {
+            self.reported.tokens = facts.tokens;
+        }
+    }
+
+    /// Ends the current line (newline or cursor movement).
+    fn end_line(&mut self) {
+        self.evaluate();
+        self.line.clear();
+        self.reported = LineFacts::default();
+    }
+
+    /// A carriage return (or an equivalent): the line ends, and new text will overwrite it.
+    fn carriage_return(&mut self) {
+        self.end_line();
+        self.replace_pending = true;
+    }
+
+    /// A line feed: the line is committed to the window.
+    fn line_feed(&mut self) {
+        self.end_line();
+        self.replace_pending = false;
+        self.window.push_byte(b'\n');
+        self.line_start = self.window.end();
+    }
+
+    /// A cursor movement to another row: like a line feed, without blank lines in the window.
+    fn row_change(&mut self) {
+        self.end_line();
+        self.replace_pending = false;
+        if self.window.end() > self.line_start {
+            self.window.push_byte(b'\n');
+            self.line_start = self.window.end();
+        }
+    }
+
+    /// A horizontal gap (tab, cursor forward, column jump): one space stands for it.
+    fn gap(&mut self) {
+        if !self.line.is_empty() && self.line.last() != Some(&b' ') {
+            self.append(b" ");
+        }
+    }
+
+    #[inline]
+    fn append(&mut self, run: &[u8]) {
+        if self.replace_pending {
+            self.replace_pending = false;
+            self.window.truncate_to(self.line_start);
+        }
+        let room = LINE_CAP - self.line.len();
+        self.line.extend_from_slice(&run[..run.len().min(room)]);
+        self.window.push(run);
+    }
+}
+
+impl Sink for LineModel {
+    #[inline]
+    fn text(&mut self, run: &[u8]) {
+        if self.chunk.visible < 3 {
+            self.chunk.visible += patterns::count_visible(run, 3 - self.chunk.visible);
+        }
+        self.append(run);
+    }
+
+    fn control(&mut self, byte: u8) {
+        match byte {
+            b'\n' | 0x0b | 0x0c => self.line_feed(),
+            b'\r' => self.carriage_return(),
+            b'\t' => self.gap(),
+            _ => {}
+        }
+    }
+
+    fn csi(&mut self, params: &[u16], private: u8, final_byte: u8) {
+        if private != 0 {
+            return;
+        }
+        let first = params.first().copied().unwrap_or(0);
+        match final_byte {
+            // Cursor up/down/next/previous line, absolute position, line position, scrolls.
+            b'A' | b'B' | b'E' | b'F' | b'H' | b'f' | b'd' | b'S' | b'T' => self.row_change(),
+            // Column 1 is a carriage return; any other column or a forward move is a gap.
+            b'G' | b'`' => {
+                if first <= 1 {
+                    self.carriage_return();
+                } else {
+                    self.gap();
+                }
+            }
+            b'C' | b'I' => self.gap(),
+            // Erase the whole line (or its start): what follows redraws it.
+            b'K' if first == 1 || first == 2 => self.carriage_return(),
+            // Erase the screen.
+            b'J' if first >= 2 => self.row_change(),
+            _ => {}
+        }
+    }
+
+    fn esc(&mut self, final_byte: u8) {
+        match final_byte {
+            // Index, next line, reverse index, full reset.
+            b'D' | b'E' | b'M' | b'c' => self.row_change(),
+            _ => {}
+        }
+    }
+
+    fn osc(&mut self, payload: &[u8]) {
+        let (code, rest) = match memchr::memchr(b';', payload) {
+            Some(p) => (&payload[..p], &payload[p + 1..]),
+            None => (payload, &payload[payload.len()..]),
+        };
+        if code == b"0" || code == b"2" {
+            self.title.clear();
+            self.title
+                .extend_from_slice(&rest[..rest.len().min(TITLE_CAP)]);
+            let (first, after) = patterns::split_first_char(&self.title);
+            self.title_working =
+                first.is_some_and(patterns::is_spinner_frame) && after.first() == Some(&b' ');
+            self.chunk.working |= self.title_working;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
