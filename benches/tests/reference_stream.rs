@@ -29,3 +29,45 @@ fn a_short_stream_is_cut_back_to_a_character_boundary() {
     );
     assert!(std::str::from_utf8(&stream).is_ok());
 }
+
+/// Feeds the stream to the Codeman-compatible classifier in `chunk`-byte slices and compares
+/// its counters with Codeman's own (`shared/bench/codeman-expected-<chunk>.json`).
+fn check_codeman_counters(stream: &[u8], chunk: usize) {
+    let shared = std::env::var_os("HYOKA_SHARED_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared")
+        });
+    let path = shared.join(format!("bench/codeman-expected-{chunk}.json"));
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        #[expect(clippy::print_stderr, reason = "tests say why they skip")]
+        {
+            eprintln!(
+                "skipping the Codeman comparison: {} not found (set HYOKA_SHARED_DIR)",
+                path.display()
+            );
+        }
+        return;
+    };
+    let expected: serde_json::Value =
+        serde_json::from_str(&text).expect("expected counters are JSON");
+    let mut classifier = hyoka_idle_detect::CodemanClassifier::new();
+    for slice in stream.chunks(chunk) {
+        classifier.feed(slice);
+    }
+    let got = serde_json::to_value(classifier.counters()).expect("counters serialise");
+    let mut want = expected["patterns"].clone();
+    // Codeman spells the final state as its state name.
+    want["finalState"] = serde_json::Value::String("watching".to_owned());
+    assert_eq!(
+        got, want,
+        "Codeman-compatible counters at {chunk}-byte chunks"
+    );
+}
+
+#[test]
+fn codeman_compatible_counters_match_codeman_on_the_reference_stream() {
+    let stream = reference_stream();
+    check_codeman_counters(&stream, 4096);
+    check_codeman_counters(&stream, 256);
+}

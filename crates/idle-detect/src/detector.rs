@@ -11,9 +11,10 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::profile::{Profile, ScreenVerdict};
+use crate::ring::Ring;
 use crate::screen::{Screen, ScreenModel};
 use crate::signals::{BlockedKind, ChunkSignals, Evidence, HookEvent, SessionState, Verdict};
-use crate::stream::StreamScanner;
+use crate::stream::{StreamScanner, strip_for_context};
 
 /// Timings and sizes of a [`Detector`]. `Default` gives the values documented on each field.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,8 +41,9 @@ pub struct DetectorConfig {
     /// How long an AI verdict stays valid when nothing else happens (10 min); any
     /// substantial output or user input after it makes it stale at once.
     pub ai_verdict_ttl: Duration,
-    /// Bytes of stripped text kept for the AI checkers' context (24 KiB).
-    pub window_bytes: usize,
+    /// Bytes of raw output kept (48 KiB): the screen is rebuilt from them when more arrived
+    /// between two decisions, and the AI checkers' context is stripped from them.
+    pub raw_bytes: usize,
 }
 
 impl Default for DetectorConfig {
@@ -55,7 +57,7 @@ impl Default for DetectorConfig {
             busy_ticks_per_sec: 10,
             process_sample_ttl: Duration::from_secs(10),
             ai_verdict_ttl: Duration::from_secs(600),
-            window_bytes: 24 * 1024,
+            raw_bytes: 48 * 1024,
         }
     }
 }
@@ -123,6 +125,7 @@ pub struct Detector {
     profile: Profile,
     config: DetectorConfig,
     scanner: StreamScanner,
+    raw: Ring,
     screen: ScreenModel,
     screen_verdict: ScreenVerdict,
     screen_since: Option<Instant>,
@@ -147,10 +150,10 @@ impl Detector {
     /// A detector that classifies screens with `profile`.
     pub fn new(profile: Profile, config: DetectorConfig) -> Self {
         let screen = ScreenModel::new(config.rows, config.cols);
-        let scanner = StreamScanner::new(config.window_bytes);
         Self {
             profile,
-            scanner,
+            scanner: StreamScanner::new(),
+            raw: Ring::new(config.raw_bytes),
             screen,
             screen_verdict: ScreenVerdict {
                 state: SessionState::Unknown,
@@ -199,7 +202,8 @@ impl Detector {
         }
         self.first_seen.get_or_insert(now);
         let signals = self.scanner.feed(bytes);
-        self.screen.push(bytes);
+        self.raw.push(bytes);
+        self.screen.mark_stale();
         self.last_output = Some(now);
         let c = &mut self.counts;
         c.bytes += bytes.len() as u64;
@@ -302,13 +306,15 @@ impl Detector {
     /// The current screen, rendered from the output seen so far.
     pub fn screen(&mut self) -> &Screen {
         let title = self.scanner.title();
-        self.screen.sync(&title)
+        self.screen.sync(&self.raw, &title)
     }
 
     /// The newest `max_chars` characters of ANSI-stripped output (carriage-return redraws
-    /// collapsed), for an AI checker's prompt. Bounded by [`DetectorConfig::window_bytes`].
+    /// collapsed), for an AI checker's prompt. Built on demand from the raw-output ring, so
+    /// it holds at most what [`DetectorConfig::raw_bytes`] of output strips to.
     pub fn stripped_tail(&self, max_chars: usize) -> String {
-        self.scanner.stripped_tail(max_chars)
+        let bytes = self.raw.tail(self.raw.len());
+        strip_for_context(&bytes, max_chars)
     }
 
     /// Running totals of the per-chunk signals.
@@ -319,9 +325,7 @@ impl Detector {
     /// The memory this detector holds.
     pub fn state_size(&self) -> StateSize {
         StateSize {
-            bounded_bytes: size_of::<Self>()
-                + self.scanner.heap_bytes()
-                + self.screen.pending_bytes(),
+            bounded_bytes: size_of::<Self>() + self.scanner.heap_bytes() + self.raw.capacity(),
             screen_bytes: self.screen.grid_bytes(),
         }
     }
@@ -332,7 +336,7 @@ impl Detector {
             return;
         }
         self.title_seen.clone_from(&title);
-        let screen = self.screen.sync(&title);
+        let screen = self.screen.sync(&self.raw, &title);
         let next = self.profile.classify(screen);
         if next.state != self.screen_verdict.state
             || next.rule != self.screen_verdict.rule

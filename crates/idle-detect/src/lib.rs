@@ -28,6 +28,7 @@
     reason = "decisions are sans-IO: no clock, no environment"
 )]
 
+mod codeman;
 mod detector;
 mod error;
 mod patterns;
@@ -40,6 +41,7 @@ mod stream;
 mod terminal;
 
 pub use crate::{
+    codeman::{CodemanClassifier, CodemanCounters, CodemanState, WORKING_PATTERNS},
     detector::{AiVerdict, Detector, DetectorConfig, ProcessActivity, StateSize, StreamCounts},
     error::DetectError,
     profile::{Profile, Rule, ScreenVerdict},

@@ -5,7 +5,14 @@
 //! scans rather than regexes. The screen-level decisions (is that spinner still on screen?)
 //! are the profiles' job; these only say what one line of output announces.
 
+use std::sync::LazyLock;
+
 use memchr::memmem;
+
+/// Prebuilt searchers: building a `memmem` finder per call costs more than a short search.
+static TOKENS: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"tokens"));
+static ELLIPSIS: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new("…".as_bytes()));
 
 /// What one stripped line of output announces.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -49,10 +56,22 @@ pub(crate) fn scan_line(line: &[u8]) -> LineFacts {
             facts.completion = true;
         }
     }
-    if !facts.working && contains_interrupt_hint(body) {
-        facts.working = true;
+    // One pass finds both `tokens` (by its `k`) and `… to interrupt` (by its `p`/`P`); both
+    // letters are rare enough that the checks behind them cost little.
+    let mut tokens_at: Option<usize> = None;
+    let mut from = 0;
+    while let Some(p) = memchr::memchr3(b'k', b'p', b'P', &body[from..]) {
+        let at = from + p;
+        from = at + 1;
+        if body[at] == b'k' {
+            if tokens_at.is_none() && at >= 2 && body[at - 2..].starts_with(b"tokens") {
+                tokens_at = Some(at - 2);
+            }
+        } else if !facts.working && at >= 8 && is_interrupt_hint_at(body, at - 8) {
+            facts.working = true;
+        }
     }
-    if memmem::find(body, b"tokens").is_some() {
+    if tokens_at.is_some() {
         facts.tokens = token_value(body);
     }
     facts
@@ -100,8 +119,7 @@ fn is_working_status(glyph: char, rest: &[u8]) -> bool {
         .take_while(|b| b.is_ascii_alphabetic() || **b >= 0x80)
         .count();
     let word = &text[..word_len];
-    let ellipsis =
-        memmem::find(text, "…".as_bytes()).is_some() || memmem::find(text, b"...").is_some();
+    let ellipsis = ELLIPSIS.find(text).is_some() || memmem::find(text, b"...").is_some();
     if word.ends_with(b"ing") && ellipsis {
         return true;
     }
@@ -201,28 +219,21 @@ fn duration_len(text: &[u8]) -> Option<usize> {
     (end > 0).then_some(end)
 }
 
-/// `… to interrupt` (Claude: `esc to interrupt`; Codex: `• esc to interrupt)`; others: `ctrl+c`).
-fn contains_interrupt_hint(text: &[u8]) -> bool {
-    let mut from = 0;
-    while let Some(p) = memchr::memchr2(b'i', b'I', &text[from..]) {
-        let at = from + p;
-        if text.len() - at >= 9 && text[at..at + 9].eq_ignore_ascii_case(b"interrupt") {
-            let before = &text[..at];
-            let before = before.strip_suffix(b" ").unwrap_or(before);
-            if before.len() >= 2 && before[before.len() - 2..].eq_ignore_ascii_case(b"to") {
-                return true;
-            }
-        }
-        from = at + 1;
+/// `true` when `text[start..]` begins with `interrupt` (any case) preceded by `to ` or `to`.
+fn is_interrupt_hint_at(text: &[u8], start: usize) -> bool {
+    if text.len() < start + 9 || !text[start..start + 9].eq_ignore_ascii_case(b"interrupt") {
+        return false;
     }
-    false
+    let before = &text[..start];
+    let before = before.strip_suffix(b" ").unwrap_or(before);
+    before.len() >= 2 && before[before.len() - 2..].eq_ignore_ascii_case(b"to")
 }
 
 /// The value of the first `TOKEN_PATTERN` match (`/(\d+(?:\.\d+)?)\s*([kKmM])?\s*tokens/`) in
 /// `text`, computed as Codeman does (`parseFloat`, × 1e3 or 1e6, rounded).
 pub(crate) fn token_value(text: &[u8]) -> Option<u64> {
     let mut from = 0;
-    while let Some(p) = memmem::find(&text[from..], b"tokens") {
+    while let Some(p) = TOKENS.find(&text[from..]) {
         let at = from + p;
         if let Some(v) = token_number_before(&text[..at]) {
             return Some(v);
@@ -232,45 +243,77 @@ pub(crate) fn token_value(text: &[u8]) -> Option<u64> {
     None
 }
 
-/// Parses `\d+(?:\.\d+)?\s*[kKmM]?\s*` backwards from the end of `before`.
+/// Parses `\d+(?:\.\d+)?\s*[kKmM]?\s*` backwards from the end of `before` (JavaScript `\s`),
+/// returning the leftmost-match value as Codeman computes it.
 fn token_number_before(before: &[u8]) -> Option<u64> {
-    let mut end = trim_end_spaces(before).len();
+    let mut end = trim_end_js_spaces(before);
     let mut scale = 1.0;
-    if end > 0 {
-        match before[end - 1] {
-            b'k' | b'K' => {
-                scale = 1e3;
-                end -= 1;
-            }
-            b'm' | b'M' => {
-                scale = 1e6;
-                end -= 1;
-            }
-            _ => {}
-        }
+    if end > 0 && matches!(before[end - 1], b'k' | b'K' | b'm' | b'M') {
+        scale = if matches!(before[end - 1], b'k' | b'K') {
+            1e3
+        } else {
+            1e6
+        };
+        end = trim_end_js_spaces(&before[..end - 1]);
     }
-    if scale > 1.0 {
-        end = trim_end_spaces(&before[..end]).len();
-    }
-    let digits_end = end;
-    let mut start = digits_end;
-    while start > 0 && before[start - 1].is_ascii_digit() {
+    let number = parse_number_before(&before[..end])?;
+    Some(js_round(number * scale))
+}
+
+/// The `\d+(?:\.\d+)?` number that ends `b`, read as `parseFloat` reads it.
+fn parse_number_before(b: &[u8]) -> Option<f64> {
+    let end = b.len();
+    let mut start = end;
+    while start > 0 && b[start - 1].is_ascii_digit() {
         start -= 1;
     }
-    if start == digits_end {
+    if start == end {
         return None;
     }
-    if start >= 2 && before[start - 1] == b'.' && before[start - 2].is_ascii_digit() {
+    if start >= 2 && b[start - 1] == b'.' && b[start - 2].is_ascii_digit() {
         start -= 1;
-        while start > 0 && before[start - 1].is_ascii_digit() {
+        while start > 0 && b[start - 1].is_ascii_digit() {
             start -= 1;
         }
     }
-    let number: f64 = std::str::from_utf8(&before[start..digits_end])
-        .ok()?
-        .parse()
-        .ok()?;
-    Some(js_round(number * scale))
+    std::str::from_utf8(&b[start..end]).ok()?.parse().ok()
+}
+
+/// The length of `b` without its trailing JavaScript whitespace.
+fn trim_end_js_spaces(b: &[u8]) -> usize {
+    let mut end = b.len();
+    loop {
+        let n = js_space_len_back(&b[..end]);
+        if n == 0 {
+            return end;
+        }
+        end -= n;
+    }
+}
+
+/// Length in bytes of a JavaScript `\s` character at the start of `b` (0 if none).
+pub(crate) fn js_space_len(b: &[u8]) -> usize {
+    match b {
+        [0x09..=0x0d | b' ', ..] => 1,
+        [0xc2, 0xa0, ..] => 2,
+        [0xe1, 0x9a, 0x80, ..]
+        | [0xe2, 0x80, 0x80..=0x8a | 0xa8 | 0xa9 | 0xaf, ..]
+        | [0xe2, 0x81, 0x9f, ..]
+        | [0xe3, 0x80, 0x80, ..]
+        | [0xef, 0xbb, 0xbf, ..] => 3,
+        _ => 0,
+    }
+}
+
+/// Length in bytes of a JavaScript `\s` character that ends `b` (0 if none).
+pub(crate) fn js_space_len_back(b: &[u8]) -> usize {
+    for n in 1..=3.min(b.len()) {
+        let start = b.len() - n;
+        if b[start] & 0xc0 != 0x80 {
+            return if js_space_len(&b[start..]) == n { n } else { 0 };
+        }
+    }
+    0
 }
 
 /// JavaScript's `Math.round` for non-negative finite values, saturated to `u64`.
@@ -298,38 +341,31 @@ pub(crate) fn trim_start(s: &[u8]) -> &[u8] {
     &s[n..]
 }
 
-/// Strips trailing whitespace, as `\s*` before a token suffix allows.
-fn trim_end_spaces(s: &[u8]) -> &[u8] {
-    let mut end = s.len();
-    while end > 0 {
-        match s[end - 1] {
-            b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c => end -= 1,
-            // U+00A0 NO-BREAK SPACE, which Ink uses for padding.
-            0xa0 if end >= 2 && s[end - 2] == 0xc2 => end -= 2,
-            _ => break,
-        }
-    }
-    &s[..end]
-}
-
-/// Splits off the first UTF-8 character (`None` when the bytes do not start with one).
+/// Splits off the first UTF-8 character (`None` when the bytes do not start with a valid one).
 pub(crate) fn split_first_char(s: &[u8]) -> (Option<char>, &[u8]) {
-    let Some(&b) = s.first() else {
+    let Some(&b0) = s.first() else {
         return (None, s);
     };
-    let n = match b {
-        0x00..=0x7f => 1,
-        0xc0..=0xdf => 2,
-        0xe0..=0xef => 3,
-        0xf0..=0xf7 => 4,
+    let (n, init) = match b0 {
+        0x00..=0x7f => return (Some(char::from(b0)), &s[1..]),
+        0xc2..=0xdf => (2, u32::from(b0 & 0x1f)),
+        0xe0..=0xef => (3, u32::from(b0 & 0x0f)),
+        0xf0..=0xf4 => (4, u32::from(b0 & 0x07)),
         _ => return (None, &s[1..]),
     };
     if s.len() < n {
         return (None, &s[s.len()..]);
     }
-    match std::str::from_utf8(&s[..n]) {
-        Ok(t) => (t.chars().next(), &s[n..]),
-        Err(_) => (None, &s[1..]),
+    let mut cp = init;
+    for &b in &s[1..n] {
+        if b & 0xc0 != 0x80 {
+            return (None, &s[1..]);
+        }
+        cp = (cp << 6) | u32::from(b & 0x3f);
+    }
+    match char::from_u32(cp) {
+        Some(c) if c.len_utf8() == n => (Some(c), &s[n..]),
+        _ => (None, &s[1..]),
     }
 }
 

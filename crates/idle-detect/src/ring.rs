@@ -41,6 +41,25 @@ impl Ring {
         self.end
     }
 
+    /// The logical position of the oldest byte held.
+    pub(crate) fn start(&self) -> u64 {
+        self.end - self.len as u64
+    }
+
+    /// The held bytes from logical position `from` (clamped to what is held) to the end, as at
+    /// most two slices.
+    pub(crate) fn slices_from(&self, from: u64) -> (&[u8], &[u8]) {
+        let skip = usize::try_from(from.saturating_sub(self.start()))
+            .unwrap_or(usize::MAX)
+            .min(self.len);
+        let (a, b) = self.as_slices();
+        if skip < a.len() {
+            (&a[skip..], b)
+        } else {
+            (&b[skip - a.len()..], &b[b.len()..])
+        }
+    }
+
     /// Appends `data`, dropping the oldest bytes when full.
     #[inline]
     pub(crate) fn push(&mut self, data: &[u8]) {
@@ -55,7 +74,10 @@ impl Ring {
         if n == 0 {
             return;
         }
-        let tail = (self.head + self.len) % cap;
+        let mut tail = self.head + self.len;
+        if tail >= cap {
+            tail -= cap;
+        }
         let first = n.min(cap - tail);
         self.buf[tail..tail + first].copy_from_slice(&data[..first]);
         if first < n {
@@ -63,7 +85,10 @@ impl Ring {
         }
         let overflow = (self.len + n).saturating_sub(cap);
         self.len += n - overflow;
-        self.head = (self.head + overflow) % cap;
+        self.head += overflow;
+        if self.head >= cap {
+            self.head -= cap;
+        }
         self.end += n as u64;
     }
 
@@ -83,12 +108,6 @@ impl Ring {
         let drop = usize::try_from(drop).unwrap_or(usize::MAX).min(self.len);
         self.len -= drop;
         self.end -= drop as u64;
-    }
-
-    /// Forgets everything (the logical position keeps counting).
-    pub(crate) fn clear(&mut self) {
-        self.head = 0;
-        self.len = 0;
     }
 
     /// The held bytes, oldest first, as at most two slices.

@@ -1,9 +1,9 @@
 //! The screen model: what is visible now, as plain lines.
 //!
 //! A [`Screen`] is a snapshot that profiles classify. Inside the detector, a `vt100` parser is
-//! fed lazily: output bytes wait in a bounded ring and are parsed only when a decision needs
-//! the screen. A session that prints slowly is therefore emulated exactly, while a flood of
-//! output costs only its last [`PENDING_BYTES`]: when the ring overflows between two
+//! fed lazily from the detector's ring of raw output: bytes are parsed only when a decision
+//! needs the screen. A session that prints slowly is therefore emulated exactly, while a flood
+//! of output costs only the ring's size: when more than the ring holds arrived between two
 //! decisions, the parser restarts from the bytes the ring still holds, which is enough to
 //! redraw the bottom of an agent's screen.
 
@@ -11,8 +11,6 @@ use std::num::NonZeroU16;
 
 use crate::ring::Ring;
 
-/// Raw output bytes kept for the screen between two decisions.
-pub(crate) const PENDING_BYTES: usize = 32 * 1024;
 /// Largest snapshot the one-shot constructors render (rows, columns).
 const MAX_SNAPSHOT_ROWS: usize = 400;
 const MAX_SNAPSHOT_COLS: usize = 512;
@@ -117,14 +115,13 @@ fn new_parser(rows: u16, cols: u16) -> vt100::Parser {
     vt100::Parser::new(rows, cols, 0)
 }
 
-/// The detector's screen: a `vt100` parser fed lazily from a bounded ring of raw output.
+/// The detector's screen: a `vt100` parser fed lazily from the detector's raw-output ring.
 pub(crate) struct ScreenModel {
     parser: vt100::Parser,
     rows: u16,
     cols: u16,
-    pending: Ring,
-    /// Bytes were dropped from `pending` since the last sync: the parser must restart.
-    lost: bool,
+    /// Logical ring position up to which the parser has been fed.
+    fed_to: u64,
     snapshot: Screen,
     stale: bool,
 }
@@ -134,8 +131,7 @@ impl std::fmt::Debug for ScreenModel {
         f.debug_struct("ScreenModel")
             .field("rows", &self.rows)
             .field("cols", &self.cols)
-            .field("pending", &self.pending.len())
-            .field("lost", &self.lost)
+            .field("fed_to", &self.fed_to)
             .field("stale", &self.stale)
             .finish_non_exhaustive()
     }
@@ -150,20 +146,15 @@ impl ScreenModel {
             parser: new_parser(rows, cols),
             rows,
             cols,
-            pending: Ring::new(PENDING_BYTES),
-            lost: false,
+            fed_to: 0,
             snapshot: Screen::default(),
             stale: false,
         }
     }
 
-    /// Queues output for the screen; nothing is parsed until [`ScreenModel::sync`].
+    /// Notes that output arrived; nothing is parsed until [`ScreenModel::sync`].
     #[inline]
-    pub(crate) fn push(&mut self, bytes: &[u8]) {
-        if self.pending.len() + bytes.len() > self.pending.capacity() {
-            self.lost = true;
-        }
-        self.pending.push(bytes);
+    pub(crate) fn mark_stale(&mut self) {
         self.stale = true;
     }
 
@@ -182,17 +173,18 @@ impl ScreenModel {
         self.stale
     }
 
-    /// Parses the queued output and returns the current screen.
-    pub(crate) fn sync(&mut self, title: &str) -> &Screen {
+    /// Parses the output the ring received since the last sync and returns the current screen.
+    pub(crate) fn sync(&mut self, raw: &Ring, title: &str) -> &Screen {
         if self.stale {
-            if self.lost {
+            if self.fed_to < raw.start() {
+                // More arrived than the ring holds: start over from what it still has.
                 self.parser = new_parser(self.rows, self.cols);
-                self.lost = false;
+                self.fed_to = raw.start();
             }
-            let (a, b) = self.pending.as_slices();
+            let (a, b) = raw.slices_from(self.fed_to);
             self.parser.process(a);
             self.parser.process(b);
-            self.pending.clear();
+            self.fed_to = raw.end();
             self.snapshot = Screen::from_parser(&self.parser, self.cols);
             self.stale = false;
         }
@@ -200,11 +192,6 @@ impl ScreenModel {
             title.clone_into(&mut self.snapshot.title);
         }
         &self.snapshot
-    }
-
-    /// Heap bytes held outside the terminal grid (the pending ring).
-    pub(crate) fn pending_bytes(&self) -> usize {
-        self.pending.capacity()
     }
 
     /// An estimate of the terminal grid's size in bytes.

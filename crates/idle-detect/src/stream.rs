@@ -1,11 +1,11 @@
 //! The stream side of the terminal model: a one-line model over the tokenizer that turns raw
-//! output into stripped lines, classifies each line once, and keeps a bounded window of
-//! stripped text.
+//! output into stripped lines and classifies each line once.
 //!
-//! A carriage return followed by new text replaces the line in the window instead of piling
-//! up frames (`⠋ Thinking\r⠙ Thinking` leaves one line), and cursor movements end a line, so
-//! Ink's multi-line redraws become separate lines. Everything is bounded: the current line
-//! keeps its first [`LINE_CAP`] bytes, the window its newest bytes.
+//! The live scanner keeps no text beyond the current line (its first [`LINE_CAP`] bytes).
+//! When an AI checker needs context, [`strip_for_context`] runs the same model with a window
+//! over the detector's raw-output ring: a carriage return followed by new text replaces the
+//! line in the window instead of piling up frames (`⠋ Thinking\r⠙ Thinking` leaves one
+//! line), and cursor movements end a line, so Ink's multi-line redraws become separate lines.
 
 use crate::patterns::{self, LineFacts};
 use crate::ring::Ring;
@@ -40,7 +40,8 @@ struct LineModel {
     /// Facts already reported for the current line, so re-evaluating a longer prefix of the
     /// same line (at the end of each chunk) reports nothing twice.
     reported: LineFacts,
-    window: Ring,
+    /// The stripped-text window, kept only when building context.
+    window: Option<Ring>,
     /// Logical window position where the current line starts.
     line_start: u64,
     /// A carriage return was seen: new text replaces the line in the window.
@@ -51,14 +52,23 @@ struct LineModel {
 }
 
 impl StreamScanner {
-    /// A scanner whose stripped-text window holds `window_bytes`.
-    pub(crate) fn new(window_bytes: usize) -> Self {
+    /// A live scanner: line facts and the title, no stripped-text window.
+    pub(crate) fn new() -> Self {
+        Self::build(None)
+    }
+
+    /// A scanner that also keeps the newest `window_bytes` of stripped text.
+    fn with_window(window_bytes: usize) -> Self {
+        Self::build(Some(Ring::new(window_bytes)))
+    }
+
+    fn build(window: Option<Ring>) -> Self {
         Self {
             tokenizer: Tokenizer::default(),
             lines: LineModel {
                 line: Vec::with_capacity(LINE_CAP),
                 reported: LineFacts::default(),
-                window: Ring::new(window_bytes),
+                window,
                 line_start: 0,
                 replace_pending: false,
                 title: Vec::with_capacity(TITLE_CAP),
@@ -95,17 +105,9 @@ impl StreamScanner {
         self.lines.title_working
     }
 
-    /// The newest `max_chars` characters of stripped text (fewer if the window holds fewer).
-    pub(crate) fn stripped_tail(&self, max_chars: usize) -> String {
-        let bytes = self.lines.window.tail(self.lines.window.len());
-        let text = String::from_utf8_lossy(&bytes);
-        let count = text.chars().count();
-        text.chars().skip(count.saturating_sub(max_chars)).collect()
-    }
-
-    /// Heap bytes held by the scanner (the window, the line buffer, the title, the tokenizer).
+    /// Heap bytes held by the scanner (the line buffer, the title, the tokenizer).
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.lines.window.capacity()
+        self.lines.window.as_ref().map_or(0, Ring::capacity)
             + self.lines.line.capacity()
             + self.lines.title.capacity()
             + self.tokenizer.heap_bytes()
@@ -114,9 +116,23 @@ impl StreamScanner {
 
 /// The window title a byte stream leaves set (used for saved snapshots).
 pub(crate) fn title_of(bytes: &[u8]) -> String {
-    let mut scanner = StreamScanner::new(64);
+    let mut scanner = StreamScanner::new();
     scanner.feed(bytes);
     scanner.title()
+}
+
+/// The newest `max_chars` characters of `raw` output with escape sequences stripped and
+/// carriage-return redraws collapsed (the AI checkers' context).
+pub(crate) fn strip_for_context(raw: &[u8], max_chars: usize) -> String {
+    let mut scanner = StreamScanner::with_window(raw.len().max(1));
+    scanner.feed(raw);
+    let Some(window) = scanner.lines.window.as_ref() else {
+        return String::new();
+    };
+    let bytes = window.tail(window.len());
+    let text = String::from_utf8_lossy(&bytes);
+    let count = text.chars().count();
+    text.chars().skip(count.saturating_sub(max_chars)).collect()
 }
 
 impl LineModel {
@@ -160,17 +176,21 @@ impl LineModel {
     fn line_feed(&mut self) {
         self.end_line();
         self.replace_pending = false;
-        self.window.push_byte(b'\n');
-        self.line_start = self.window.end();
+        if let Some(w) = &mut self.window {
+            w.push_byte(b'\n');
+            self.line_start = w.end();
+        }
     }
 
     /// A cursor movement to another row: like a line feed, without blank lines in the window.
     fn row_change(&mut self) {
         self.end_line();
         self.replace_pending = false;
-        if self.window.end() > self.line_start {
-            self.window.push_byte(b'\n');
-            self.line_start = self.window.end();
+        if let Some(w) = &mut self.window {
+            if w.end() > self.line_start {
+                w.push_byte(b'\n');
+                self.line_start = w.end();
+            }
         }
     }
 
@@ -183,13 +203,15 @@ impl LineModel {
 
     #[inline]
     fn append(&mut self, run: &[u8]) {
-        if self.replace_pending {
-            self.replace_pending = false;
-            self.window.truncate_to(self.line_start);
-        }
         let room = LINE_CAP - self.line.len();
         self.line.extend_from_slice(&run[..run.len().min(room)]);
-        self.window.push(run);
+        if let Some(w) = &mut self.window {
+            if self.replace_pending {
+                self.replace_pending = false;
+                w.truncate_to(self.line_start);
+            }
+            w.push(run);
+        }
     }
 }
 

@@ -20,6 +20,10 @@ const MAX_PARAMS: usize = 8;
 
 /// Receives the tokens of a terminal byte stream.
 pub(crate) trait Sink {
+    /// `false` lets the tokenizer skip SGR and private-mode CSIs (`…m`, `ESC[?…`) without
+    /// reporting them, the line model's case; tests that record everything say `true`.
+    const WANTS_ALL_CSI: bool = false;
+
     /// A run of printable bytes (no C0 control); may contain UTF-8 multi-byte sequences, possibly
     /// cut at either end when a character straddles two reads.
     fn text(&mut self, run: &[u8]);
@@ -105,7 +109,15 @@ impl Tokenizer {
                         let b = bytes[i];
                         i += 1;
                         match b {
-                            0x1b => self.enter_escape(),
+                            0x1b => {
+                                // Most sequences are short CSIs that end in this chunk: parse
+                                // those in one tight loop instead of byte by byte.
+                                if let Some(n) = fast_csi(&bytes[i..], sink) {
+                                    i += n;
+                                } else {
+                                    self.enter_escape();
+                                }
+                            }
                             0x18 | 0x1a => {}
                             _ => sink.control(b),
                         }
@@ -272,6 +284,75 @@ impl Tokenizer {
         sink.osc(&self.osc);
         self.osc.clear();
     }
+}
+
+/// Parses a complete, well-formed CSI at the start of `rest` (the bytes after ESC) and
+/// dispatches it; `None` (nothing consumed) when it is incomplete or unusual, so the state
+/// machine takes over. SGR (`…m`) and private-mode sequences (`ESC[?25l`, DEC 2026) are most of
+/// what an agent prints and never matter to the line model: they are skipped unparsed.
+#[inline]
+fn fast_csi<S: Sink>(rest: &[u8], sink: &mut S) -> Option<usize> {
+    if rest.first() != Some(&b'[') {
+        return None;
+    }
+    let limit = rest.len().min(CSI_LIMIT);
+    let mut j = 1;
+    while j < limit && (0x20..=0x3f).contains(&rest[j]) {
+        j += 1;
+    }
+    if j >= limit {
+        return None;
+    }
+    let final_byte = rest[j];
+    if !(0x40..=0x7e).contains(&final_byte) {
+        return None;
+    }
+    let body = &rest[1..j];
+    let private = match body.first() {
+        Some(&b @ b'<'..=b'?') => b,
+        _ => 0,
+    };
+    if final_byte == b'm' || private != 0 {
+        if S::WANTS_ALL_CSI {
+            let mut params = [0u16; MAX_PARAMS];
+            let n = parse_params(if private != 0 { &body[1..] } else { body }, &mut params);
+            sink.csi(&params[..n], private, final_byte);
+        }
+        return Some(j + 1);
+    }
+    let mut params = [0u16; MAX_PARAMS];
+    let n = parse_params(body, &mut params);
+    sink.csi(&params[..n], 0, final_byte);
+    Some(j + 1)
+}
+
+/// Parses `1;2:3` parameter bytes (intermediates ignored) into `params`; returns the count.
+fn parse_params(body: &[u8], params: &mut [u16; MAX_PARAMS]) -> usize {
+    let mut n = 0;
+    let mut current: u32 = 0;
+    let mut has_current = false;
+    for &b in body {
+        match b {
+            b'0'..=b'9' => {
+                current = (current * 10 + u32::from(b - b'0')).min(u32::from(u16::MAX));
+                has_current = true;
+            }
+            b';' | b':' => {
+                if n < MAX_PARAMS {
+                    params[n] = u16::try_from(current).unwrap_or(u16::MAX);
+                    n += 1;
+                }
+                current = 0;
+                has_current = false;
+            }
+            _ => {}
+        }
+    }
+    if (has_current || n > 0) && n < MAX_PARAMS {
+        params[n] = u16::try_from(current).unwrap_or(u16::MAX);
+        n += 1;
+    }
+    n
 }
 
 /// Returns the index of the first C0 control byte (`< 0x20`) in `bytes`.
