@@ -53,22 +53,57 @@ pub enum DetectError {
         /// What is wrong with it.
         reason: String,
     },
-    /// A checker command could not be started.
+}
+
+/// Why an AI check produced no verdict. Checker errors count towards the checker's back-off
+/// and its disabling after repeated failures (see [`CheckerMachine`](crate::CheckerMachine)).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CheckError {
+    /// The checker printed nothing.
+    #[error("empty output from AI check")]
+    EmptyOutput,
+    /// The first line is not a verdict.
+    #[error("could not parse verdict from: {first:?}")]
+    Unparsable {
+        /// The first 100 characters of the output.
+        first: String,
+    },
+    /// The check did not finish in time (its process group was killed).
+    #[error("AI check timed out after {after:?}")]
+    Timeout {
+        /// The timeout.
+        after: std::time::Duration,
+    },
+    /// The check was cancelled before it finished (its process group was killed).
+    #[error("cancelled")]
+    Cancelled,
+    /// The checker command could not be started.
     #[error("could not start checker command `{program}`")]
-    CheckerSpawn {
+    Spawn {
         /// The program.
         program: String,
         /// The OS error.
         #[source]
         source: std::io::Error,
     },
-    /// Talking to a running checker command failed.
+    /// Talking to the checker command failed.
     #[error("checker command `{program}`: i/o error")]
-    CheckerIo {
+    Io {
         /// The program.
         program: String,
         /// The OS error.
         #[source]
         source: std::io::Error,
+    },
+    /// The checker command exited unsuccessfully.
+    #[error("checker command `{program}` failed with exit code {code:?}: {stderr}")]
+    Failed {
+        /// The program.
+        program: String,
+        /// Its exit code (`None` when killed by a signal).
+        code: Option<i32>,
+        /// The start of what it wrote to stderr.
+        stderr: String,
     },
 }

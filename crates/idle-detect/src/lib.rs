@@ -28,6 +28,7 @@
     reason = "decisions are sans-IO: no clock, no environment"
 )]
 
+mod checker;
 mod codeman;
 mod detector;
 mod error;
@@ -40,10 +41,20 @@ mod signals;
 mod stream;
 mod terminal;
 
+#[cfg(feature = "command")]
+pub use crate::checker::{CommandChecker, CommandCheckerOptions, SpawnHook};
+#[cfg(feature = "mock")]
+pub use crate::checker::{MockIdleChecker, MockPlanChecker};
 pub use crate::{
+    checker::{
+        CheckReply, CheckTicket, CheckVerdict, CheckerConfig, CheckerEvent, CheckerMachine,
+        CheckerStatus, Finish, IDLE_CONTEXT_CHARS, IdleAnswer, IdleChecker, PLAN_CONTEXT_CHARS,
+        PlanAnswer, PlanChecker, Refusal, idle_prompt, parse_idle_reply, parse_plan_reply,
+        plan_prompt, tail_chars,
+    },
     codeman::{CodemanClassifier, CodemanCounters, CodemanState, WORKING_PATTERNS},
     detector::{AiVerdict, Detector, DetectorConfig, ProcessActivity, StateSize, StreamCounts},
-    error::DetectError,
+    error::{CheckError, DetectError},
     profile::{Profile, Rule, ScreenVerdict},
     replay::{
         StreamReport, VerdictChange, classify_screen, render_explain, replay_cast, run_stream,
