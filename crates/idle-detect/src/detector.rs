@@ -453,10 +453,7 @@ impl Detector {
         };
 
         // Then everything else that fired, strongest first, so `--explain` shows it all.
-        let mut rest = Vec::new();
-        if sv.rule.is_some() {
-            rest.push(self.screen_evidence(now));
-        }
+        let mut rest = vec![self.screen_evidence(now)];
         if let Some((e, t)) = self.hook {
             rest.push(self.hook_evidence(now, e, t));
         }

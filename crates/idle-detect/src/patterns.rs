@@ -67,7 +67,7 @@ pub(crate) fn scan_line(line: &[u8]) -> LineFacts {
             if tokens_at.is_none() && at >= 2 && body[at - 2..].starts_with(b"tokens") {
                 tokens_at = Some(at - 2);
             }
-        } else if !facts.working && at >= 8 && is_interrupt_hint_at(body, at - 8) {
+        } else if !facts.working && at >= 7 && is_interrupt_hint_at(body, at - 7) {
             facts.working = true;
         }
     }
@@ -114,10 +114,7 @@ fn is_working_status(glyph: char, rest: &[u8]) -> bool {
     if !text[0].is_ascii_uppercase() {
         return false;
     }
-    let word_len = text
-        .iter()
-        .take_while(|b| b.is_ascii_alphabetic() || **b >= 0x80)
-        .count();
+    let word_len = word_len(text);
     let word = &text[..word_len];
     let ellipsis = ELLIPSIS.find(text).is_some() || memmem::find(text, b"...").is_some();
     if word.ends_with(b"ing") && ellipsis {
@@ -138,6 +135,25 @@ fn is_working_status(glyph: char, rest: &[u8]) -> bool {
         }
     }
     false
+}
+
+/// Length in bytes of the word (letters, accented ones included) at the start of `text`.
+fn word_len(text: &[u8]) -> usize {
+    let mut i = 0;
+    while i < text.len() {
+        if text[i].is_ascii_alphabetic() {
+            i += 1;
+            continue;
+        }
+        if text[i] < 0x80 {
+            break;
+        }
+        match split_first_char(&text[i..]) {
+            (Some(c), rest) if c.is_alphabetic() => i = text.len() - rest.len(),
+            _ => break,
+        }
+    }
+    i
 }
 
 /// `(12s · …`, `(2m 18s · …`, `(1s · thinking …`: the live timer Claude prints while working.
@@ -166,10 +182,7 @@ fn is_completion_after_glyph(rest: &[u8]) -> bool {
 
 /// `<Verb>ed for <n>[hms]…` at the start of `text`, with nothing but separators after it.
 fn is_completion_words(text: &[u8]) -> bool {
-    let word_len = text
-        .iter()
-        .take_while(|b| b.is_ascii_alphabetic() || **b >= 0x80)
-        .count();
+    let word_len = word_len(text);
     let word = &text[..word_len];
     if word_len < 4 || !word.ends_with(b"ed") {
         return false;
