@@ -129,7 +129,8 @@ pub struct Detector {
     screen: ScreenModel,
     screen_verdict: ScreenVerdict,
     screen_since: Option<Instant>,
-    title_seen: String,
+    /// Raw-output position and title at the last classification of the screen.
+    classified: Option<(u64, String)>,
     first_seen: Option<Instant>,
     last_output: Option<Instant>,
     last_substantial: Option<Instant>,
@@ -162,7 +163,7 @@ impl Detector {
                 detail: "no output yet".to_owned(),
             },
             screen_since: None,
-            title_seen: String::new(),
+            classified: None,
             first_seen: None,
             last_output: None,
             last_substantial: None,
@@ -221,8 +222,10 @@ impl Detector {
             c.completions += 1;
         }
         if signals.prompt {
-            self.last_prompt = Some(now);
             c.prompt_chunks += 1;
+        }
+        if self.scanner.drew_prompt() {
+            self.last_prompt = Some(now);
         }
         if let Some(t) = signals.tokens {
             if self.tokens != Some(t) {
@@ -332,10 +335,14 @@ impl Detector {
 
     fn refresh_screen(&mut self) {
         let title = self.scanner.title();
-        if !self.screen.is_stale() && title == self.title_seen {
+        let end = self.raw.end();
+        if self
+            .classified
+            .as_ref()
+            .is_some_and(|(e, t)| *e == end && *t == title)
+        {
             return;
         }
-        self.title_seen.clone_from(&title);
         let screen = self.screen.sync(&self.raw, &title);
         let next = self.profile.classify(screen);
         if next.state != self.screen_verdict.state
@@ -345,6 +352,7 @@ impl Detector {
             self.screen_since = self.last_output.or(self.first_seen);
         }
         self.screen_verdict = next;
+        self.classified = Some((end, title));
     }
 
     fn age(now: Instant, since: Option<Instant>) -> u64 {

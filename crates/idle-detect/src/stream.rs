@@ -22,6 +22,8 @@ const TITLE_CAP: usize = 256;
 pub(crate) struct StreamScanner {
     tokenizer: Tokenizer,
     lines: LineModel,
+    /// The last chunk drew a prompt (whether or not it also showed work).
+    drew_prompt: bool,
 }
 
 /// Facts about one chunk, before they are turned into [`ChunkSignals`].
@@ -65,6 +67,7 @@ impl StreamScanner {
     fn build(window: Option<Ring>) -> Self {
         Self {
             tokenizer: Tokenizer::default(),
+            drew_prompt: false,
             lines: LineModel {
                 line: Vec::with_capacity(LINE_CAP),
                 reported: LineFacts::default(),
@@ -82,10 +85,14 @@ impl StreamScanner {
     pub(crate) fn feed(&mut self, bytes: &[u8]) -> ChunkSignals {
         self.lines.chunk = ChunkFacts::default();
         self.tokenizer.feed(bytes, &mut self.lines);
-        // The line still open at the end of the chunk is classified as it stands; the facts
-        // it reports are remembered so the rest of the line only adds new ones.
-        self.lines.evaluate();
+        // The line still open at the end of the chunk is classified as it stands for the facts
+        // that only grow with the line (working, tokens); they are remembered so the rest of
+        // the line only adds new ones. Completion and prompt wait for the line's end, since
+        // more text can undo them (`✻ Worked for 5s before…`, `❯ 1. Yes`). So each fact is
+        // reported in the chunk holding the byte that decided it, however the stream is cut.
+        self.lines.evaluate(false);
         let c = self.lines.chunk;
+        self.drew_prompt = c.prompt;
         ChunkSignals {
             completion: c.completion,
             working: c.working,
@@ -93,6 +100,11 @@ impl StreamScanner {
             substantial: c.visible > 2,
             tokens: c.tokens,
         }
+    }
+
+    /// `true` when the last chunk drew a prompt, even alongside a working indicator.
+    pub(crate) fn drew_prompt(&self) -> bool {
+        self.drew_prompt
     }
 
     /// The window title most recently set (OSC 0 or 2), lossily decoded.
@@ -136,12 +148,17 @@ pub(crate) fn strip_for_context(raw: &[u8], max_chars: usize) -> String {
 }
 
 impl LineModel {
-    /// Classifies the current line and reports facts not reported for it yet.
-    fn evaluate(&mut self) {
+    /// Classifies the current line and reports facts not reported for it yet; `ended` says
+    /// whether the line is complete (otherwise only the facts that cannot be undone count).
+    fn evaluate(&mut self, ended: bool) {
         if self.line.is_empty() {
             return;
         }
-        let facts = patterns::scan_line(&self.line);
+        let mut facts = patterns::scan_line(&self.line);
+        if !ended {
+            facts.completion = false;
+            facts.prompt = false;
+        }
         let new_completion = facts.completion && !self.reported.completion;
         let new_working = facts.working && !self.reported.working;
         let new_prompt = facts.prompt && !self.reported.prompt;
@@ -161,7 +178,7 @@ impl LineModel {
 
     /// Ends the current line (newline or cursor movement).
     fn end_line(&mut self) {
-        self.evaluate();
+        self.evaluate(true);
         self.line.clear();
         self.reported = LineFacts::default();
     }

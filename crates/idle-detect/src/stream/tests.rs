@@ -41,20 +41,33 @@ fn a_completion_hidden_by_sgr_is_seen() {
 }
 
 #[test]
-fn a_line_split_across_chunks_reports_once() {
+fn a_line_split_across_chunks_reports_once_at_its_end() {
+    let text = ChunkSignals {
+        substantial: true,
+        ..QUIET
+    };
     check(
         &["✻ Worked ", "for 1m", " 2s\r\n"],
         &[
-            ChunkSignals {
-                substantial: true,
-                ..QUIET
-            },
+            text,
+            text,
             ChunkSignals {
                 completion: true,
-                substantial: true,
                 ..QUIET
             },
-            QUIET,
+        ],
+    );
+    // Text after the duration undoes it: nothing is reported early.
+    check(&["✻ Worked for 5s", " before retrying\r\n"], &[text, text]);
+    // Working only grows with the line, so it is reported as soon as it shows.
+    check(
+        &["✽ Tempering…", " (3s)\r\n"],
+        &[
+            ChunkSignals {
+                working: true,
+                ..text
+            },
+            text,
         ],
     );
 }

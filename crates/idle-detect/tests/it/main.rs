@@ -3,3 +3,10 @@
 mod support;
 
 mod accuracy;
+#[cfg(feature = "command")]
+mod command_checker;
+mod contract;
+mod hostile;
+#[cfg(feature = "mock")]
+mod mocks;
+mod properties;
