@@ -137,7 +137,8 @@ impl Generator {
         self.state = self.state.wrapping_add(0x6d2b_79f5);
         let mut t = self.state;
         t = (t ^ (t >> 15)).wrapping_mul(t | 1);
-        t ^= t.wrapping_add((t ^ (t >> 7)).wrapping_mul(t | 61));
+        // `t | 61` in the JavaScript.
+        t ^= t.wrapping_add((t ^ (t >> 7)).wrapping_mul(t | 0x3d));
         f64::from(t ^ (t >> 14)) / 4_294_967_296.0
     }
 
@@ -333,8 +334,8 @@ impl Generator {
 
     fn code_block(&mut self) {
         let n = self.ri(3, 12);
-        let mut ln = self.ri(1, 900);
-        for _ in 0..n {
+        let first = self.ri(1, 900);
+        for ln in first..first + n {
             let r = self.rnd();
             let count = self.ri(3, 9);
             let body = self.words(count).join(" ");
@@ -346,7 +347,6 @@ impl Generator {
                 format!("{ln:>5} │  {body}\r\n")
             };
             self.push(&line);
-            ln += 1;
         }
     }
 }

@@ -33,11 +33,10 @@ fn a_short_stream_is_cut_back_to_a_character_boundary() {
 /// Feeds the stream to the Codeman-compatible classifier in `chunk`-byte slices and compares
 /// its counters with Codeman's own (`shared/bench/codeman-expected-<chunk>.json`).
 fn check_codeman_counters(stream: &[u8], chunk: usize) {
-    let shared = std::env::var_os("HYOKA_SHARED_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| {
-            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared")
-        });
+    let shared = std::env::var_os("HYOKA_SHARED_DIR").map_or_else(
+        || std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared"),
+        std::path::PathBuf::from,
+    );
     let path = shared.join(format!("bench/codeman-expected-{chunk}.json"));
     let Ok(text) = std::fs::read_to_string(&path) else {
         #[expect(clippy::print_stderr, reason = "tests say why they skip")]

@@ -216,12 +216,11 @@ impl CodemanClassifier {
         let (complete, tail) = input.split_at(input.len() - keep);
         self.carry.clear();
         self.carry.extend_from_slice(tail);
-        match std::str::from_utf8(complete) {
-            Ok(text) => self.classify(text.as_bytes()),
-            Err(_) => {
-                let text = String::from_utf8_lossy(complete).into_owned();
-                self.classify(text.as_bytes())
-            }
+        if let Ok(text) = std::str::from_utf8(complete) {
+            self.classify(text.as_bytes())
+        } else {
+            let text = String::from_utf8_lossy(complete).into_owned();
+            self.classify(text.as_bytes())
         }
     }
 
@@ -270,13 +269,11 @@ impl CodemanClassifier {
             return signals;
         }
         // 8. Substantial output, only while confirming.
-        if self.state == CodemanState::ConfirmingIdle {
-            if simple_stripped_trimmed_units(chunk) > 2 {
-                signals.substantial = true;
-                self.state = CodemanState::Watching;
-                c.cancelled_by_substantial += 1;
-                return signals;
-            }
+        if self.state == CodemanState::ConfirmingIdle && simple_stripped_trimmed_units(chunk) > 2 {
+            signals.substantial = true;
+            self.state = CodemanState::Watching;
+            c.cancelled_by_substantial += 1;
+            return signals;
         }
         // 9. Prompt.
         if PROMPT_FINDERS.iter().any(|f| f.find(chunk).is_some()) {
@@ -385,16 +382,13 @@ impl Utf16Text {
             self.keep_last(n);
             return;
         }
-        match last_units_start(text, n) {
-            Some((start, split)) => {
-                self.bytes.clear();
-                self.copy_tail(text, start, split);
-                self.units = n;
-            }
-            None => {
-                self.push(text);
-                self.keep_last(n);
-            }
+        if let Some((start, split)) = last_units_start(text, n) {
+            self.bytes.clear();
+            self.copy_tail(text, start, split);
+            self.units = n;
+        } else {
+            self.push(text);
+            self.keep_last(n);
         }
     }
 
@@ -442,11 +436,11 @@ fn trim_buffer(buffer: &mut Utf16Text) {
             units += units_of(b);
         }
     }
-    if let Some((i, at)) = newline {
-        if at > 0 {
-            buffer.bytes.drain(..=i);
-            buffer.units -= at + 1;
-        }
+    if let Some((i, at)) = newline
+        && at > 0
+    {
+        buffer.bytes.drain(..=i);
+        buffer.units -= at + 1;
     }
 }
 

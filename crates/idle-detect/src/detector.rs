@@ -56,7 +56,7 @@ impl Default for DetectorConfig {
             working_hold: Duration::from_secs(3),
             busy_ticks_per_sec: 10,
             process_sample_ttl: Duration::from_secs(10),
-            ai_verdict_ttl: Duration::from_secs(600),
+            ai_verdict_ttl: Duration::from_mins(10),
             raw_bytes: 48 * 1024,
         }
     }
@@ -461,6 +461,22 @@ impl Detector {
         };
 
         // Then everything else that fired, strongest first, so `--explain` shows it all.
+        let rest = self.supporting_evidence(now, quiet);
+        for e in rest {
+            if !evidence.iter().any(|x| x.signal == e.signal) {
+                evidence.push(e);
+            }
+        }
+        Verdict {
+            state: decision.0,
+            blocked: decision.1,
+            evidence,
+        }
+    }
+
+    /// Every signal that fired, strongest first (the decisive ones are listed again only once).
+    fn supporting_evidence(&self, now: Instant, quiet: Duration) -> Vec<Evidence> {
+        let cfg = &self.config;
         let mut rest = vec![self.screen_evidence(now)];
         if let Some((e, t)) = self.hook {
             rest.push(self.hook_evidence(now, e, t));
@@ -517,16 +533,7 @@ impl Detector {
                 age_ms: self.since_ms(now, t),
             });
         }
-        for e in rest {
-            if !evidence.iter().any(|x| x.signal == e.signal) {
-                evidence.push(e);
-            }
-        }
-        Verdict {
-            state: decision.0,
-            blocked: decision.1,
-            evidence,
-        }
+        rest
     }
 
     fn screen_evidence(&self, now: Instant) -> Evidence {

@@ -451,7 +451,7 @@ fn compile(name: &str, raw: RawProfile) -> Result<Profile, DetectError> {
         });
     }
     // Highest priority first; equal priorities keep file order.
-    rules.sort_by(|a, b| b.priority.cmp(&a.priority));
+    rules.sort_by_key(|r| std::cmp::Reverse(r.priority));
     Ok(Profile {
         name: name.to_owned(),
         description: raw.description.unwrap_or_default(),
@@ -775,10 +775,10 @@ impl Matcher {
                 witness = Some(w.to_owned());
             }
         };
-        if let Some(want) = self.prompt {
-            if analysis.prompt.is_some() != want {
-                return None;
-            }
+        if let Some(want) = self.prompt
+            && analysis.prompt.is_some() != want
+        {
+            return None;
         }
         for needle in &self.contains {
             if !region.normalized().contains(needle.as_str()) {

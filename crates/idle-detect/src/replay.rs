@@ -69,33 +69,8 @@ pub fn replay_cast(
             reason: "empty recording".to_owned(),
         });
     };
-    let header: serde_json::Value =
-        serde_json::from_str(header).map_err(|e| DetectError::Cast {
-            line: 1,
-            reason: format!("header is not JSON: {e}"),
-        })?;
-    let version = header.get("version").and_then(serde_json::Value::as_u64);
-    let relative = match version {
-        Some(2) => false,
-        Some(3) => true,
-        other => {
-            return Err(DetectError::Cast {
-                line: 1,
-                reason: format!("unsupported asciicast version {other:?}"),
-            });
-        }
-    };
-    let size = |a: &str, b: &str| -> Option<u16> {
-        let v = header
-            .get(a)
-            .or_else(|| header.get("term").and_then(|t| t.get(b)))?;
-        u16::try_from(v.as_u64()?).ok()
-    };
     let mut config = config.clone();
-    if let (Some(cols), Some(rows)) = (size("width", "cols"), size("height", "rows")) {
-        config.cols = cols;
-        config.rows = rows;
-    }
+    let relative = parse_header(header, &mut config)?;
     let mut detector = Detector::new(profile.clone(), config);
     let mut changes = Vec::new();
     let mut last: Option<Verdict> = None;
@@ -140,7 +115,7 @@ pub fn replay_cast(
         let at = if relative { clock + t } else { t.max(clock) };
         // Verdict changes that happen on their own before this event.
         advance(&mut detector, start, &mut clock, at, &mut |d, at| {
-            record(d, at, &mut last, &mut changes)
+            record(d, at, &mut last, &mut changes);
         });
         clock = at;
         match code {
@@ -149,10 +124,10 @@ pub fn replay_cast(
             }
             "i" => detector.user_input(start + at),
             "r" => {
-                if let Some((c, r)) = data.split_once('x') {
-                    if let (Ok(c), Ok(r)) = (c.trim().parse(), r.trim().parse()) {
-                        detector.resize(r, c);
-                    }
+                if let Some((c, r)) = data.split_once('x')
+                    && let (Ok(c), Ok(r)) = (c.trim().parse(), r.trim().parse())
+                {
+                    detector.resize(r, c);
                 }
             }
             _ => {}
@@ -160,11 +135,39 @@ pub fn replay_cast(
         record(&mut detector, at, &mut last, &mut changes);
     }
     // Let the session go quiet after the recording ends.
-    let horizon = clock + Duration::from_secs(3600);
+    let horizon = clock + Duration::from_hours(1);
     advance(&mut detector, start, &mut clock, horizon, &mut |d, at| {
-        record(d, at, &mut last, &mut changes)
+        record(d, at, &mut last, &mut changes);
     });
     Ok(changes)
+}
+
+/// Reads an asciicast header: returns whether event times are relative (v3), and takes the
+/// terminal size into `config`.
+fn parse_header(header: &str, config: &mut DetectorConfig) -> Result<bool, DetectError> {
+    let cast_error = |reason: String| DetectError::Cast { line: 1, reason };
+    let header: serde_json::Value =
+        serde_json::from_str(header).map_err(|e| cast_error(format!("header is not JSON: {e}")))?;
+    let relative = match header.get("version").and_then(serde_json::Value::as_u64) {
+        Some(2) => false,
+        Some(3) => true,
+        other => {
+            return Err(cast_error(format!(
+                "unsupported asciicast version {other:?}"
+            )));
+        }
+    };
+    let size = |a: &str, b: &str| -> Option<u16> {
+        let v = header
+            .get(a)
+            .or_else(|| header.get("term").and_then(|t| t.get(b)))?;
+        u16::try_from(v.as_u64()?).ok()
+    };
+    if let (Some(cols), Some(rows)) = (size("width", "cols"), size("height", "rows")) {
+        config.cols = cols;
+        config.rows = rows;
+    }
+    Ok(relative)
 }
 
 /// Ticks `detector` at each deadline up to `until`.

@@ -169,6 +169,7 @@ impl ScreenModel {
     }
 
     /// `true` when output arrived since the last sync.
+    #[cfg(test)]
     pub(crate) fn is_stale(&self) -> bool {
         self.stale
     }

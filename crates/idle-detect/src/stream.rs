@@ -203,11 +203,11 @@ impl LineModel {
     fn row_change(&mut self) {
         self.end_line();
         self.replace_pending = false;
-        if let Some(w) = &mut self.window {
-            if w.end() > self.line_start {
-                w.push_byte(b'\n');
-                self.line_start = w.end();
-            }
+        if let Some(w) = &mut self.window
+            && w.end() > self.line_start
+        {
+            w.push_byte(b'\n');
+            self.line_start = w.end();
         }
     }
 

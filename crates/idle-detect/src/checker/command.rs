@@ -171,7 +171,7 @@ async fn read_bounded<R: tokio::io::AsyncRead + Unpin>(
         return Ok(Vec::new());
     };
     let mut kept = Vec::new();
-    let mut buf = [0u8; 8192];
+    let mut buf = vec![0u8; 8192];
     loop {
         let n = pipe.read(&mut buf).await?;
         if n == 0 {

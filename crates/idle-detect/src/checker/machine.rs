@@ -28,9 +28,9 @@ impl CheckerConfig {
     pub fn idle() -> Self {
         Self {
             timeout: Duration::from_secs(90),
-            cooldown: Duration::from_secs(180),
-            error_cooldown: Duration::from_secs(60),
-            max_error_cooldown: Duration::from_secs(300),
+            cooldown: Duration::from_mins(3),
+            error_cooldown: Duration::from_mins(1),
+            max_error_cooldown: Duration::from_mins(5),
             max_consecutive_errors: 3,
         }
     }
@@ -39,10 +39,10 @@ impl CheckerConfig {
     /// disabled after 3 consecutive errors.
     pub fn plan() -> Self {
         Self {
-            timeout: Duration::from_secs(60),
+            timeout: Duration::from_mins(1),
             cooldown: Duration::from_secs(30),
             error_cooldown: Duration::from_secs(30),
-            max_error_cooldown: Duration::from_secs(300),
+            max_error_cooldown: Duration::from_mins(5),
             max_consecutive_errors: 3,
         }
     }

@@ -12,7 +12,7 @@ use crate::error::CheckError;
 fn check(output: &str, expected: Result<(IdleAnswer, &str), &str>) {
     match (parse_idle_reply(output), expected) {
         (Ok(r), Ok((v, reasoning))) => {
-            assert_eq!((r.verdict, r.reasoning.as_str()), (v, reasoning))
+            assert_eq!((r.verdict, r.reasoning.as_str()), (v, reasoning));
         }
         (Err(e), Err(msg)) => assert!(e.to_string().contains(msg), "{e}"),
         (got, want) => panic!("{output:?}: got {got:?}, want {want:?}"),
@@ -78,6 +78,10 @@ impl Clock {
     }
 }
 
+#[expect(
+    clippy::unnecessary_wraps,
+    reason = "the machine takes a check's result"
+)]
 fn reply(v: IdleAnswer) -> Result<CheckReply<IdleAnswer>, CheckError> {
     Ok(CheckReply {
         verdict: v,
@@ -154,7 +158,7 @@ fn errors_back_off_then_disable_and_a_success_resets_them() {
     }
     match m.try_start(c.at(10_000)) {
         Err(Refusal::Disabled(reason)) => {
-            assert!(reason.contains("3 consecutive errors"), "{reason}")
+            assert!(reason.contains("3 consecutive errors"), "{reason}");
         }
         other => panic!("{other:?}"),
     }

@@ -40,11 +40,8 @@ struct Outcome {
     disputed: String,
 }
 
-#[test]
-fn fixture_screens_meet_the_accuracy_targets() {
-    let Some(shared) = shared_dir("fixture accuracy") else {
-        return;
-    };
+/// Classifies every labelled screen under `shared/fixtures/screens`, grouped by agent.
+fn classify_fixtures(shared: &std::path::Path) -> BTreeMap<String, Vec<Outcome>> {
     let root = shared.join("fixtures/screens");
     let index = std::fs::read_to_string(root.join("INDEX.tsv")).expect("INDEX.tsv");
     let mut header: Vec<&str> = Vec::new();
@@ -81,7 +78,15 @@ fn fixture_screens_meet_the_accuracy_targets() {
             disputed: get("disputed").to_owned(),
         });
     }
+    by_agent
+}
 
+#[test]
+fn fixture_screens_meet_the_accuracy_targets() {
+    let Some(shared) = shared_dir("fixture accuracy") else {
+        return;
+    };
+    let by_agent = classify_fixtures(&shared);
     let mut report = String::new();
     let (mut total, mut correct) = (0usize, 0usize);
     let mut claude = (0usize, 0usize);

@@ -16,12 +16,10 @@ fn sh(script: &str) -> CommandCheckerOptions {
 #[track_caller]
 fn pid_alive(pid: i32) -> bool {
     // A zombie has been killed and only waits for its parent.
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| {
-            s.rsplit_once(") ")
-                .is_some_and(|(_, rest)| !rest.starts_with('Z'))
-        })
-        .unwrap_or(false)
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z'))
+    })
 }
 
 #[tokio::test]

@@ -20,7 +20,7 @@ fn check(input: &[u8]) {
         for (i, chunk) in input.chunks(4096).enumerate() {
             d.output(t0 + Duration::from_millis(i as u64), chunk);
         }
-        let v = d.verdict(t0 + Duration::from_secs(60)).clone();
+        let v = d.verdict(t0 + Duration::from_mins(1)).clone();
         assert!(!v.evidence.is_empty());
         assert!(
             d.state_size().bounded_bytes <= 64 * 1024,
