@@ -11,6 +11,7 @@ use memchr::memmem;
 
 /// Prebuilt searchers: building a `memmem` finder per call costs more than a short search.
 static TOKENS: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"tokens"));
+static DOTS: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"..."));
 static ELLIPSIS: LazyLock<memmem::Finder<'static>> =
     LazyLock::new(|| memmem::Finder::new("…".as_bytes()));
 
@@ -116,7 +117,7 @@ fn is_working_status(glyph: char, rest: &[u8]) -> bool {
     }
     let word_len = word_len(text);
     let word = &text[..word_len];
-    let ellipsis = ELLIPSIS.find(text).is_some() || memmem::find(text, b"...").is_some();
+    let ellipsis = ELLIPSIS.find(text).is_some() || DOTS.find(text).is_some();
     if word.ends_with(b"ing") && ellipsis {
         return true;
     }
@@ -141,16 +142,19 @@ fn is_working_status(glyph: char, rest: &[u8]) -> bool {
 fn word_len(text: &[u8]) -> usize {
     let mut i = 0;
     while i < text.len() {
-        if text[i].is_ascii_alphabetic() {
+        let b = text[i];
+        if b.is_ascii_alphabetic() {
             i += 1;
-            continue;
-        }
-        if text[i] < 0x80 {
+        } else if b == 0xc3 && text.get(i + 1).is_some_and(|c| (0x80..=0xbf).contains(c)) {
+            // Latin-1 letters (`Sautéed`), without a Unicode table lookup on the hot path.
+            i += 2;
+        } else if b >= 0xc4 && b < 0xe0 {
+            match split_first_char(&text[i..]) {
+                (Some(c), rest) if c.is_alphabetic() => i = text.len() - rest.len(),
+                _ => break,
+            }
+        } else {
             break;
-        }
-        match split_first_char(&text[i..]) {
-            (Some(c), rest) if c.is_alphabetic() => i = text.len() - rest.len(),
-            _ => break,
         }
     }
     i
