@@ -148,7 +148,7 @@ fn word_len(text: &[u8]) -> usize {
         } else if b == 0xc3 && text.get(i + 1).is_some_and(|c| (0x80..=0xbf).contains(c)) {
             // Latin-1 letters (`Sautéed`), without a Unicode table lookup on the hot path.
             i += 2;
-        } else if b >= 0xc4 && b < 0xe0 {
+        } else if (0xc4..0xe0).contains(&b) {
             match split_first_char(&text[i..]) {
                 (Some(c), rest) if c.is_alphabetic() => i = text.len() - rest.len(),
                 _ => break,
