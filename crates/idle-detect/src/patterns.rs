@@ -10,7 +10,13 @@ use std::sync::LazyLock;
 use memchr::memmem;
 
 /// Prebuilt searchers: building a `memmem` finder per call costs more than a short search.
-static TOKENS: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"tokens"));
+pub(crate) static TOKENS: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b"tokens"));
+/// `interrupt` without its first letter, so `Interrupt` and `interrupt` share one search.
+pub(crate) static INTERRUPT: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b"nterrupt"));
+pub(crate) static INTERRUPT_UPPER: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b"NTERRUPT"));
 static DOTS: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"..."));
 static ELLIPSIS: LazyLock<memmem::Finder<'static>> =
     LazyLock::new(|| memmem::Finder::new("…".as_bytes()));
@@ -28,8 +34,27 @@ pub(crate) struct LineFacts {
     pub(crate) tokens: Option<u64>,
 }
 
+/// Which of the rarer substrings a line holds, found in bulk for a batch of lines.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Hints {
+    /// The line contains `tokens`.
+    pub(crate) tokens: bool,
+    /// The line contains `nterrupt` or `NTERRUPT`.
+    pub(crate) interrupt: bool,
+}
+
 /// Classifies one stripped line.
+#[cfg(test)]
 pub(crate) fn scan_line(line: &[u8]) -> LineFacts {
+    let hints = Hints {
+        tokens: TOKENS.find(line).is_some(),
+        interrupt: INTERRUPT.find(line).is_some() || INTERRUPT_UPPER.find(line).is_some(),
+    };
+    scan_line_hinted(line, hints)
+}
+
+/// Classifies one stripped line whose substring `hints` are already known.
+pub(crate) fn scan_line_hinted(line: &[u8], hints: Hints) -> LineFacts {
     let body = trim_start(line);
     if body.is_empty() {
         return LineFacts::default();
@@ -57,25 +82,22 @@ pub(crate) fn scan_line(line: &[u8]) -> LineFacts {
             facts.completion = true;
         }
     }
-    // One pass finds both `tokens` (by its `k`) and `… to interrupt` (by its `p`/`P`); both
-    // letters are rare enough that the checks behind them cost little.
-    let mut tokens_at: Option<usize> = None;
-    let mut from = 0;
-    while let Some(p) = memchr::memchr3(b'k', b'p', b'P', &body[from..]) {
-        let at = from + p;
-        from = at + 1;
-        if body[at] == b'k' {
-            if tokens_at.is_none() && at >= 2 && body[at - 2..].starts_with(b"tokens") {
-                tokens_at = Some(at - 2);
-            }
-        } else if !facts.working && at >= 7 && is_interrupt_hint_at(body, at - 7) {
-            facts.working = true;
-        }
+    if hints.interrupt && !facts.working {
+        facts.working = contains_interrupt_hint(body);
     }
-    if tokens_at.is_some() {
+    if hints.tokens {
         facts.tokens = token_value(body);
     }
     facts
+}
+
+/// `… to interrupt` (Claude: `esc to interrupt`; Codex: `• esc to interrupt)`; others:
+/// `ctrl+c to interrupt`), in lower, capitalised or upper case.
+fn contains_interrupt_hint(text: &[u8]) -> bool {
+    INTERRUPT
+        .find_iter(text)
+        .chain(INTERRUPT_UPPER.find_iter(text))
+        .any(|at| at >= 1 && is_interrupt_hint_at(text, at - 1))
 }
 
 /// `true` for glyphs that start an input prompt or the prompt box footer.

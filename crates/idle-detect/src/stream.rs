@@ -36,12 +36,28 @@ struct ChunkFacts {
     visible: usize,
 }
 
+/// Stripped text held before a batch is classified (lines are classified together at the end
+/// of each chunk, or when this much, or this many lines, pile up within one).
+const BATCH_BYTES: usize = 6 * 1024;
+const BATCH_LINES: usize = 256;
+
 #[derive(Debug, Clone)]
 struct LineModel {
-    line: Vec<u8>,
-    /// Facts already reported for the current line, so re-evaluating a longer prefix of the
-    /// same line (at the end of each chunk) reports nothing twice.
-    reported: LineFacts,
+    /// The batch's stripped text: the lines that ended since the last classification, each
+    /// followed by `\n`, then the current line.
+    text: Vec<u8>,
+    /// `(start, end)` of each ended line in `text`.
+    ended: Vec<(u32, u32)>,
+    /// Where the current line starts in `text`.
+    cur: usize,
+    /// Facts already reported for the line that was current when the batch started (it is
+    /// `ended[0]` once it ends), so no fact is reported twice for one line.
+    carried: LineFacts,
+    /// Whether the batch started inside a line (then `carried` applies to its first line).
+    continued: bool,
+    /// Positions of `tokens` / `interrupt` in `text`, found in bulk (reused buffers).
+    token_hits: Vec<usize>,
+    interrupt_hits: Vec<usize>,
     /// The stripped-text window, kept only when building context.
     window: Option<Ring>,
     /// Logical window position where the current line starts.
@@ -69,8 +85,13 @@ impl StreamScanner {
             tokenizer: Tokenizer::default(),
             drew_prompt: false,
             lines: LineModel {
-                line: Vec::with_capacity(LINE_CAP),
-                reported: LineFacts::default(),
+                text: Vec::with_capacity(BATCH_BYTES + LINE_CAP + 64),
+                ended: Vec::with_capacity(BATCH_LINES),
+                cur: 0,
+                carried: LineFacts::default(),
+                continued: false,
+                token_hits: Vec::with_capacity(16),
+                interrupt_hits: Vec::with_capacity(16),
                 window,
                 line_start: 0,
                 replace_pending: false,
@@ -85,12 +106,13 @@ impl StreamScanner {
     pub(crate) fn feed(&mut self, bytes: &[u8]) -> ChunkSignals {
         self.lines.chunk = ChunkFacts::default();
         self.tokenizer.feed(bytes, &mut self.lines);
-        // The line still open at the end of the chunk is classified as it stands for the facts
-        // that only grow with the line (working, tokens); they are remembered so the rest of
-        // the line only adds new ones. Completion and prompt wait for the line's end, since
-        // more text can undo them (`✻ Worked for 5s before…`, `❯ 1. Yes`). So each fact is
-        // reported in the chunk holding the byte that decided it, however the stream is cut.
-        self.lines.evaluate(false);
+        // The lines that ended in this chunk are classified together; the line still open is
+        // classified as it stands for the facts that only grow with the line (working,
+        // tokens), remembered so the rest of the line only adds new ones. Completion and
+        // prompt wait for the line's end, since more text can undo them (`✻ Worked for 5s
+        // before…`, `❯ 1. Yes`). So each fact is reported in the chunk holding the byte that
+        // decided it, however the stream is cut.
+        self.lines.classify_batch();
         let c = self.lines.chunk;
         self.drew_prompt = c.prompt;
         ChunkSignals {
@@ -117,11 +139,14 @@ impl StreamScanner {
         self.lines.title_working
     }
 
-    /// Heap bytes held by the scanner (the line buffer, the title, the tokenizer).
+    /// Heap bytes held by the scanner (the batch buffers, the title, the tokenizer).
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.lines.window.as_ref().map_or(0, Ring::capacity)
-            + self.lines.line.capacity()
-            + self.lines.title.capacity()
+        let l = &self.lines;
+        l.window.as_ref().map_or(0, Ring::capacity)
+            + l.text.capacity()
+            + l.ended.capacity() * size_of::<(u32, u32)>()
+            + (l.token_hits.capacity() + l.interrupt_hits.capacity()) * size_of::<usize>()
+            + l.title.capacity()
             + self.tokenizer.heap_bytes()
     }
 }
@@ -147,40 +172,110 @@ pub(crate) fn strip_for_context(raw: &[u8], max_chars: usize) -> String {
     text.chars().skip(count.saturating_sub(max_chars)).collect()
 }
 
+/// Finds every occurrence of each finder's needle in `text`, in order, into `out`.
+fn find_all(text: &[u8], finders: &[&memchr::memmem::Finder<'_>], out: &mut Vec<usize>) {
+    out.clear();
+    for f in finders {
+        out.extend(f.find_iter(text));
+    }
+    if finders.len() > 1 {
+        out.sort_unstable();
+    }
+}
+
+/// `true` when a hit in `hits` (sorted) starts in `[start, end)`; `next` walks forward.
+fn has_hit(hits: &[usize], next: &mut usize, start: usize, end: usize) -> bool {
+    while *next < hits.len() && hits[*next] < start {
+        *next += 1;
+    }
+    *next < hits.len() && hits[*next] < end
+}
+
 impl LineModel {
-    /// Classifies the current line and reports facts not reported for it yet; `ended` says
-    /// whether the line is complete (otherwise only the facts that cannot be undone count).
-    fn evaluate(&mut self, ended: bool) {
-        if self.line.is_empty() {
+    /// Classifies the lines that ended in this batch and the current line as it stands, then
+    /// keeps only the current line.
+    fn classify_batch(&mut self) {
+        if self.text.is_empty() {
             return;
         }
-        let mut facts = patterns::scan_line(&self.line);
-        if !ended {
+        find_all(&self.text, &[&patterns::TOKENS], &mut self.token_hits);
+        find_all(
+            &self.text,
+            &[&patterns::INTERRUPT, &patterns::INTERRUPT_UPPER],
+            &mut self.interrupt_hits,
+        );
+        let (mut nt, mut ni) = (0, 0);
+        let mut carried = if self.continued {
+            self.carried
+        } else {
+            LineFacts::default()
+        };
+        for k in 0..self.ended.len() {
+            let (start, end) = self.ended[k];
+            let (start, end) = (start as usize, end as usize);
+            let hints = patterns::Hints {
+                tokens: has_hit(&self.token_hits, &mut nt, start, end),
+                interrupt: has_hit(&self.interrupt_hits, &mut ni, start, end),
+            };
+            let facts = patterns::scan_line_hinted(&self.text[start..end], hints);
+            self.report(facts, carried);
+            carried = LineFacts::default();
+        }
+        let (start, end) = (self.cur, self.text.len());
+        if end > start {
+            let hints = patterns::Hints {
+                tokens: has_hit(&self.token_hits, &mut nt, start, end),
+                interrupt: has_hit(&self.interrupt_hits, &mut ni, start, end),
+            };
+            let mut facts = patterns::scan_line_hinted(&self.text[start..end], hints);
             facts.completion = false;
             facts.prompt = false;
+            self.report(facts, carried);
+            self.carried = LineFacts {
+                completion: false,
+                prompt: false,
+                working: carried.working || facts.working,
+                tokens: carried.tokens.or(facts.tokens),
+            };
+            self.continued = true;
+        } else {
+            self.carried = LineFacts::default();
+            self.continued = false;
         }
-        let new_completion = facts.completion && !self.reported.completion;
-        let new_working = facts.working && !self.reported.working;
-        let new_prompt = facts.prompt && !self.reported.prompt;
-        self.chunk.completion |= new_completion;
-        self.chunk.working |= new_working;
-        self.chunk.prompt |= new_prompt;
-        if facts.tokens.is_some() && self.reported.tokens.is_none() {
+        self.text.drain(..start);
+        self.ended.clear();
+        self.cur = 0;
+    }
+
+    /// Adds `facts` to the chunk's, leaving out those already reported for the line.
+    fn report(&mut self, facts: LineFacts, already: LineFacts) {
+        self.chunk.completion |= facts.completion && !already.completion;
+        self.chunk.working |= facts.working && !already.working;
+        self.chunk.prompt |= facts.prompt && !already.prompt;
+        if facts.tokens.is_some() && already.tokens.is_none() {
             self.chunk.tokens = facts.tokens;
-        }
-        self.reported.completion |= facts.completion;
-        self.reported.working |= facts.working;
-        self.reported.prompt |= facts.prompt;
-        if self.reported.tokens.is_none() {
-            self.reported.tokens = facts.tokens;
         }
     }
 
-    /// Ends the current line (newline or cursor movement).
+    /// Ends the current line (newline, carriage return or cursor movement).
     fn end_line(&mut self) {
-        self.evaluate(true);
-        self.line.clear();
-        self.reported = LineFacts::default();
+        if self.text.len() > self.cur {
+            // Both offsets are below `BATCH_BYTES + LINE_CAP`.
+            let span = (
+                u32::try_from(self.cur).unwrap_or(u32::MAX),
+                u32::try_from(self.text.len()).unwrap_or(u32::MAX),
+            );
+            self.ended.push(span);
+            self.text.push(b'\n');
+            self.cur = self.text.len();
+            if self.text.len() >= BATCH_BYTES || self.ended.len() >= BATCH_LINES {
+                self.classify_batch();
+            }
+        } else if self.ended.is_empty() {
+            // An empty line ends the line the batch continued: its facts are spent.
+            self.continued = false;
+            self.carried = LineFacts::default();
+        }
     }
 
     /// A carriage return (or an equivalent): the line ends, and new text will overwrite it.
@@ -213,15 +308,15 @@ impl LineModel {
 
     /// A horizontal gap (tab, cursor forward, column jump): one space stands for it.
     fn gap(&mut self) {
-        if !self.line.is_empty() && self.line.last() != Some(&b' ') {
+        if self.text.len() > self.cur && self.text.last() != Some(&b' ') {
             self.append(b" ");
         }
     }
 
     #[inline]
     fn append(&mut self, run: &[u8]) {
-        let room = LINE_CAP - self.line.len();
-        self.line.extend_from_slice(&run[..run.len().min(room)]);
+        let room = LINE_CAP.saturating_sub(self.text.len() - self.cur);
+        self.text.extend_from_slice(&run[..run.len().min(room)]);
         if let Some(w) = &mut self.window {
             if self.replace_pending {
                 self.replace_pending = false;
