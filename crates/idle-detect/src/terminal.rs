@@ -290,7 +290,11 @@ impl Tokenizer {
 /// dispatches it; `None` (nothing consumed) when it is incomplete or unusual, so the state
 /// machine takes over. SGR (`…m`) and private-mode sequences (`ESC[?25l`, DEC 2026) are most of
 /// what an agent prints and never matter to the line model: they are skipped unparsed.
-#[inline]
+#[expect(
+    clippy::inline_always,
+    reason = "once per escape sequence; measured on the reference stream"
+)]
+#[inline(always)]
 fn fast_csi<S: Sink>(rest: &[u8], sink: &mut S) -> Option<usize> {
     if rest.first() != Some(&b'[') {
         return None;
@@ -359,7 +363,7 @@ fn parse_params(body: &[u8], params: &mut [u16; MAX_PARAMS]) -> usize {
 ///
 /// Eight bytes at a time: `(w - 0x20…20) & !w & 0x80…80` flags every byte below 0x20, and a
 /// borrow can only flag bytes after a true hit, so the lowest flag is the first control byte.
-#[inline]
+#[inline(always)]
 pub(crate) fn find_c0(bytes: &[u8]) -> Option<usize> {
     const LOW: u64 = 0x2020_2020_2020_2020;
     const HIGH: u64 = 0x8080_8080_8080_8080;
