@@ -579,6 +579,8 @@ struct Analysis<'s> {
     box_top: Option<usize>,
     box_bottom: Option<usize>,
     status: Option<usize>,
+    /// The row above the status line when the status line is the wrapped rest of it.
+    status_head: Option<usize>,
     marker: Option<usize>,
 }
 
@@ -629,7 +631,7 @@ impl<'s> Analysis<'s> {
             let bottom: Vec<usize> = (0..lines.len())
                 .rev()
                 .filter(|&i| !is_blank(&lines[i]))
-                .take(6)
+                .take(8)
                 .collect();
             for w in bottom.windows(3) {
                 let (r2, x, r1) = (w[0], w[1], w[2]);
@@ -646,10 +648,42 @@ impl<'s> Analysis<'s> {
         }
         let status = prompt.and_then(|p| {
             let start = box_top.unwrap_or(p);
+            // Rules are never the status line: a wide rule hard-wrapped by a narrow terminal
+            // leaves several rule rows above the box.
             (0..start).rev().take(40).find(|&i| {
                 let l = &lines[i];
-                !is_blank(l) && !matches(&layout.detail, l)
+                !is_blank(l) && !matches(&layout.detail, l) && !matches(&layout.rule, l)
             })
+        });
+        // Ink word-wraps a long status line and indents the rest under its text: walk up
+        // over such continuation rows to the glyph that starts the line.
+        let status_head = status.and_then(|s| {
+            let is_continuation = |l: &str| {
+                let indent = l.len() - l.trim_start().len();
+                (1..=3).contains(&indent)
+                    && !l
+                        .trim_start()
+                        .chars()
+                        .next()
+                        .is_some_and(crate::patterns::is_status_glyph)
+            };
+            let mut k = s;
+            for _ in 0..4 {
+                if !is_continuation(&lines[k]) {
+                    return None;
+                }
+                let above = k.checked_sub(1)?;
+                let head = lines[above].as_str();
+                if head
+                    .chars()
+                    .next()
+                    .is_some_and(crate::patterns::is_status_glyph)
+                {
+                    return Some(above);
+                }
+                k = above;
+            }
+            None
         });
         let marker = lines.iter().rposition(|l| matches(&layout.marker, l));
         Self {
@@ -658,6 +692,7 @@ impl<'s> Analysis<'s> {
             box_top,
             box_bottom,
             status,
+            status_head,
             marker,
         }
     }
@@ -692,7 +727,16 @@ impl<'s> Analysis<'s> {
                 let p = self.prompt?;
                 slice(self.box_top.unwrap_or(p)..self.box_bottom.unwrap_or(p) + 1)
             }
-            Region::Status => vec![lines[self.status?].as_str()],
+            Region::Status => {
+                let s = self.status?;
+                // Ink word-wraps a long status line and indents the rest under its text:
+                // read the two rows as one.
+                if let Some(head) = self.status_head {
+                    let rows: Vec<&str> = (head..=s).map(|i| lines[i].trim_start()).collect();
+                    return Some(RegionText::joined(&rows));
+                }
+                vec![lines[s].as_str()]
+            }
             Region::AbovePrompt(n) => {
                 let p = self.prompt?;
                 non_empty_from_bottom(0..self.box_top.unwrap_or(p), n)
@@ -724,7 +768,7 @@ impl<'s> Analysis<'s> {
 
 /// A region's lines, with the joined and normalised texts the matchers need.
 struct RegionText<'s> {
-    lines: Vec<&'s str>,
+    lines: Vec<std::borrow::Cow<'s, str>>,
     joined: String,
     normalized: std::cell::OnceCell<String>,
 }
@@ -733,7 +777,17 @@ impl<'s> RegionText<'s> {
     fn new(lines: Vec<&'s str>) -> Self {
         let joined = lines.join("\n");
         Self {
-            lines,
+            lines: lines.into_iter().map(std::borrow::Cow::Borrowed).collect(),
+            joined,
+            normalized: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// One logical line made of several rows (a wrapped line read whole).
+    fn joined(rows: &[&str]) -> Self {
+        let joined = rows.join(" ");
+        Self {
+            lines: vec![std::borrow::Cow::Owned(joined.clone())],
             joined,
             normalized: std::cell::OnceCell::new(),
         }
@@ -744,7 +798,7 @@ impl<'s> RegionText<'s> {
     }
 
     /// The line holding byte `offset` of the joined text.
-    fn line_at(&self, offset: usize) -> &'s str {
+    fn line_at(&self, offset: usize) -> &str {
         let mut pos = 0;
         for l in &self.lines {
             if offset <= pos + l.len() {
@@ -752,17 +806,16 @@ impl<'s> RegionText<'s> {
             }
             pos += l.len() + 1;
         }
-        self.lines.last().copied().unwrap_or("")
+        self.lines.last().map_or("", |l| l.as_ref())
     }
 
     /// The first line that contains `needle` (normalised), or the region's first line.
-    fn line_with(&self, needle: &str) -> &'s str {
+    fn line_with(&self, needle: &str) -> &str {
         self.lines
             .iter()
             .find(|l| normalize(l).contains(needle))
             .or_else(|| self.lines.iter().find(|l| !is_blank(l)))
-            .copied()
-            .unwrap_or("")
+            .map_or("", |l| l.as_ref())
     }
 }
 
@@ -811,9 +864,7 @@ impl Matcher {
                 .iter()
                 .rev()
                 .find(|l| !is_blank(l))
-                .copied()
-                .unwrap_or("")
-                .to_owned()
+                .map_or_else(String::new, |l| l.to_string())
         }))
     }
 }

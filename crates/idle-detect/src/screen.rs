@@ -64,7 +64,15 @@ impl Screen {
             .unwrap_or(0);
         let rows = (line_count + 2).clamp(24, MAX_SNAPSHOT_ROWS);
         let cols = widest.clamp(80, MAX_SNAPSHOT_COLS);
-        let mut parser = new_parser(to_u16(rows), to_u16(cols));
+        Self::render(bytes, to_u16(rows), to_u16(cols))
+    }
+
+    /// A screen from terminal output rendered at `rows` × `cols` (bare line feeds taken as new
+    /// lines). Rows the terminal wrapped are joined back into one line, as `tmux
+    /// capture-pane -J` does, so a status line wrapped by a narrow terminal still reads whole.
+    pub fn render(bytes: &[u8], rows: u16, cols: u16) -> Self {
+        let cols = cols.max(1);
+        let mut parser = new_parser(rows, cols);
         let mut previous = 0u8;
         let mut start = 0;
         for (i, &b) in bytes.iter().enumerate() {
@@ -76,13 +84,23 @@ impl Screen {
             previous = b;
         }
         parser.process(&bytes[start..]);
-        let mut screen = Self::from_parser(&parser, to_u16(cols));
+        let mut screen = Self::from_parser(&parser, cols);
         screen.title = crate::stream::title_of(bytes);
         screen
     }
 
     fn from_parser(parser: &vt100::Parser, cols: u16) -> Self {
-        Self::from_lines(parser.screen().rows(0, cols))
+        let screen = parser.screen();
+        let mut lines: Vec<String> = Vec::new();
+        let mut joining = false;
+        for (i, row) in screen.rows(0, cols).enumerate() {
+            match lines.last_mut() {
+                Some(last) if joining => last.push_str(&row),
+                _ => lines.push(row),
+            }
+            joining = screen.row_wrapped(u16::try_from(i).unwrap_or(u16::MAX));
+        }
+        Self::from_lines(lines)
     }
 
     /// The visible lines, top to bottom.

@@ -168,3 +168,37 @@ fn bad_profiles_are_rejected_with_context() {
     assert!(err("bogus = 1\n").contains("not valid"));
     assert!(err("extends = \"nope\"\n").contains("unknown profile"));
 }
+
+#[test]
+fn a_status_line_wrapped_by_a_narrow_pane_still_reads_as_work() {
+    // Ink word-wraps the status line and indents the rest under its text.
+    let ink = "✻ Processing skill… (esc to\n  interrupt · 3m 1s · ↓ 1.2k\n  tokens)\n  ⎿  ◼ Process one\n\n────────\n❯ \n────────";
+    check(
+        "claude-code",
+        ink,
+        SessionState::Working,
+        Some("claude-code/spinner-status"),
+    );
+    // A terminal hard-wraps it; the rows it wrapped are joined back, and a wide rule that
+    // wrapped into several rows is not mistaken for the status line.
+    let wide = format!(
+        "✻ Cultivating… (12s · ↓ 1.2k tokens · esc to interrupt)\n{}\n❯ \n{}",
+        "─".repeat(90),
+        "─".repeat(90)
+    );
+    let p = Profile::builtin("claude-code").expect("profile");
+    let v = p.classify(&Screen::render(wide.as_bytes(), 30, 40));
+    assert_eq!(v.state, SessionState::Working, "{v:?}");
+    let hard = wide
+        .replace('\n', "\n")
+        .lines()
+        .flat_map(|l| {
+            let c: Vec<char> = l.chars().collect();
+            c.chunks(40)
+                .map(|x| x.iter().collect::<String>())
+                .collect::<Vec<_>>()
+        })
+        .collect::<Vec<_>>();
+    let v = p.classify(&Screen::from_lines(hard));
+    assert_ne!(v.state, SessionState::Unknown, "{v:?}");
+}
