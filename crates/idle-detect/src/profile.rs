@@ -864,7 +864,7 @@ impl Matcher {
                 .iter()
                 .rev()
                 .find(|l| !is_blank(l))
-                .map_or_else(String::new, |l| l.to_string())
+                .map_or_else(String::new, ToString::to_string)
         }))
     }
 }

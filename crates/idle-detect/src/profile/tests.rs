@@ -190,7 +190,6 @@ fn a_status_line_wrapped_by_a_narrow_pane_still_reads_as_work() {
     let v = p.classify(&Screen::render(wide.as_bytes(), 30, 40));
     assert_eq!(v.state, SessionState::Working, "{v:?}");
     let hard = wide
-        .replace('\n', "\n")
         .lines()
         .flat_map(|l| {
             let c: Vec<char> = l.chars().collect();
