@@ -847,12 +847,12 @@ impl Matcher {
             let l = region.lines.iter().find(|l| re.is_match(l))?;
             note(l);
         }
-        for m in &self.all {
-            let w = m.eval(region, analysis)?;
-            note(&w);
-        }
         if !self.any.is_empty() {
             let w = self.any.iter().find_map(|m| m.eval(region, analysis))?;
+            note(&w);
+        }
+        for m in &self.all {
+            let w = m.eval(region, analysis)?;
             note(&w);
         }
         if self.not.iter().any(|m| m.eval(region, analysis).is_some()) {
