@@ -1,6 +1,17 @@
 //! Shared helpers for hyoka's criterion benchmarks: input builders used by several suites.
+//!
+//! - [`reference_stream`]: the 50 MiB Claude-Code-like terminal stream of
+//!   `shared/bench/gen-stream.js`, ported to Rust (same bytes, same SHA-256), on which idle
+//!   detection is compared with Codeman's figures.
+//! - [`tree`]: the 10,000-file tree of the workspace benchmarks.
+
+mod reference_stream;
 
 use std::path::Path;
+
+pub use crate::reference_stream::{
+    REFERENCE_BYTES, REFERENCE_SEED, REFERENCE_SHA256, generate_stream, reference_stream,
+};
 
 /// Builds a tree of `dirs` directories with `files_per_dir` small files each under `root`
 /// (which must exist): the "10,000-file tree" of the workspace benchmarks is `tree(root,

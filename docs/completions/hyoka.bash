@@ -22,6 +22,9 @@ _hyoka() {
             hyoka,demo)
                 cmd="hyoka__subcmd__demo"
                 ;;
+            hyoka,detect)
+                cmd="hyoka__subcmd__detect"
+                ;;
             hyoka,doctor)
                 cmd="hyoka__subcmd__doctor"
                 ;;
@@ -51,6 +54,9 @@ _hyoka() {
                 ;;
             hyoka__subcmd__help,demo)
                 cmd="hyoka__subcmd__help__subcmd__demo"
+                ;;
+            hyoka__subcmd__help,detect)
+                cmd="hyoka__subcmd__help__subcmd__detect"
                 ;;
             hyoka__subcmd__help,doctor)
                 cmd="hyoka__subcmd__help__subcmd__doctor"
@@ -98,7 +104,7 @@ _hyoka() {
 
     case "${cmd}" in
         hyoka)
-            opts="-v -q -h -V --verbose --quiet --help --version run clean ps demo doctor report sim-agent respawn hook help"
+            opts="-v -q -h -V --verbose --quiet --help --version run clean ps detect demo doctor report sim-agent respawn hook help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -159,6 +165,44 @@ _hyoka() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        hyoka__subcmd__detect)
+            opts="-v -q -h -V --profile --profile-file --json --explain --screen --cast --stream --chunk-bytes --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --profile)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --profile-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --screen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cast)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --stream)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --chunk-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         hyoka__subcmd__doctor)
             opts="-v -q -h -V --json --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -174,7 +218,7 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__help)
-            opts="run clean ps demo doctor report sim-agent respawn hook help"
+            opts="run clean ps detect demo doctor report sim-agent respawn hook help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -202,6 +246,20 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__help__subcmd__demo)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        hyoka__subcmd__help__subcmd__detect)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

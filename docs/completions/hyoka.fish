@@ -31,6 +31,7 @@ complete -c hyoka -n "__fish_hyoka_needs_command" -s V -l version -d 'Print vers
 complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "run" -d 'Run an agent command (or a suite of evals) in isolated workspaces and report'
 complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "clean" -d 'Stop what abandoned runs left behind (processes, cgroups, workspaces)'
 complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "ps" -d 'List live runs, their evals, workspaces and processes'
+complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "detect" -d 'Judge a recorded agent session: working, idle or blocked, with the evidence'
 complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "demo" -d 'Show what hyoka does, end to end, against the built-in simulated agent'
 complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "doctor" -d 'Show which containment layers this machine gives and what falls back to what'
 complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "report" -d 'Work with run reports'
@@ -80,6 +81,18 @@ complete -c hyoka -n "__fish_hyoka_using_subcommand ps" -s v -l verbose -d 'More
 complete -c hyoka -n "__fish_hyoka_using_subcommand ps" -s q -l quiet -d 'Only errors on stderr'
 complete -c hyoka -n "__fish_hyoka_using_subcommand ps" -s h -l help -d 'Print help'
 complete -c hyoka -n "__fish_hyoka_using_subcommand ps" -s V -l version -d 'Print version'
+complete -c hyoka -n "__fish_hyoka_using_subcommand detect" -l profile -d 'The detector profile: claude-code, codex, gemini, copilot, aider or generic' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand detect" -l profile-file -d 'A profile file (TOML) instead of a built-in one; it may extend a built-in profile' -r -F
+complete -c hyoka -n "__fish_hyoka_using_subcommand detect" -l screen -d 'One screen snapshot (ANSI allowed): prints one verdict' -r -F
+complete -c hyoka -n "__fish_hyoka_using_subcommand detect" -l cast -d 'An asciicast v2 recording, replayed in virtual time: one line per verdict change' -r -F
+complete -c hyoka -n "__fish_hyoka_using_subcommand detect" -l stream -d 'Raw terminal output, fed as fast as possible: prints counts and throughput' -r -F
+complete -c hyoka -n "__fish_hyoka_using_subcommand detect" -l chunk-bytes -d 'The slice size for --stream' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand detect" -l json -d 'Machine-readable output on stdout (one JSON document; one per line for --cast)'
+complete -c hyoka -n "__fish_hyoka_using_subcommand detect" -l explain -d 'Explain the verdict: every signal and rule behind it'
+complete -c hyoka -n "__fish_hyoka_using_subcommand detect" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c hyoka -n "__fish_hyoka_using_subcommand detect" -s q -l quiet -d 'Only errors on stderr'
+complete -c hyoka -n "__fish_hyoka_using_subcommand detect" -s h -l help -d 'Print help'
+complete -c hyoka -n "__fish_hyoka_using_subcommand detect" -s V -l version -d 'Print version'
 complete -c hyoka -n "__fish_hyoka_using_subcommand demo" -l reports -d 'Where the demo\'s reports are written' -r -F
 complete -c hyoka -n "__fish_hyoka_using_subcommand demo" -l workspace-root -d 'Where the demo\'s workspaces are created. Default: the system temp directory' -r -F
 complete -c hyoka -n "__fish_hyoka_using_subcommand demo" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -159,14 +172,15 @@ complete -c hyoka -n "__fish_hyoka_using_subcommand hook" -s v -l verbose -d 'Mo
 complete -c hyoka -n "__fish_hyoka_using_subcommand hook" -s q -l quiet -d 'Only errors on stderr'
 complete -c hyoka -n "__fish_hyoka_using_subcommand hook" -s h -l help -d 'Print help'
 complete -c hyoka -n "__fish_hyoka_using_subcommand hook" -s V -l version -d 'Print version'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo doctor report sim-agent respawn hook help" -f -a "run" -d 'Run an agent command (or a suite of evals) in isolated workspaces and report'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo doctor report sim-agent respawn hook help" -f -a "clean" -d 'Stop what abandoned runs left behind (processes, cgroups, workspaces)'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo doctor report sim-agent respawn hook help" -f -a "ps" -d 'List live runs, their evals, workspaces and processes'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo doctor report sim-agent respawn hook help" -f -a "demo" -d 'Show what hyoka does, end to end, against the built-in simulated agent'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo doctor report sim-agent respawn hook help" -f -a "doctor" -d 'Show which containment layers this machine gives and what falls back to what'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo doctor report sim-agent respawn hook help" -f -a "report" -d 'Work with run reports'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo doctor report sim-agent respawn hook help" -f -a "sim-agent" -d 'The built-in simulated agent used by the demo and the tests'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo doctor report sim-agent respawn hook help" -f -a "respawn" -d 'Run an interactive agent under the respawn controller: cycle it when it is idle'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo doctor report sim-agent respawn hook help" -f -a "hook" -d 'Forward a Claude Code hook (payload on stdin) to the running respawn controller'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps demo doctor report sim-agent respawn hook help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report sim-agent respawn hook help" -f -a "run" -d 'Run an agent command (or a suite of evals) in isolated workspaces and report'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report sim-agent respawn hook help" -f -a "clean" -d 'Stop what abandoned runs left behind (processes, cgroups, workspaces)'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report sim-agent respawn hook help" -f -a "ps" -d 'List live runs, their evals, workspaces and processes'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report sim-agent respawn hook help" -f -a "detect" -d 'Judge a recorded agent session: working, idle or blocked, with the evidence'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report sim-agent respawn hook help" -f -a "demo" -d 'Show what hyoka does, end to end, against the built-in simulated agent'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report sim-agent respawn hook help" -f -a "doctor" -d 'Show which containment layers this machine gives and what falls back to what'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report sim-agent respawn hook help" -f -a "report" -d 'Work with run reports'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report sim-agent respawn hook help" -f -a "sim-agent" -d 'The built-in simulated agent used by the demo and the tests'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report sim-agent respawn hook help" -f -a "respawn" -d 'Run an interactive agent under the respawn controller: cycle it when it is idle'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report sim-agent respawn hook help" -f -a "hook" -d 'Forward a Claude Code hook (payload on stdin) to the running respawn controller'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report sim-agent respawn hook help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c hyoka -n "__fish_hyoka_using_subcommand help; and __fish_seen_subcommand_from report" -f -a "merge" -d 'Merge the run.json files of a suite\'s shards into one summary'

@@ -45,6 +45,8 @@ pub enum Command {
     Clean(CleanArgs),
     /// List live runs, their evals, workspaces and processes.
     Ps(PsArgs),
+    /// Judge a recorded agent session: working, idle or blocked, with the evidence.
+    Detect(DetectArgs),
     /// Show what hyoka does, end to end, against the built-in simulated agent.
     Demo(DemoArgs),
     /// Show which containment layers this machine gives and what falls back to what.
@@ -201,6 +203,43 @@ pub struct PsArgs {
     /// Machine-readable output on stdout.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `hyoka detect`.
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("input").required(true).args(["screen", "cast", "stream"])))]
+pub struct DetectArgs {
+    /// The detector profile: claude-code, codex, gemini, copilot, aider or generic.
+    #[arg(long, value_name = "NAME", default_value = "claude-code")]
+    pub profile: String,
+
+    /// A profile file (TOML) instead of a built-in one; it may extend a built-in profile.
+    #[arg(long, value_name = "FILE")]
+    pub profile_file: Option<PathBuf>,
+
+    /// Machine-readable output on stdout (one JSON document; one per line for --cast).
+    #[arg(long)]
+    pub json: bool,
+
+    /// Explain the verdict: every signal and rule behind it.
+    #[arg(long)]
+    pub explain: bool,
+
+    /// One screen snapshot (ANSI allowed): prints one verdict.
+    #[arg(long, value_name = "FILE")]
+    pub screen: Option<PathBuf>,
+
+    /// An asciicast v2 recording, replayed in virtual time: one line per verdict change.
+    #[arg(long, value_name = "FILE")]
+    pub cast: Option<PathBuf>,
+
+    /// Raw terminal output, fed as fast as possible: prints counts and throughput.
+    #[arg(long, value_name = "FILE")]
+    pub stream: Option<PathBuf>,
+
+    /// The slice size for --stream.
+    #[arg(long, value_name = "BYTES", default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..=16_777_216))]
+    pub chunk_bytes: u32,
 }
 
 /// `hyoka doctor`.

@@ -110,6 +110,7 @@ async fn dispatch(command: Command) -> Result<ExitStatus, Fail> {
         Command::Run(args) => cmd::run::exec(args).await,
         Command::Clean(args) => cmd::clean::exec(args).await,
         Command::Ps(args) => cmd::ps::exec(&args),
+        Command::Detect(args) => cmd::detect::exec(&args),
         Command::Demo(args) => cmd::demo::exec(args).await,
         Command::Doctor(args) => cmd::doctor::exec(&args).await,
         Command::Report(args::ReportCommand::Merge(args)) => cmd::report::merge(&args),

@@ -3,10 +3,10 @@
 //! These types are the contract between `hyoka-idle-detect` and `hyoka-respawn`. Fields may
 //! be added; construct them with `..Default::default()` so additions do not break callers.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What an interactive agent session is doing right now.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SessionState {
     /// The agent is busy (thinking, running tools, streaming output).
@@ -21,7 +21,7 @@ pub enum SessionState {
 }
 
 /// What a blocked session waits for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BlockedKind {
     /// A tool-permission prompt ("Do you want to proceed?").
@@ -35,7 +35,7 @@ pub enum BlockedKind {
 }
 
 /// A Claude Code hook event, forwarded by `hyoka hook`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum HookEvent {
     /// `Stop`: the agent finished its turn.
@@ -100,5 +100,63 @@ impl Verdict {
     /// `true` when automation may type into the session: it is idle and not blocked.
     pub fn allows_input(&self) -> bool {
         self.state == SessionState::Idle
+    }
+
+    /// `true` when `other` has the same state and blocked kind (evidence aside).
+    pub fn same_state(&self, other: &Verdict) -> bool {
+        self.state == other.state && self.blocked == other.blocked
+    }
+}
+
+impl SessionState {
+    /// The state's name as it appears in JSON (`working`, `idle`, `blocked`, `unknown`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Working => "working",
+            Self::Idle => "idle",
+            Self::Blocked => "blocked",
+            Self::Unknown => "unknown",
+        }
+    }
+}
+
+impl std::fmt::Display for SessionState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl BlockedKind {
+    /// The kind's name as it appears in JSON (`permission`, `question`, `plan`, `trust`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Permission => "permission",
+            Self::Question => "question",
+            Self::Plan => "plan",
+            Self::Trust => "trust",
+        }
+    }
+}
+
+impl std::fmt::Display for BlockedKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl HookEvent {
+    /// Parses a Claude Code hook name as `hyoka hook` receives it: `Stop`, `idle_prompt`,
+    /// `permission_prompt`, `elicitation_dialog` (case-insensitive; `Notification:` prefix
+    /// and dashes accepted).
+    pub fn parse(name: &str) -> Option<Self> {
+        let n = name.trim().to_ascii_lowercase().replace('-', "_");
+        let n = n.strip_prefix("notification:").unwrap_or(&n);
+        match n {
+            "stop" => Some(Self::Stop),
+            "idle_prompt" | "idleprompt" => Some(Self::IdlePrompt),
+            "permission_prompt" | "permissionprompt" => Some(Self::PermissionPrompt),
+            "elicitation_dialog" | "elicitationdialog" => Some(Self::ElicitationDialog),
+            _ => None,
+        }
     }
 }

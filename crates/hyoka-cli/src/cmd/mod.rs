@@ -2,6 +2,7 @@
 
 pub(crate) mod clean;
 pub(crate) mod demo;
+pub(crate) mod detect;
 pub(crate) mod doctor;
 pub(crate) mod hook;
 pub(crate) mod ps;

@@ -14,6 +14,7 @@ mod bad_input;
 mod chaos;
 mod clean;
 mod demo;
+mod detect;
 mod limits;
 mod phases;
 mod respawn;

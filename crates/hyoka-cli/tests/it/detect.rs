@@ -1,0 +1,193 @@
+//! `hyoka detect`: the fixture screens through the binary, casts, streams and bad input.
+
+use std::collections::BTreeMap;
+
+use crate::support::{Scratch, hyoka, shared_dir, stderr};
+
+#[test]
+fn every_fixture_screen_gets_its_label_through_the_cli() {
+    let Some(shared) = shared_dir() else {
+        eprintln!("skipped: ../shared is absent (a fresh clone); CI has it");
+        return;
+    };
+    let index = std::fs::read_to_string(shared.join("fixtures/screens/INDEX.tsv")).unwrap();
+    let mut header = index.lines().next().unwrap().split('\t');
+    let disputed_col = header.clone().position(|h| h == "disputed");
+    header.next();
+    let disputed: Vec<String> = disputed_col.map_or_else(Vec::new, |col| {
+        index
+            .lines()
+            .skip(1)
+            .filter(|l| {
+                l.split('\t')
+                    .nth(col)
+                    .is_some_and(|v| !v.is_empty() && v != "0" && v != "false" && v != "no")
+            })
+            .filter_map(|l| l.split('\t').next().map(str::to_owned))
+            .collect()
+    });
+    let root = shared.join("fixtures/screens");
+    // agent → (label → (verdict → count))
+    let mut matrix: BTreeMap<String, BTreeMap<String, BTreeMap<String, u32>>> = BTreeMap::new();
+    let (mut total, mut right) = (0u32, 0u32);
+    let (mut claude_total, mut claude_right) = (0u32, 0u32);
+    for agent in std::fs::read_dir(&root)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+    {
+        let agent_name = agent.file_name().to_string_lossy().into_owned();
+        let profile = if agent_name == "claude" {
+            "claude-code".to_owned()
+        } else {
+            agent_name.clone()
+        };
+        for label in std::fs::read_dir(agent.path())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.path().is_dir())
+        {
+            let label_name = label.file_name().to_string_lossy().into_owned();
+            for screen in std::fs::read_dir(label.path()).unwrap().flatten() {
+                let out = hyoka()
+                    .args(["detect", "--json", "--profile", &profile, "--screen"])
+                    .arg(screen.path())
+                    .output()
+                    .unwrap();
+                assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+                let verdict: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+                let state = verdict["state"].as_str().unwrap().to_owned();
+                let name = screen.file_name().to_string_lossy().into_owned();
+                let is_disputed = disputed.contains(&format!("{agent_name}/{label_name}/{name}"));
+                if label_name == "blocked" && state == "idle" && !is_disputed {
+                    let blocked_kind = verdict["blocked"].as_str().unwrap_or_default();
+                    panic!(
+                        "{agent_name}/{label_name}/{name} is a blocked screen classified idle ({blocked_kind})"
+                    );
+                }
+                *matrix
+                    .entry(agent_name.clone())
+                    .or_default()
+                    .entry(label_name.clone())
+                    .or_default()
+                    .entry(state.clone())
+                    .or_default() += 1;
+                total += 1;
+                right += u32::from(state == label_name);
+                if agent_name == "claude" {
+                    claude_total += 1;
+                    claude_right += u32::from(state == label_name);
+                }
+            }
+        }
+    }
+    eprintln!("confusion matrix (rows: label, columns: verdict):");
+    for (agent, rows) in &matrix {
+        eprintln!("  {agent}");
+        for (label, verdicts) in rows {
+            eprintln!("    {label:<8} {verdicts:?}");
+        }
+    }
+    eprintln!("claude-code {claude_right}/{claude_total}, overall {right}/{total}");
+    assert_eq!(total, 288);
+    assert!(
+        f64::from(claude_right) / f64::from(claude_total) >= 0.95,
+        "claude-code {claude_right}/{claude_total}"
+    );
+    assert!(
+        f64::from(right) / f64::from(total) >= 0.90,
+        "overall {right}/{total}"
+    );
+}
+
+#[test]
+fn a_cast_replays_in_virtual_time_and_a_stream_reports_counts() {
+    let s = Scratch::new();
+    let cast = s.path().join("session.cast");
+    std::fs::write(
+        &cast,
+        concat!(
+            "{\"version\": 2, \"width\": 120, \"height\": 40}\n",
+            "[0.5, \"o\", \"\\u001b[2K⠋ Thinking… (esc to interrupt)\\r\\n\"]\n",
+            "[4.0, \"o\", \"\\u001b[2K✻ Worked for 3s\\r\\n\\r\\n╭────────╮\\r\\n│ ❯      │\\r\\n╰────────╯\\r\\n\"]\n",
+        ),
+    )
+    .unwrap();
+    let out = hyoka()
+        .args(["detect", "--json", "--cast"])
+        .arg(&cast)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let changes: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(
+        changes.iter().any(|c| c["state"] == "working"),
+        "{changes:?}"
+    );
+    assert_eq!(changes.last().unwrap()["state"], "idle", "{changes:?}");
+    let working_at = changes.iter().find(|c| c["state"] == "working").unwrap()["at_ms"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(working_at, 500, "virtual time, not wall time");
+
+    let stream = s.path().join("stream.bin");
+    std::fs::write(
+        &stream,
+        "⠙ Thinking… (12 tokens)\r\n✻ Worked for 1s\r\n".repeat(1000),
+    )
+    .unwrap();
+    let out = hyoka()
+        .args(["detect", "--stream"])
+        .arg(&stream)
+        .args(["--json", "--chunk-bytes", "256"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["report"]["chunk_bytes"], 256);
+    assert!(report["report"]["counts"]["completions"].as_u64().unwrap() > 0);
+    assert!(report["mb_per_s"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn bad_detect_input_exits_2() {
+    let s = Scratch::new();
+    let cases: [&[&str]; 4] = [
+        &["detect", "--screen", "/no/such/screen"],
+        &["detect", "--profile", "nonesuch", "--screen", "/dev/null"],
+        &["detect"],
+        &["detect", "--screen", "/dev/null", "--stream", "/dev/null"],
+    ];
+    for args in cases {
+        let out = hyoka().args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert_eq!(
+            stderr(&out)
+                .lines()
+                .filter(|l| l.starts_with("error:"))
+                .count(),
+            1,
+            "{}",
+            stderr(&out)
+        );
+    }
+    let bad_profile = s.path().join("p.toml");
+    std::fs::write(&bad_profile, "this is not = [toml").unwrap();
+    let out = hyoka()
+        .args(["detect", "--screen", "/dev/null", "--profile-file"])
+        .arg(&bad_profile)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let bad_cast = s.path().join("bad.cast");
+    std::fs::write(&bad_cast, "not a cast").unwrap();
+    let out = hyoka()
+        .args(["detect", "--cast"])
+        .arg(&bad_cast)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}

@@ -1,0 +1,199 @@
+//! A checker that runs a command (for example `claude -p --model haiku --output-format text`)
+//! with the prompt on its standard input, never in its arguments (a 16,000-character prompt
+//! would hit `E2BIG`), in its own process group that is killed as a whole on timeout, on
+//! cancellation (the future is dropped) and after it exits.
+
+use std::fmt;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use process_wrap::tokio::{ChildWrapper, CommandWrap, ProcessGroup};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+use crate::checker::{
+    CheckReply, IdleAnswer, IdleChecker, PlanAnswer, PlanChecker, idle_prompt, parse_idle_reply,
+    parse_plan_reply, plan_prompt,
+};
+use crate::error::CheckError;
+
+/// Called with the process-group id of every checker process right after it starts, so the
+/// caller can track it like any other process of the run (for example in the pid ledger).
+pub type SpawnHook = Arc<dyn Fn(u32) + Send + Sync>;
+
+/// How to run a checker command.
+#[derive(Clone)]
+pub struct CommandCheckerOptions {
+    /// The program.
+    pub program: String,
+    /// Its arguments (the prompt is never among them).
+    pub args: Vec<String>,
+    /// How long one check may take (Codeman: 90 s idle, 60 s plan).
+    pub timeout: Duration,
+    /// Output bytes kept from stdout and from stderr (64 KiB).
+    pub max_output_bytes: usize,
+    /// Called with each checker process's group id when it starts.
+    pub on_spawn: Option<SpawnHook>,
+}
+
+impl fmt::Debug for CommandCheckerOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CommandCheckerOptions")
+            .field("program", &self.program)
+            .field("args", &self.args)
+            .field("timeout", &self.timeout)
+            .field("max_output_bytes", &self.max_output_bytes)
+            .field("on_spawn", &self.on_spawn.is_some())
+            .finish()
+    }
+}
+
+impl CommandCheckerOptions {
+    /// `program args…` with a 90 s timeout and 64 KiB of output kept.
+    pub fn new(
+        program: impl Into<String>,
+        args: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        Self {
+            program: program.into(),
+            args: args.into_iter().map(Into::into).collect(),
+            timeout: Duration::from_secs(90),
+            max_output_bytes: 64 * 1024,
+            on_spawn: None,
+        }
+    }
+}
+
+/// A command-backed [`IdleChecker`] and [`PlanChecker`].
+#[derive(Debug, Clone)]
+pub struct CommandChecker {
+    options: CommandCheckerOptions,
+}
+
+/// Kills the whole process group when dropped, so a cancelled or timed-out check leaves
+/// nothing behind.
+struct GroupGuard(Box<dyn ChildWrapper>);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        // With `ProcessGroup`, `start_kill` signals the group; a group that already exited
+        // makes it fail harmlessly.
+        let _ = self.0.start_kill();
+    }
+}
+
+impl CommandChecker {
+    /// A checker that runs `options`.
+    pub fn new(options: CommandCheckerOptions) -> Self {
+        Self { options }
+    }
+
+    /// The options.
+    pub fn options(&self) -> &CommandCheckerOptions {
+        &self.options
+    }
+
+    /// Runs the command with `prompt` on stdin and returns its stdout.
+    ///
+    /// # Errors
+    ///
+    /// [`CheckError::Spawn`], [`CheckError::Io`], [`CheckError::Timeout`] (the group is
+    /// killed), or [`CheckError::Failed`] for a non-zero exit.
+    pub async fn run(&self, prompt: &str) -> Result<String, CheckError> {
+        let o = &self.options;
+        let mut command = CommandWrap::with_new(&o.program, |c| {
+            c.args(&o.args)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .kill_on_drop(true);
+        });
+        command.wrap(ProcessGroup::leader());
+        let child = command.spawn().map_err(|source| CheckError::Spawn {
+            program: o.program.clone(),
+            source,
+        })?;
+        let mut guard = GroupGuard(child);
+        if let (Some(hook), Some(pid)) = (&o.on_spawn, guard.0.id()) {
+            hook(pid);
+        }
+        let io_error = |source| CheckError::Io {
+            program: o.program.clone(),
+            source,
+        };
+        let mut stdin = guard.0.stdin().take();
+        let mut stdout = guard.0.stdout().take();
+        let mut stderr = guard.0.stderr().take();
+        let limit = o.max_output_bytes;
+        let exchange = async {
+            let write = async {
+                if let Some(mut pipe) = stdin.take() {
+                    // A checker that exits without reading its input is not an error.
+                    let _ = pipe.write_all(prompt.as_bytes()).await;
+                    let _ = pipe.shutdown().await;
+                }
+                Ok::<(), std::io::Error>(())
+            };
+            let (w, out, err) = tokio::join!(
+                write,
+                read_bounded(stdout.as_mut(), limit),
+                read_bounded(stderr.as_mut(), limit)
+            );
+            w?;
+            Ok::<_, std::io::Error>((out?, err?))
+        };
+        let (out, err) = match tokio::time::timeout(o.timeout, exchange).await {
+            Ok(result) => result.map_err(io_error)?,
+            Err(_) => return Err(CheckError::Timeout { after: o.timeout }),
+        };
+        let status = match tokio::time::timeout(o.timeout, guard.0.wait()).await {
+            Ok(status) => status.map_err(io_error)?,
+            Err(_) => return Err(CheckError::Timeout { after: o.timeout }),
+        };
+        if !status.success() {
+            return Err(CheckError::Failed {
+                program: o.program.clone(),
+                code: status.code(),
+                stderr: String::from_utf8_lossy(&err).chars().take(500).collect(),
+            });
+        }
+        Ok(String::from_utf8_lossy(&out).into_owned())
+    }
+}
+
+/// Reads a pipe to its end, keeping the first `limit` bytes (the rest is drained so the child
+/// never blocks on a full pipe).
+async fn read_bounded<R: tokio::io::AsyncRead + Unpin>(
+    pipe: Option<&mut R>,
+    limit: usize,
+) -> std::io::Result<Vec<u8>> {
+    let Some(pipe) = pipe else {
+        return Ok(Vec::new());
+    };
+    let mut kept = Vec::new();
+    let mut buf = vec![0u8; 8192];
+    loop {
+        let n = pipe.read(&mut buf).await?;
+        if n == 0 {
+            return Ok(kept);
+        }
+        let room = limit.saturating_sub(kept.len());
+        kept.extend_from_slice(&buf[..n.min(room)]);
+    }
+}
+
+#[async_trait::async_trait]
+impl IdleChecker for CommandChecker {
+    async fn check_idle(&self, context: &str) -> Result<CheckReply<IdleAnswer>, CheckError> {
+        let out = self.run(&idle_prompt(context)).await?;
+        parse_idle_reply(&out)
+    }
+}
+
+#[async_trait::async_trait]
+impl PlanChecker for CommandChecker {
+    async fn check_plan(&self, context: &str) -> Result<CheckReply<PlanAnswer>, CheckError> {
+        let out = self.run(&plan_prompt(context)).await?;
+        parse_plan_reply(&out)
+    }
+}

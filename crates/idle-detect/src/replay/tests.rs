@@ -1,0 +1,109 @@
+//! Unit tests for `replay`: the `hyoka detect` entry points.
+
+use std::time::Instant;
+
+use super::{classify_screen, render_explain, replay_cast, run_stream};
+use crate::detector::DetectorConfig;
+use crate::error::DetectError;
+use crate::profile::Profile;
+use crate::signals::SessionState;
+
+fn start() -> Instant {
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "tests need one base instant; all times derive from it"
+    )]
+    Instant::now()
+}
+
+#[track_caller]
+fn check(cast: &str, expected: &[(u64, SessionState)]) {
+    let p = Profile::builtin("claude-code").expect("profile");
+    let changes = replay_cast(&p, &DetectorConfig::default(), cast, start()).expect("valid cast");
+    let got: Vec<(u64, SessionState)> =
+        changes.iter().map(|c| (c.at_ms, c.verdict.state)).collect();
+    assert_eq!(got, expected);
+}
+
+#[test]
+fn a_cast_replays_in_virtual_time() {
+    let cast = r#"{"version": 2, "width": 80, "height": 24}
+[0.5, "o", "\u001b[2J\u001b[H✻ Cultivating… (1s · ↓ 12 tokens)\r\n────────\r\n❯ \r\n────────\r\n"]
+[4.0, "o", "\u001b[2J\u001b[H⏺ Done.\r\n✻ Worked for 4s\r\n────────\r\n❯ \r\n────────\r\n"]
+[9.0, "i", "hello"]
+"#;
+    // Working from the first frame; idle 1.5 s after the last output; user input changes nothing
+    // on screen, so the verdict stays.
+    check(
+        cast,
+        &[(500, SessionState::Working), (5500, SessionState::Idle)],
+    );
+}
+
+#[test]
+fn asciicast_v3_uses_relative_times() {
+    let cast = "{\"version\": 3, \"term\": {\"cols\": 80, \"rows\": 24}}\n[0.25, \"o\", \"⠋ Thinking… (esc to interrupt)\"]\n[0.25, \"o\", \"\\r\\u001b[2K✻ Worked for 1s\\r\\n❯ \"]\n";
+    check(
+        cast,
+        &[(250, SessionState::Working), (2000, SessionState::Idle)],
+    );
+}
+
+#[test]
+fn bad_casts_are_errors_with_a_line_number() {
+    let p = Profile::builtin("generic").expect("profile");
+    let err =
+        |c: &str| replay_cast(&p, &DetectorConfig::default(), c, start()).expect_err("invalid");
+    assert!(matches!(err(""), DetectError::Cast { line: 1, .. }));
+    assert!(matches!(
+        err("{\"version\": 9}"),
+        DetectError::Cast { line: 1, .. }
+    ));
+    assert!(matches!(
+        err("{\"version\": 2}\n[1, \"o\"]"),
+        DetectError::Cast { line: 2, .. }
+    ));
+    assert!(matches!(
+        err("{\"version\": 2}\n\n[-1, \"o\", \"x\"]"),
+        DetectError::Cast { line: 3, .. }
+    ));
+    assert!(matches!(err("not json"), DetectError::Cast { line: 1, .. }));
+}
+
+#[test]
+fn a_screen_verdict_serialises_to_the_design_shape() {
+    let p = Profile::builtin("claude-code").expect("profile");
+    let v = classify_screen(
+        &p,
+        " Do you want to proceed?\n ❯ 1. Yes\n   2. No\n\n Esc to cancel".as_bytes(),
+    );
+    let json = serde_json::to_value(&v).expect("serialises");
+    assert_eq!(json["state"], "blocked");
+    assert_eq!(json["blocked"], "permission");
+    assert_eq!(json["evidence"][0]["signal"], "screen_rule");
+    assert_eq!(json["evidence"][0]["rule"], "claude-code/permission-prompt");
+    let idle =
+        serde_json::to_value(classify_screen(&p, "────\n❯ \n────".as_bytes())).expect("serialises");
+    assert_eq!(idle["blocked"], serde_json::Value::Null);
+    let text = render_explain(&v);
+    assert!(text.starts_with("state: blocked (permission)\n"), "{text}");
+    assert!(text.contains("claude-code/permission-prompt"), "{text}");
+}
+
+#[test]
+fn a_stream_reports_counts_and_the_final_verdict() {
+    let p = Profile::builtin("claude-code").expect("profile");
+    let stream = "⠋ Thinking… (1s · ↑ 5 tokens · esc to interrupt)\r\x1b[2K✻ Worked for 1s\r\n────\r\n❯ \r\n────\r\n".repeat(100);
+    let r = run_stream(
+        &p,
+        &DetectorConfig::default(),
+        stream.as_bytes(),
+        7,
+        start(),
+    );
+    assert_eq!(r.chunk_bytes, 7);
+    assert_eq!(r.counts.completions, 100);
+    assert_eq!(r.counts.bytes, stream.len() as u64);
+    assert_eq!(r.verdict.state, SessionState::Idle);
+    assert!(r.state.bounded_bytes <= 64 * 1024);
+}

@@ -1,0 +1,167 @@
+//! Accuracy over the labelled screens of `../shared/fixtures/screens`: a confusion matrix per
+//! agent, the misses with the rule that decided, and the targets of issue 5.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use hyoka_idle_detect::{Profile, SessionState, classify_screen};
+
+use crate::support::shared_dir;
+
+const STATES: [SessionState; 4] = [
+    SessionState::Working,
+    SessionState::Idle,
+    SessionState::Blocked,
+    SessionState::Unknown,
+];
+
+fn profile_for(agent: &str) -> &str {
+    match agent {
+        "claude" => "claude-code",
+        other => other,
+    }
+}
+
+fn parse_label(s: &str) -> SessionState {
+    match s {
+        "working" => SessionState::Working,
+        "idle" => SessionState::Idle,
+        "blocked" => SessionState::Blocked,
+        _ => SessionState::Unknown,
+    }
+}
+
+struct Outcome {
+    file: String,
+    label: SessionState,
+    got: SessionState,
+    rule: String,
+    detail: String,
+    disputed: String,
+}
+
+/// Classifies every labelled screen under `shared/fixtures/screens`, grouped by agent.
+fn classify_fixtures(shared: &std::path::Path) -> BTreeMap<String, Vec<Outcome>> {
+    let root = shared.join("fixtures/screens");
+    let index = std::fs::read_to_string(root.join("INDEX.tsv")).expect("INDEX.tsv");
+    let mut header: Vec<&str> = Vec::new();
+    let mut by_agent: BTreeMap<String, Vec<Outcome>> = BTreeMap::new();
+    let mut profiles: BTreeMap<String, Profile> = BTreeMap::new();
+    for line in index.lines() {
+        let cols: Vec<&str> = line.split('\t').collect();
+        if header.is_empty() {
+            header = cols;
+            continue;
+        }
+        let get = |name: &str| {
+            header
+                .iter()
+                .position(|h| *h == name)
+                .and_then(|i| cols.get(i))
+                .copied()
+                .unwrap_or("")
+        };
+        let file = get("file");
+        let agent = get("agent").to_owned();
+        let profile = profiles
+            .entry(agent.clone())
+            .or_insert_with(|| Profile::builtin(profile_for(&agent)).expect("built-in profile"));
+        let bytes = std::fs::read(root.join(file)).expect("fixture");
+        let verdict = classify_screen(profile, &bytes);
+        let e = &verdict.evidence[0];
+        by_agent.entry(agent).or_default().push(Outcome {
+            file: file.to_owned(),
+            label: parse_label(get("label")),
+            got: verdict.state,
+            rule: e.rule.clone(),
+            detail: e.detail.clone(),
+            disputed: get("disputed").to_owned(),
+        });
+    }
+    by_agent
+}
+
+#[test]
+fn fixture_screens_meet_the_accuracy_targets() {
+    let Some(shared) = shared_dir("fixture accuracy") else {
+        return;
+    };
+    let by_agent = classify_fixtures(&shared);
+    let mut report = String::new();
+    let (mut total, mut correct) = (0usize, 0usize);
+    let mut claude = (0usize, 0usize);
+    let mut blocked_as_idle = Vec::new();
+    for (agent, outcomes) in &by_agent {
+        let n = outcomes.len();
+        let ok = outcomes.iter().filter(|o| o.label == o.got).count();
+        total += n;
+        correct += ok;
+        if agent == "claude" {
+            claude = (n, ok);
+        }
+        #[expect(clippy::cast_precision_loss, reason = "small counts")]
+        let pct = 100.0 * ok as f64 / n as f64;
+        let _ = writeln!(
+            report,
+            "\n{agent} ({}): {ok}/{n} = {pct:.1}%",
+            profile_for(agent)
+        );
+        let _ = writeln!(
+            report,
+            "  label \\ got   working     idle  blocked  unknown"
+        );
+        for label in &STATES[..3] {
+            let _ = write!(report, "  {:<12}", label.as_str());
+            for got in STATES {
+                let c = outcomes
+                    .iter()
+                    .filter(|o| o.label == *label && o.got == got)
+                    .count();
+                let _ = write!(report, " {c:>8}");
+            }
+            report.push('\n');
+        }
+        for o in outcomes.iter().filter(|o| o.label != o.got) {
+            let disputed = if o.disputed.is_empty() {
+                String::new()
+            } else {
+                format!(" [disputed: {}]", o.disputed)
+            };
+            let _ = writeln!(
+                report,
+                "  MISS {} : label {} got {} by {} ({}){disputed}",
+                o.file, o.label, o.got, o.rule, o.detail
+            );
+            if o.label == SessionState::Blocked
+                && o.got == SessionState::Idle
+                && o.disputed.is_empty()
+            {
+                blocked_as_idle.push(o.file.clone());
+            }
+        }
+    }
+    #[expect(clippy::cast_precision_loss, reason = "small counts")]
+    let overall = 100.0 * correct as f64 / total as f64;
+    #[expect(clippy::cast_precision_loss, reason = "small counts")]
+    let claude_pct = 100.0 * claude.1 as f64 / claude.0.max(1) as f64;
+    let _ = writeln!(
+        report,
+        "\noverall: {correct}/{total} = {overall:.1}%; claude-code: {claude_pct:.1}%"
+    );
+    #[expect(
+        clippy::print_stdout,
+        reason = "the confusion matrix is this test's report"
+    )]
+    {
+        println!("{report}");
+    }
+    assert!(
+        blocked_as_idle.is_empty(),
+        "blocked screens classified idle: {blocked_as_idle:?}"
+    );
+    assert!(
+        claude_pct >= 95.0,
+        "claude-code accuracy {claude_pct:.1}% < 95%"
+    );
+    assert!(overall >= 90.0, "overall accuracy {overall:.1}% < 90%");
+}

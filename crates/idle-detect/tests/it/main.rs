@@ -1,0 +1,12 @@
+//! Integration tests of `hyoka-idle-detect`, one binary with a module per area.
+
+mod support;
+
+mod accuracy;
+#[cfg(feature = "command")]
+mod command_checker;
+mod contract;
+mod hostile;
+#[cfg(feature = "mock")]
+mod mocks;
+mod properties;
