@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use hyoka_idle_detect::{CheckerConfig, IDLE_CONTEXT_CHARS, PLAN_CONTEXT_CHARS};
+
 /// Codeman's default update prompt (step 1 of a cycle), verbatim.
 pub const DEFAULT_UPDATE_PROMPT: &str = "write a brief progress summary to CLAUDE.md noting what you accomplished, then continue working.";
 
@@ -50,9 +52,9 @@ pub struct RespawnConfig {
     /// How long after `/init` the controller watches for work before kickstarting (3 s).
     pub init_monitor: Duration,
     /// The AI idle check.
-    pub idle_check: CheckerConfig,
+    pub idle_check: AiCheckConfig,
     /// The AI plan check.
-    pub plan_check: CheckerConfig,
+    pub plan_check: AiCheckConfig,
     /// Warn and recover when a state does not change for too long.
     pub stuck_detection: bool,
     /// Time in one state before a `stuck_warning` event (5 min).
@@ -82,51 +84,38 @@ pub struct RespawnConfig {
     pub dry_run: bool,
 }
 
-/// Settings of one AI checker (idle or plan), the controller's side of Codeman's
-/// `AiCheckerBase` policy.
+/// Settings of one AI check (idle or plan): whether it runs, how much output it sees, and
+/// the timings of `hyoka-idle-detect`'s [`CheckerMachine`](hyoka_idle_detect::CheckerMachine)
+/// that decides when it may run.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CheckerConfig {
+pub struct AiCheckConfig {
     /// Whether checks run at all. A disabled idle check confirms idle directly; a disabled
     /// plan check accepts a plan menu directly.
     pub enabled: bool,
     /// How many characters of stripped output the check sees (16,000 idle, 8,000 plan).
     pub max_context: usize,
-    /// How long a check may run before it counts as an error (90 s idle, 60 s plan).
-    pub timeout: Duration,
-    /// Cooldown after a negative verdict (WORKING: 180 s; NOT_PLAN_MODE: 30 s).
-    pub cooldown: Duration,
-    /// Base cooldown after an error, doubled per consecutive error (60 s idle, 30 s plan).
-    pub error_cooldown: Duration,
-    /// Cap of the error back-off (5 min).
-    pub max_error_cooldown: Duration,
-    /// Consecutive errors that disable the checker (3).
-    pub max_consecutive_errors: u32,
+    /// Timeout, cooldown after the negative verdict, error back-off and the error limit.
+    pub timing: CheckerConfig,
 }
 
-impl CheckerConfig {
-    /// Codeman's idle-checker defaults.
+impl AiCheckConfig {
+    /// Codeman's idle-checker defaults: 16,000 characters, timeout 90 s, cooldown 180 s
+    /// after WORKING, error back-off 60 s doubling to 5 min, disabled after 3 errors.
     pub fn idle_defaults() -> Self {
         Self {
             enabled: true,
-            max_context: 16_000,
-            timeout: Duration::from_secs(90),
-            cooldown: Duration::from_mins(3),
-            error_cooldown: Duration::from_mins(1),
-            max_error_cooldown: Duration::from_mins(5),
-            max_consecutive_errors: 3,
+            max_context: IDLE_CONTEXT_CHARS,
+            timing: CheckerConfig::idle(),
         }
     }
 
-    /// Codeman's plan-checker defaults.
+    /// Codeman's plan-checker defaults: 8,000 characters, timeout 60 s, cooldown 30 s after
+    /// NOT_PLAN_MODE, error back-off 30 s doubling to 5 min, disabled after 3 errors.
     pub fn plan_defaults() -> Self {
         Self {
             enabled: true,
-            max_context: 8_000,
-            timeout: Duration::from_mins(1),
-            cooldown: Duration::from_secs(30),
-            error_cooldown: Duration::from_secs(30),
-            max_error_cooldown: Duration::from_mins(5),
-            max_consecutive_errors: 3,
+            max_context: PLAN_CONTEXT_CHARS,
+            timing: CheckerConfig::plan(),
         }
     }
 }
@@ -149,8 +138,8 @@ impl Default for RespawnConfig {
             hook_confirm: Duration::from_secs(3),
             clear_fallback: Duration::from_secs(10),
             init_monitor: Duration::from_secs(3),
-            idle_check: CheckerConfig::idle_defaults(),
-            plan_check: CheckerConfig::plan_defaults(),
+            idle_check: AiCheckConfig::idle_defaults(),
+            plan_check: AiCheckConfig::plan_defaults(),
             stuck_detection: true,
             stuck_warning: Duration::from_mins(5),
             stuck_recovery: Duration::from_mins(10),
@@ -182,8 +171,14 @@ impl RespawnConfig {
         fix(&mut self.completion_confirm, defaults.completion_confirm);
         fix(&mut self.no_output_timeout, defaults.no_output_timeout);
         fix(&mut self.inter_step_delay, defaults.inter_step_delay);
-        fix(&mut self.idle_check.timeout, defaults.idle_check.timeout);
-        fix(&mut self.plan_check.timeout, defaults.plan_check.timeout);
+        fix(
+            &mut self.idle_check.timing.timeout,
+            defaults.idle_check.timing.timeout,
+        );
+        fix(
+            &mut self.plan_check.timing.timeout,
+            defaults.plan_check.timing.timeout,
+        );
         if self.idle_check.max_context == 0 {
             self.idle_check.max_context = defaults.idle_check.max_context;
         }
@@ -228,8 +223,8 @@ impl RespawnConfig {
         let mut config = Self::fast_test();
         for checker in [&mut config.idle_check, &mut config.plan_check] {
             checker.enabled = true;
-            checker.timeout = Duration::from_millis(500);
-            checker.cooldown = Duration::from_millis(200);
+            checker.timing.timeout = Duration::from_millis(500);
+            checker.timing.cooldown = Duration::from_millis(200);
         }
         config
     }

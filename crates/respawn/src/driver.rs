@@ -7,13 +7,14 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hyoka_idle_detect::HookEvent;
+use hyoka_idle_detect::{
+    CheckError, CheckReply, HookEvent, IdleAnswer, IdleChecker, PlanAnswer, PlanChecker,
+};
 use tokio::sync::mpsc;
 use tokio::task::{AbortHandle, JoinSet};
 
-use crate::checks::Checks;
 use crate::error::RespawnError;
-use crate::event::{CheckOutcome, Event, IdleVerdict, PlanVerdict};
+use crate::event::{Checker, Event};
 use crate::machine::{Action, Input, Keys, Machine};
 use crate::model::SessionModel;
 use crate::terminal::{Exit, Size, Terminal};
@@ -95,9 +96,28 @@ pub struct Report {
     pub cycles: u32,
 }
 
+/// The AI checkers a driver runs checks with (`hyoka-idle-detect`'s traits; its
+/// `CommandChecker` implements both). A check the machine starts without a checker fails.
+#[derive(Clone, Default)]
+pub struct AiCheckers {
+    /// The idle checker (IDLE / WORKING).
+    pub idle: Option<Arc<dyn IdleChecker>>,
+    /// The plan checker (PLAN_MODE / NOT_PLAN_MODE).
+    pub plan: Option<Arc<dyn PlanChecker>>,
+}
+
+impl std::fmt::Debug for AiCheckers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AiCheckers")
+            .field("idle", &self.idle.is_some())
+            .field("plan", &self.plan.is_some())
+            .finish()
+    }
+}
+
 enum CheckResult {
-    Idle(u64, CheckOutcome<IdleVerdict>),
-    Plan(u64, CheckOutcome<PlanVerdict>),
+    Idle(u64, Result<CheckReply<IdleAnswer>, CheckError>),
+    Plan(u64, Result<CheckReply<PlanAnswer>, CheckError>),
 }
 
 /// One controlled session: the machine, the terminal, the model of its screen, and the
@@ -107,10 +127,10 @@ pub struct Driver<T, M, O> {
     terminal: T,
     model: M,
     observer: O,
-    checks: Option<Arc<dyn Checks>>,
+    checkers: AiCheckers,
     options: DriverOptions,
     running: JoinSet<CheckResult>,
-    aborts: HashMap<u64, AbortHandle>,
+    aborts: HashMap<(Checker, u64), AbortHandle>,
     end: Option<Outcome>,
 }
 
@@ -132,14 +152,14 @@ fn now() -> Instant {
 }
 
 impl<T: Terminal, M: SessionModel, O: Observer> Driver<T, M, O> {
-    /// A driver for `terminal`. Without `checks`, enable no AI check in the machine's
-    /// configuration (a check that never answers times out and counts as an error).
+    /// A driver for `terminal`. Enable in the machine's configuration only the checks
+    /// `checkers` can run (a check without a checker fails at once and counts as an error).
     pub fn new(
         machine: Machine,
         terminal: T,
         model: M,
         observer: O,
-        checks: Option<Arc<dyn Checks>>,
+        checkers: AiCheckers,
         options: DriverOptions,
     ) -> Self {
         Self {
@@ -147,7 +167,7 @@ impl<T: Terminal, M: SessionModel, O: Observer> Driver<T, M, O> {
             terminal,
             model,
             observer,
-            checks,
+            checkers,
             options,
             running: JoinSet::new(),
             aborts: HashMap::new(),
@@ -258,30 +278,35 @@ impl<T: Terminal, M: SessionModel, O: Observer> Driver<T, M, O> {
             }
             Action::StartIdleCheck { id, max_context } => {
                 let context = self.model.context(max_context);
-                let checks = self.checks.clone();
+                let checker = self.checkers.idle.clone();
                 let abort = self.running.spawn(async move {
-                    let outcome = match checks {
-                        Some(checks) => checks.check_idle(context).await,
-                        None => no_checker(),
+                    let result = match checker {
+                        Some(checker) => checker.check_idle(&context).await,
+                        None => Err(no_checker()),
                     };
-                    CheckResult::Idle(id, outcome)
+                    CheckResult::Idle(id, result)
                 });
-                self.aborts.insert(id, abort);
+                self.aborts.insert((Checker::Idle, id), abort);
             }
             Action::StartPlanCheck { id, max_context } => {
                 let context = self.model.context(max_context);
-                let checks = self.checks.clone();
+                let checker = self.checkers.plan.clone();
                 let abort = self.running.spawn(async move {
-                    let outcome = match checks {
-                        Some(checks) => checks.check_plan(context).await,
-                        None => no_checker(),
+                    let result = match checker {
+                        Some(checker) => checker.check_plan(&context).await,
+                        None => Err(no_checker()),
                     };
-                    CheckResult::Plan(id, outcome)
+                    CheckResult::Plan(id, result)
                 });
-                self.aborts.insert(id, abort);
+                self.aborts.insert((Checker::Plan, id), abort);
             }
-            Action::CancelIdleCheck { id } | Action::CancelPlanCheck { id } => {
-                if let Some(abort) = self.aborts.remove(&id) {
+            Action::CancelIdleCheck { id } => {
+                if let Some(abort) = self.aborts.remove(&(Checker::Idle, id)) {
+                    abort.abort();
+                }
+            }
+            Action::CancelPlanCheck { id } => {
+                if let Some(abort) = self.aborts.remove(&(Checker::Plan, id)) {
                     abort.abort();
                 }
             }
@@ -296,13 +321,13 @@ impl<T: Terminal, M: SessionModel, O: Observer> Driver<T, M, O> {
 
     async fn check_done(&mut self, result: Result<CheckResult, tokio::task::JoinError>) {
         let input = match result {
-            Ok(CheckResult::Idle(id, outcome)) => {
-                self.aborts.remove(&id);
-                Input::IdleCheckDone { id, outcome }
+            Ok(CheckResult::Idle(id, result)) => {
+                self.aborts.remove(&(Checker::Idle, id));
+                Input::IdleCheckDone { id, result }
             }
-            Ok(CheckResult::Plan(id, outcome)) => {
-                self.aborts.remove(&id);
-                Input::PlanCheckDone { id, outcome }
+            Ok(CheckResult::Plan(id, result)) => {
+                self.aborts.remove(&(Checker::Plan, id));
+                Input::PlanCheckDone { id, result }
             }
             // Cancelled by the machine: nothing to report. A panicking checker times out
             // in the machine like a hanging one.
@@ -337,9 +362,10 @@ impl<T: Terminal, M: SessionModel, O: Observer> Driver<T, M, O> {
     }
 }
 
-fn no_checker<V>() -> CheckOutcome<V> {
-    CheckOutcome::Failed {
-        message: "no AI checker is configured".to_owned(),
+fn no_checker() -> CheckError {
+    CheckError::Spawn {
+        program: "(none)".to_owned(),
+        source: std::io::Error::other("no AI checker is configured"),
     }
 }
 

@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use hyoka_idle_detect::{BlockedKind, HookEvent};
+use hyoka_idle_detect::{BlockedKind, HookEvent, IdleAnswer, PlanAnswer};
 use serde::Serialize;
 
 /// The 13 states of Codeman's respawn controller.
@@ -240,45 +240,6 @@ pub enum Checker {
     Plan,
 }
 
-/// An AI idle check's verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum IdleVerdict {
-    /// The session finished.
-    Idle,
-    /// The session is still working.
-    Working,
-}
-
-/// An AI plan check's verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum PlanVerdict {
-    /// A plan-approval menu is on screen.
-    PlanMode,
-    /// It is not.
-    NotPlanMode,
-}
-
-/// What an AI check returned, as the driver reports it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "outcome", rename_all = "snake_case")]
-pub enum CheckOutcome<V> {
-    /// The checker answered.
-    Verdict {
-        /// The verdict (first line of the answer).
-        verdict: V,
-        /// The rest of the answer.
-        reasoning: String,
-    },
-    /// The check failed: spawn failure, crash, unparsable answer. (A timeout is decided by
-    /// the machine itself.)
-    Failed {
-        /// What went wrong.
-        message: String,
-    },
-}
-
 /// Why the gate chain refused to start a cycle (Codeman's `respawnBlocked` reasons plus
 /// hyoka's).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -461,7 +422,7 @@ pub enum Event {
         /// The check id.
         id: u64,
         /// The verdict.
-        verdict: IdleVerdict,
+        verdict: IdleAnswer,
         /// The reasoning.
         reasoning: String,
     },
@@ -523,7 +484,7 @@ pub enum Event {
         /// The check id.
         id: u64,
         /// The verdict.
-        verdict: PlanVerdict,
+        verdict: PlanAnswer,
         /// The reasoning.
         reasoning: String,
     },

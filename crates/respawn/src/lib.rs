@@ -14,12 +14,13 @@
 //!   ([`State`], [`Step`], [`TimerName`], [`BlockReason`], …). Pluggable [`Gate`]s can hold
 //!   a cycle back.
 //! - [`Driver`]: the tokio loop around a machine, a [`Terminal`] and a [`SessionModel`]; it
-//!   runs AI checks through [`Checks`], takes hooks, keys and resizes ([`DriverInputs`]),
+//!   runs AI checks through `hyoka-idle-detect`'s checkers ([`AiCheckers`]), takes hooks, keys and resizes ([`DriverInputs`]),
 //!   tells an [`Observer`], and ends with a [`Report`].
 //! - [`Terminal`] backends: [`PtyTerminal`] (the embedded default) and [`TmuxTerminal`] (a
 //!   private tmux server; the session survives hyoka and can be re-attached); with the
 //!   `mock` feature also [`FakeTerminal`] and `MockTerminal`.
-//! - [`SessionModel`]: the detector seam; [`BasicModel`] is the built-in model.
+//! - [`SessionModel`]: the detector seam; [`DetectorModel`] puts `hyoka-idle-detect`'s
+//!   detector behind it.
 //! - Hooks: [`HookListener`] on a Unix socket, [`send_hook`] for `hyoka hook`.
 //!
 //! # Example
@@ -93,7 +94,7 @@
 //! | item | decision |
 //! |---|---|
 //! | §4 race: plan check vs idle check | **fixed**: an idle check waits while a plan check runs, and runs after a negative plan verdict |
-//! | 106 working-window blind spot, sticky working | **fixed** in [`BasicModel`]: the whole chunk is scanned, plus a short carry-over for split patterns; nothing is sticky |
+//! | 106 working-window blind spot, sticky working | **fixed** by the detector behind [`DetectorModel`]: every line of a chunk is classified; nothing is sticky |
 //! | 107 completion flag survives a cycle | **fixed**: cleared when a cycle completes |
 //! | 108 `detectionUpdate` interval dies after the first cycle | **fixed by design**: no interval; [`Machine::status`] answers at any time |
 //! | 109 `pause()` is not a pause | **fixed**: pause cancels checks, stops state timers, types nothing; resume re-arms the current state's timers |
@@ -123,7 +124,6 @@
     reason = "decisions are sans-IO: no clock, no environment"
 )]
 
-mod checks;
 mod config;
 mod driver;
 mod error;
@@ -134,22 +134,18 @@ mod machine;
 mod model;
 mod terminal;
 
-pub use crate::checks::Checks;
-#[cfg(feature = "mock")]
-pub use crate::checks::MockChecks;
-pub use crate::config::{CheckerConfig, DEFAULT_UPDATE_PROMPT, RespawnConfig};
+pub use crate::config::{AiCheckConfig, DEFAULT_UPDATE_PROMPT, RespawnConfig};
 pub use crate::driver::{
-    Driver, DriverInputs, DriverOptions, NoObserver, Observer, Outcome, Report,
+    AiCheckers, Driver, DriverInputs, DriverOptions, NoObserver, Observer, Outcome, Report,
 };
 pub use crate::error::RespawnError;
 pub use crate::event::{
-    AutoAcceptSkip, BlockReason, CheckOutcome, CheckSkip, Checker, Event, IdleVerdict, PlanVerdict,
-    Stale, State, Step, TimerName,
+    AutoAcceptSkip, BlockReason, CheckSkip, Checker, Event, Stale, State, Step, TimerName,
 };
 pub use crate::gate::{FnGate, Gate, GateContext};
 pub use crate::hook::{HOOK_EVENT_NAMES, HookListener, HookMessage, is_hook_event_name, send_hook};
 pub use crate::machine::{Action, Input, Keys, Machine, Status, TimerInfo};
-pub use crate::model::{BasicModel, SessionModel};
+pub use crate::model::{DetectorModel, SessionModel};
 pub use crate::terminal::{
     Exit, PtyTerminal, Signal, Size, SpawnOptions, Terminal, TmuxOptions, TmuxTerminal,
 };

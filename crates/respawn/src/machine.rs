@@ -5,26 +5,27 @@
 //! [`Input::Tick`]. Nothing here reads a clock, sleeps, spawns or prints. The transition
 //! numbers (T1–T47) in the comments and docs are those of `respawn-reference.md` §1.3.
 
-mod checker;
 mod timers;
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use hyoka_idle_detect::{BlockedKind, ChunkSignals, HookEvent, SessionState, Verdict};
+use hyoka_idle_detect::{
+    BlockedKind, CheckError, CheckReply, CheckTicket, CheckVerdict, CheckerEvent, CheckerMachine,
+    CheckerStatus, ChunkSignals, Finish, HookEvent, IdleAnswer, PlanAnswer, Refusal, SessionState,
+    Verdict,
+};
 
 use crate::config::RespawnConfig;
 use crate::event::{
-    AutoAcceptSkip, BlockReason, CheckOutcome, CheckSkip, Checker, Event, IdleVerdict, PlanVerdict,
-    Stale, State, Step, TimerName,
+    AutoAcceptSkip, BlockReason, CheckSkip, Checker, Event, Stale, State, Step, TimerName,
 };
 use crate::gate::{Gate, GateContext};
 
-use self::checker::{After, Policy};
 use self::timers::{Timer, Timers};
 
 /// One observation or command for the machine.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 #[non_exhaustive]
 pub enum Input {
     /// Start watching (T1, T3). Ignored unless stopped.
@@ -49,15 +50,15 @@ pub enum Input {
     IdleCheckDone {
         /// The check id.
         id: u64,
-        /// What it returned.
-        outcome: CheckOutcome<IdleVerdict>,
+        /// What the checker returned.
+        result: Result<CheckReply<IdleAnswer>, CheckError>,
     },
     /// The result of the AI plan check started by [`Action::StartPlanCheck`].
     PlanCheckDone {
         /// The check id.
         id: u64,
-        /// What it returned.
-        outcome: CheckOutcome<PlanVerdict>,
+        /// What the checker returned.
+        result: Result<CheckReply<PlanAnswer>, CheckError>,
     },
     /// The user typed into the session (human-presence lock).
     UserTyped,
@@ -160,12 +161,6 @@ pub struct Status {
     pub human_lock: Option<Duration>,
 }
 
-#[derive(Debug, Clone, Copy)]
-struct RunningCheck {
-    id: u64,
-    started_at: Instant,
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
     /// The text is typed; Enter follows after `enter_delay`.
@@ -211,12 +206,11 @@ pub struct Machine {
     stop_hook_at: Option<Instant>,
     stop_hook_contradicted: bool,
     idle_prompt_received: bool,
-    idle_policy: Policy,
-    plan_policy: Policy,
-    idle_check: Option<RunningCheck>,
-    plan_check: Option<RunningCheck>,
+    idle_checker: CheckerMachine<IdleAnswer>,
+    plan_checker: CheckerMachine<PlanAnswer>,
+    idle_check: Option<CheckTicket>,
+    plan_check: Option<CheckTicket>,
     deferred_idle_check: Option<&'static str>,
-    next_check_id: u64,
     cycles: u32,
     cycles_completed: u32,
     cycle_starts: VecDeque<Instant>,
@@ -245,8 +239,8 @@ impl Machine {
     pub fn new(config: RespawnConfig) -> Self {
         let config = config.normalized();
         Self {
-            idle_policy: Policy::new(&config.idle_check),
-            plan_policy: Policy::new(&config.plan_check),
+            idle_checker: new_checker(config.idle_check.enabled, config.idle_check.timing),
+            plan_checker: new_checker(config.plan_check.enabled, config.plan_check.timing),
             config,
             state: State::Stopped,
             state_entered_at: None,
@@ -270,7 +264,6 @@ impl Machine {
             idle_check: None,
             plan_check: None,
             deferred_idle_check: None,
-            next_check_id: 0,
             cycles: 0,
             cycles_completed: 0,
             cycle_starts: VecDeque::new(),
@@ -337,7 +330,11 @@ impl Machine {
     }
 
     /// A status snapshot at `now`.
-    pub fn status(&self, now: Instant) -> Status {
+    pub fn status(&mut self, now: Instant) -> Status {
+        let idle_check_usable = !matches!(
+            self.idle_checker.status(now),
+            CheckerStatus::Disabled { .. }
+        );
         Status {
             state: self.state,
             cycles: self.cycles,
@@ -346,8 +343,8 @@ impl Machine {
             working_detected: self.working_detected,
             elicitation: self.elicitation,
             stop_hook_pending: self.stop_hook_at.is_some(),
-            idle_check_errors: self.idle_policy.consecutive_errors,
-            idle_check_usable: self.idle_policy.usable(),
+            idle_check_errors: self.idle_checker.consecutive_errors(),
+            idle_check_usable,
             tokens: self.tokens,
             silence: self.last_output.map(|t| now.saturating_duration_since(t)),
             human_lock: self
@@ -375,14 +372,14 @@ impl Machine {
             Input::Output(signals) => self.output(signals, now),
             Input::Hook(hook) => self.hook(hook, now),
             Input::Tick | Input::Verdict(_) => {}
-            Input::IdleCheckDone { id, outcome } => self.idle_check_done(id, outcome, now),
-            Input::PlanCheckDone { id, outcome } => self.plan_check_done(id, outcome, now),
+            Input::IdleCheckDone { id, result } => self.idle_check_done(id, result, now),
+            Input::PlanCheckDone { id, result } => self.plan_check_done(id, result, now),
             Input::UserTyped => self.user_input(now),
             Input::SessionExited { code } => {
                 self.emit(Event::SessionExited { code });
                 self.stop();
             }
-            Input::UpdateConfig(config) => self.update_config(*config),
+            Input::UpdateConfig(config) => self.update_config(*config, now),
         }
         std::mem::take(&mut self.out)
     }
@@ -555,47 +552,13 @@ impl Machine {
                     self.restart_detection(now, false);
                 }
             }
-            TimerName::IdleCheckCooldown => {
-                if self.idle_policy.cooldown_ended(now) {
-                    self.emit(Event::CheckerCooldown {
-                        checker: Checker::Idle,
-                        active: false,
-                        duration_ms: None,
-                    });
-                    // AIC-008: the pre-filter restarts when the cooldown ends in watching.
-                    if self.state == State::Watching && self.config.idle_check.enabled {
-                        self.arm(TimerName::PreFilter, self.config.completion_confirm, now);
-                    }
-                }
+            TimerName::IdleCheckCooldown | TimerName::IdleCheckTimeout => {
+                self.idle_checker.poll(now);
+                self.idle_checker_events(now);
             }
-            TimerName::PlanCheckCooldown => {
-                if self.plan_policy.cooldown_ended(now) {
-                    self.emit(Event::CheckerCooldown {
-                        checker: Checker::Plan,
-                        active: false,
-                        duration_ms: None,
-                    });
-                }
-            }
-            TimerName::IdleCheckTimeout => {
-                if let Some(check) = self.idle_check {
-                    let message = format!(
-                        "AI idle check timed out after {}ms",
-                        millis(self.config.idle_check.timeout)
-                    );
-                    self.out.push(Action::CancelIdleCheck { id: check.id });
-                    self.idle_check_done(check.id, CheckOutcome::Failed { message }, now);
-                }
-            }
-            TimerName::PlanCheckTimeout => {
-                if let Some(check) = self.plan_check {
-                    let message = format!(
-                        "AI plan check timed out after {}ms",
-                        millis(self.config.plan_check.timeout)
-                    );
-                    self.out.push(Action::CancelPlanCheck { id: check.id });
-                    self.plan_check_done(check.id, CheckOutcome::Failed { message }, now);
-                }
+            TimerName::PlanCheckCooldown | TimerName::PlanCheckTimeout => {
+                self.plan_checker.poll(now);
+                self.plan_checker_events(now);
             }
         }
     }
@@ -623,8 +586,8 @@ impl Machine {
         self.working_detected = false;
         self.prompt_detected = false;
         self.reset_hooks();
-        self.idle_policy.reset();
-        self.plan_policy.reset();
+        self.idle_checker.reset();
+        self.plan_checker.reset();
         self.pending = None;
         self.stuck_recoveries = 0;
         self.set_state(State::Watching, now);
@@ -731,30 +694,48 @@ impl Machine {
         }
     }
 
-    fn update_config(&mut self, config: RespawnConfig) {
+    /// Codeman's `updateConfig`. Turning a check off cancels a running one (hyoka: Codeman
+    /// lets it finish and acts on it, CO-003) and idle is then confirmed without it;
+    /// turning it on re-enables a checker disabled by errors (AIC-010). New checker timings
+    /// apply from the next check.
+    fn update_config(&mut self, config: RespawnConfig, now: Instant) {
         let config = config.normalized();
-        for checker in [Checker::Idle, Checker::Plan] {
-            let (old, new) = match checker {
-                Checker::Idle => (self.config.idle_check.enabled, config.idle_check.enabled),
-                Checker::Plan => (self.config.plan_check.enabled, config.plan_check.enabled),
-            };
-            let policy = match checker {
-                Checker::Idle => &mut self.idle_policy,
-                Checker::Plan => &mut self.plan_policy,
-            };
-            if old && !new {
-                policy.disable("Disabled by config".to_owned());
-                self.emit(Event::CheckerDisabled {
-                    checker,
-                    reason: "Disabled by config".to_owned(),
-                });
-            } else if new && !policy.usable() {
-                // AIC-010: re-enabling clears a disable caused by errors too.
-                policy.enable();
-                self.emit(Event::CheckerEnabled { checker });
-            }
-        }
+        let (old_idle, new_idle) = (&self.config.idle_check, &config.idle_check);
+        let (idle_off, idle_on) = (old_idle.enabled && !new_idle.enabled, new_idle.enabled);
+        let idle_timing = (old_idle.timing != new_idle.timing).then_some(new_idle.timing);
+        let (old_plan, new_plan) = (&self.config.plan_check, &config.plan_check);
+        let (plan_off, plan_on) = (old_plan.enabled && !new_plan.enabled, new_plan.enabled);
+        let plan_timing = (old_plan.timing != new_plan.timing).then_some(new_plan.timing);
         self.config = config;
+        if idle_off {
+            self.cancel_idle_check("disabled by config");
+            self.idle_checker.disable("Disabled by config");
+            if self.state == State::AiChecking {
+                self.back_to_watching(now, false);
+            }
+        } else if idle_on && checker_disabled(&mut self.idle_checker, now) {
+            self.idle_checker.enable();
+            self.emit(Event::CheckerEnabled {
+                checker: Checker::Idle,
+            });
+        }
+        if plan_off {
+            self.cancel_plan_check("disabled by config");
+            self.plan_checker.disable("Disabled by config");
+        } else if plan_on && checker_disabled(&mut self.plan_checker, now) {
+            self.plan_checker.enable();
+            self.emit(Event::CheckerEnabled {
+                checker: Checker::Plan,
+            });
+        }
+        if let Some(timing) = idle_timing.filter(|_| self.idle_check.is_none()) {
+            self.idle_checker = replace_checker(&mut self.idle_checker, timing, now);
+        }
+        if let Some(timing) = plan_timing.filter(|_| self.plan_check.is_none()) {
+            self.plan_checker = replace_checker(&mut self.plan_checker, timing, now);
+        }
+        self.idle_checker_events(now);
+        self.plan_checker_events(now);
     }
 
     // ----- output (§3.1) --------------------------------------------------------------
@@ -967,7 +948,7 @@ impl Machine {
         self.emit(Event::NoOutputFallback {
             silence_ms: millis(self.silence(now)),
         });
-        if self.config.idle_check.enabled && self.idle_policy.usable() {
+        if self.config.idle_check.enabled && !checker_disabled(&mut self.idle_checker, now) {
             self.try_start_ai_check("no-output fallback", now);
         } else {
             self.on_idle_confirmed("no-output fallback (AI check disabled)", now);
@@ -988,7 +969,7 @@ impl Machine {
             self.back_to_watching(now, false);
             return;
         }
-        if !self.config.idle_check.enabled || !self.idle_policy.usable() {
+        if !self.config.idle_check.enabled || checker_disabled(&mut self.idle_checker, now) {
             self.on_idle_confirmed(
                 match reason {
                     "pre-filter" => "pre-filter (AI check disabled)",
@@ -1007,104 +988,185 @@ impl Machine {
             });
             return;
         }
-        if let Some(remaining) = self.idle_policy.cooldown_remaining(now) {
-            self.emit(Event::IdleCheckSkipped {
-                skip: CheckSkip::Cooldown {
-                    remaining_ms: millis(remaining),
-                },
-            });
-            if self.state == State::ConfirmingIdle {
-                // §5d 110: no dead end in confirming_idle; the cooldown's end re-arms the
-                // pre-filter in watching.
-                self.back_to_watching(now, false);
+        let ticket = match self.idle_checker.try_start(now) {
+            Ok(ticket) => ticket,
+            Err(Refusal::OnCooldown { remaining }) => {
+                self.emit(Event::IdleCheckSkipped {
+                    skip: CheckSkip::Cooldown {
+                        remaining_ms: millis(remaining),
+                    },
+                });
+                if self.state == State::ConfirmingIdle {
+                    // §5d 110: no dead end in confirming_idle; the cooldown's end re-arms
+                    // the pre-filter in watching.
+                    self.back_to_watching(now, false);
+                }
+                self.idle_checker_events(now);
+                return;
             }
-            return;
-        }
-        if self.idle_policy.is_checking() || self.idle_check.is_some() {
-            self.emit(Event::IdleCheckSkipped {
-                skip: CheckSkip::AlreadyChecking,
-            });
-            return;
-        }
-        self.next_check_id += 1;
-        let id = self.next_check_id;
-        self.idle_policy.begin();
-        self.idle_check = Some(RunningCheck {
-            id,
-            started_at: now,
-        });
+            Err(_) => {
+                self.emit(Event::IdleCheckSkipped {
+                    skip: CheckSkip::AlreadyChecking,
+                });
+                return;
+            }
+        };
+        let id = ticket.id();
+        self.idle_check = Some(ticket);
         self.set_state(State::AiChecking, now);
         self.emit(Event::IdleCheckStarted { id, reason });
         self.out.push(Action::StartIdleCheck {
             id,
             max_context: self.config.idle_check.max_context,
         });
-        self.timers.set(
-            TimerName::IdleCheckTimeout,
-            Timer {
-                started_at: now,
-                duration: self.config.idle_check.timeout,
-            },
-        );
+        self.idle_checker_events(now);
     }
 
     fn cancel_idle_check(&mut self, reason: &'static str) {
-        if let Some(check) = self.idle_check.take() {
-            self.idle_policy.cancelled();
+        if let Some(ticket) = self.idle_check.take() {
+            self.idle_checker.cancel();
             self.timers.take(TimerName::IdleCheckTimeout);
-            self.out.push(Action::CancelIdleCheck { id: check.id });
+            self.out.push(Action::CancelIdleCheck { id: ticket.id() });
             self.emit(Event::CheckCancelled {
                 checker: Checker::Idle,
-                id: check.id,
+                id: ticket.id(),
                 reason,
             });
         }
     }
 
     fn cancel_plan_check(&mut self, reason: &'static str) {
-        if let Some(check) = self.plan_check.take() {
-            self.plan_policy.cancelled();
+        if let Some(ticket) = self.plan_check.take() {
+            self.plan_checker.cancel();
             self.timers.take(TimerName::PlanCheckTimeout);
-            self.out.push(Action::CancelPlanCheck { id: check.id });
+            self.out.push(Action::CancelPlanCheck { id: ticket.id() });
             self.emit(Event::CheckCancelled {
                 checker: Checker::Plan,
-                id: check.id,
+                id: ticket.id(),
                 reason,
             });
         }
     }
 
-    /// Applies a checker's status change after a result and reports it.
-    fn checker_after(&mut self, checker: Checker, after: After, now: Instant) {
-        match after {
-            After::Ready => {}
-            After::Cooldown(duration) => {
-                let timer = match checker {
-                    Checker::Idle => TimerName::IdleCheckCooldown,
-                    Checker::Plan => TimerName::PlanCheckCooldown,
-                };
-                self.timers.set(
-                    timer,
-                    Timer {
-                        started_at: now,
-                        duration,
-                    },
-                );
-                self.emit(Event::CheckerCooldown {
-                    checker,
-                    active: true,
-                    duration_ms: Some(millis(duration)),
-                });
+    /// Reports what the idle checker did (cooldowns, disabling, a timed-out check) and
+    /// re-arms the timer of its next deadline.
+    fn idle_checker_events(&mut self, now: Instant) {
+        for event in self.idle_checker.drain_events() {
+            match event {
+                CheckerEvent::TimedOut { id } => {
+                    if self.idle_check.is_some_and(|t| t.id() == id) {
+                        self.idle_check = None;
+                        self.out.push(Action::CancelIdleCheck { id });
+                        self.emit(Event::IdleCheckFailed {
+                            id,
+                            message: format!(
+                                "AI idle check timed out after {}ms",
+                                millis(self.config.idle_check.timing.timeout)
+                            ),
+                        });
+                        if self.state == State::AiChecking {
+                            self.back_to_watching(now, false);
+                        }
+                    }
+                }
+                CheckerEvent::CooldownEnded => {
+                    self.checker_event(Checker::Idle, event, now);
+                    // AIC-008: the pre-filter restarts when the cooldown ends in watching.
+                    if self.state == State::Watching && self.config.idle_check.enabled {
+                        self.arm(TimerName::PreFilter, self.config.completion_confirm, now);
+                    }
+                }
+                event => self.checker_event(Checker::Idle, event, now),
             }
-            After::Disabled(reason) => {
+        }
+        let deadline = self.idle_checker.next_deadline();
+        self.sync_checker_timer(
+            deadline,
+            self.idle_check.is_some(),
+            [TimerName::IdleCheckTimeout, TimerName::IdleCheckCooldown],
+            now,
+        );
+    }
+
+    /// [`Machine::idle_checker_events`] for the plan checker.
+    fn plan_checker_events(&mut self, now: Instant) {
+        for event in self.plan_checker.drain_events() {
+            match event {
+                CheckerEvent::TimedOut { id } => {
+                    if self.plan_check.is_some_and(|t| t.id() == id) {
+                        self.plan_check = None;
+                        self.out.push(Action::CancelPlanCheck { id });
+                        self.emit(Event::PlanCheckFailed {
+                            id,
+                            message: format!(
+                                "AI plan check timed out after {}ms",
+                                millis(self.config.plan_check.timing.timeout)
+                            ),
+                        });
+                        self.run_deferred_idle_check(now);
+                    }
+                }
+                event => self.checker_event(Checker::Plan, event, now),
+            }
+        }
+        let deadline = self.plan_checker.next_deadline();
+        self.sync_checker_timer(
+            deadline,
+            self.plan_check.is_some(),
+            [TimerName::PlanCheckTimeout, TimerName::PlanCheckCooldown],
+            now,
+        );
+    }
+
+    fn checker_event(&mut self, checker: Checker, event: CheckerEvent, now: Instant) {
+        match event {
+            CheckerEvent::CooldownStarted { until } => self.emit(Event::CheckerCooldown {
+                checker,
+                active: true,
+                duration_ms: Some(millis(until.saturating_duration_since(now))),
+            }),
+            CheckerEvent::CooldownEnded => self.emit(Event::CheckerCooldown {
+                checker,
+                active: false,
+                duration_ms: None,
+            }),
+            CheckerEvent::Disabled { reason } => {
                 self.emit(Event::CheckerDisabled { checker, reason });
             }
+            _ => {}
+        }
+    }
+
+    /// One table slot per checker state: the running check's time limit, or the end of
+    /// the cooldown.
+    fn sync_checker_timer(
+        &mut self,
+        deadline: Option<Instant>,
+        checking: bool,
+        [timeout, cooldown]: [TimerName; 2],
+        now: Instant,
+    ) {
+        self.timers.take(timeout);
+        self.timers.take(cooldown);
+        if let Some(at) = deadline {
+            self.timers.set(
+                if checking { timeout } else { cooldown },
+                Timer {
+                    started_at: now,
+                    duration: at.saturating_duration_since(now),
+                },
+            );
         }
     }
 
     /// T18–T20, T23.
-    fn idle_check_done(&mut self, id: u64, outcome: CheckOutcome<IdleVerdict>, now: Instant) {
-        let Some(check) = self.idle_check.filter(|c| c.id == id) else {
+    fn idle_check_done(
+        &mut self,
+        id: u64,
+        result: Result<CheckReply<IdleAnswer>, CheckError>,
+        now: Instant,
+    ) {
+        let Some(ticket) = self.idle_check.filter(|t| t.id() == id) else {
             self.emit(Event::CheckResultIgnored {
                 checker: Checker::Idle,
                 id,
@@ -1113,23 +1175,10 @@ impl Machine {
             });
             return;
         };
-        let _ = check.started_at;
         self.idle_check = None;
-        self.timers.take(TimerName::IdleCheckTimeout);
-        let config = self.config.idle_check.clone();
-        let after = match &outcome {
-            CheckOutcome::Verdict {
-                verdict: IdleVerdict::Idle,
-                ..
-            } => self.idle_policy.positive(),
-            CheckOutcome::Verdict {
-                verdict: IdleVerdict::Working,
-                ..
-            } => self.idle_policy.negative(&config, now),
-            CheckOutcome::Failed { message } => self.idle_policy.error(&config, now, message),
-        };
+        let finish = self.idle_checker.finish(now, ticket, result);
         if self.state != State::AiChecking {
-            self.checker_after(Checker::Idle, after, now);
+            self.idle_checker_events(now);
             self.emit(Event::CheckResultIgnored {
                 checker: Checker::Idle,
                 id,
@@ -1138,36 +1187,35 @@ impl Machine {
             });
             return;
         }
-        match outcome {
-            CheckOutcome::Verdict {
-                verdict: IdleVerdict::Idle,
-                reasoning,
-            } => {
+        match finish {
+            Finish::Verdict(reply) => {
                 self.emit(Event::IdleCheckCompleted {
                     id,
-                    verdict: IdleVerdict::Idle,
-                    reasoning,
+                    verdict: reply.verdict,
+                    reasoning: reply.reasoning,
                 });
-                self.checker_after(Checker::Idle, after, now);
-                self.timers.take(TimerName::CompletionConfirm);
-                self.timers.take(TimerName::PreFilter);
-                self.on_idle_confirmed("ai-check: idle", now);
+                self.idle_checker_events(now);
+                if reply.verdict == IdleAnswer::Idle {
+                    self.timers.take(TimerName::CompletionConfirm);
+                    self.timers.take(TimerName::PreFilter);
+                    self.on_idle_confirmed("ai-check: idle", now);
+                } else {
+                    self.back_to_watching(now, false);
+                }
             }
-            CheckOutcome::Verdict {
-                verdict: IdleVerdict::Working,
-                reasoning,
-            } => {
-                self.emit(Event::IdleCheckCompleted {
-                    id,
-                    verdict: IdleVerdict::Working,
-                    reasoning,
-                });
-                self.checker_after(Checker::Idle, after, now);
+            Finish::Failed { error, .. } => {
+                self.emit(Event::IdleCheckFailed { id, message: error });
+                self.idle_checker_events(now);
                 self.back_to_watching(now, false);
             }
-            CheckOutcome::Failed { message } => {
-                self.emit(Event::IdleCheckFailed { id, message });
-                self.checker_after(Checker::Idle, after, now);
+            Finish::Stale => {
+                self.idle_checker_events(now);
+                self.emit(Event::CheckResultIgnored {
+                    checker: Checker::Idle,
+                    id,
+                    stale: Stale::UnknownId,
+                    state: self.state,
+                });
                 self.back_to_watching(now, false);
             }
         }
@@ -1726,46 +1774,35 @@ impl Machine {
             self.emit(Event::AutoAcceptSkipped { skip });
             return;
         }
-        if self.config.plan_check.enabled && self.plan_policy.usable() {
-            if let Some(remaining) = self.plan_policy.cooldown_remaining(now) {
-                self.emit(Event::AutoAcceptSkipped {
-                    skip: AutoAcceptSkip::PlanCheckCooldown {
-                        remaining_ms: millis(remaining),
-                    },
-                });
-                return;
-            }
-            if self.plan_check.is_some() || self.plan_policy.is_checking() {
-                self.emit(Event::AutoAcceptSkipped {
-                    skip: AutoAcceptSkip::PlanCheckInProgress,
-                });
-                return;
-            }
+        if self.config.plan_check.enabled && !checker_disabled(&mut self.plan_checker, now) {
             if self.idle_check.is_some() {
                 self.emit(Event::AutoAcceptSkipped {
                     skip: AutoAcceptSkip::IdleCheckRunning,
                 });
                 return;
             }
-            self.next_check_id += 1;
-            let id = self.next_check_id;
-            self.plan_policy.begin();
-            self.plan_check = Some(RunningCheck {
-                id,
-                started_at: now,
-            });
-            self.emit(Event::PlanCheckStarted { id });
-            self.out.push(Action::StartPlanCheck {
-                id,
-                max_context: self.config.plan_check.max_context,
-            });
-            self.timers.set(
-                TimerName::PlanCheckTimeout,
-                Timer {
-                    started_at: now,
-                    duration: self.config.plan_check.timeout,
-                },
-            );
+            match self.plan_checker.try_start(now) {
+                Ok(ticket) => {
+                    let id = ticket.id();
+                    self.plan_check = Some(ticket);
+                    self.emit(Event::PlanCheckStarted { id });
+                    self.out.push(Action::StartPlanCheck {
+                        id,
+                        max_context: self.config.plan_check.max_context,
+                    });
+                }
+                Err(Refusal::OnCooldown { remaining }) => {
+                    self.emit(Event::AutoAcceptSkipped {
+                        skip: AutoAcceptSkip::PlanCheckCooldown {
+                            remaining_ms: millis(remaining),
+                        },
+                    });
+                }
+                Err(_) => self.emit(Event::AutoAcceptSkipped {
+                    skip: AutoAcceptSkip::PlanCheckInProgress,
+                }),
+            }
+            self.plan_checker_events(now);
             return;
         }
         self.send_auto_accept(now);
@@ -1781,8 +1818,13 @@ impl Machine {
         }
     }
 
-    fn plan_check_done(&mut self, id: u64, outcome: CheckOutcome<PlanVerdict>, now: Instant) {
-        let Some(check) = self.plan_check.filter(|c| c.id == id) else {
+    fn plan_check_done(
+        &mut self,
+        id: u64,
+        result: Result<CheckReply<PlanAnswer>, CheckError>,
+        now: Instant,
+    ) {
+        let Some(ticket) = self.plan_check.filter(|t| t.id() == id) else {
             self.emit(Event::CheckResultIgnored {
                 checker: Checker::Plan,
                 id,
@@ -1792,21 +1834,9 @@ impl Machine {
             return;
         };
         self.plan_check = None;
-        self.timers.take(TimerName::PlanCheckTimeout);
-        let config = self.config.plan_check.clone();
-        let after = match &outcome {
-            CheckOutcome::Verdict {
-                verdict: PlanVerdict::PlanMode,
-                ..
-            } => self.plan_policy.positive(),
-            CheckOutcome::Verdict {
-                verdict: PlanVerdict::NotPlanMode,
-                ..
-            } => self.plan_policy.negative(&config, now),
-            CheckOutcome::Failed { message } => self.plan_policy.error(&config, now, message),
-        };
-        self.checker_after(Checker::Plan, after, now);
-        if self.last_output.is_some_and(|t| t > check.started_at) {
+        let finish = self.plan_checker.finish(now, ticket, result);
+        self.plan_checker_events(now);
+        if self.last_output.is_some_and(|t| t > ticket.started()) {
             self.emit(Event::CheckResultIgnored {
                 checker: Checker::Plan,
                 id,
@@ -1815,16 +1845,13 @@ impl Machine {
             });
             return;
         }
-        match outcome {
-            CheckOutcome::Verdict {
-                verdict: PlanVerdict::PlanMode,
-                reasoning,
-            } => {
+        match finish {
+            Finish::Verdict(reply) if reply.verdict == PlanAnswer::PlanMode => {
                 if self.state == State::Watching {
                     self.emit(Event::PlanCheckCompleted {
                         id,
-                        verdict: PlanVerdict::PlanMode,
-                        reasoning,
+                        verdict: reply.verdict,
+                        reasoning: reply.reasoning,
                     });
                     // The screen must still be a plan menu, and the user must not be typing.
                     let skip = if self.human_locked(now) {
@@ -1845,20 +1872,26 @@ impl Machine {
                     self.emit(Event::PlanAcceptRefused { state: self.state });
                 }
             }
-            CheckOutcome::Verdict {
-                verdict: PlanVerdict::NotPlanMode,
-                reasoning,
-            } => {
-                self.emit(Event::PlanCheckCompleted {
-                    id,
-                    verdict: PlanVerdict::NotPlanMode,
-                    reasoning,
-                });
+            Finish::Verdict(reply) => self.emit(Event::PlanCheckCompleted {
+                id,
+                verdict: reply.verdict,
+                reasoning: reply.reasoning,
+            }),
+            Finish::Failed { error, .. } => {
+                self.emit(Event::PlanCheckFailed { id, message: error });
             }
-            CheckOutcome::Failed { message } => {
-                self.emit(Event::PlanCheckFailed { id, message });
-            }
+            Finish::Stale => self.emit(Event::CheckResultIgnored {
+                checker: Checker::Plan,
+                id,
+                stale: Stale::UnknownId,
+                state: self.state,
+            }),
         }
+        self.run_deferred_idle_check(now);
+    }
+
+    /// The idle check that waited for the plan check (the §4 race fix) runs now.
+    fn run_deferred_idle_check(&mut self, now: Instant) {
         if let Some(reason) = self.deferred_idle_check.take() {
             self.try_start_ai_check(reason, now);
         }
@@ -2008,6 +2041,40 @@ impl Machine {
             }
         }
     }
+}
+
+/// A checker of `timing`, disabled when the check is off.
+fn new_checker<V: CheckVerdict>(
+    enabled: bool,
+    timing: hyoka_idle_detect::CheckerConfig,
+) -> CheckerMachine<V> {
+    let mut checker = CheckerMachine::new(timing);
+    if !enabled {
+        checker.disable("Disabled by config");
+        checker.drain_events();
+    }
+    checker
+}
+
+/// `true` when `checker` is disabled (by configuration or by errors).
+fn checker_disabled<V: CheckVerdict>(checker: &mut CheckerMachine<V>, now: Instant) -> bool {
+    matches!(checker.status(now), CheckerStatus::Disabled { .. })
+}
+
+/// A checker with new timings, keeping a disabled state (the cooldown in progress is
+/// dropped).
+fn replace_checker<V: CheckVerdict>(
+    old: &mut CheckerMachine<V>,
+    timing: hyoka_idle_detect::CheckerConfig,
+    now: Instant,
+) -> CheckerMachine<V> {
+    let mut checker = CheckerMachine::new(timing);
+    if let CheckerStatus::Disabled { reason } = old.status(now) {
+        let reason = reason.clone();
+        checker.disable(&reason);
+        checker.drain_events();
+    }
+    checker
 }
 
 /// Milliseconds, saturating.

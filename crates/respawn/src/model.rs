@@ -2,17 +2,17 @@
 //!
 //! The driver feeds every chunk of output to a [`SessionModel`] and the resulting
 //! [`ChunkSignals`] to the machine; at decision time (before a tick, a hook or a check
-//! result) it asks the model for the fused [`Verdict`]. `hyoka-idle-detect`'s detector is
-//! the real model; [`BasicModel`] is a small built-in one (a VT screen plus Codeman's
-//! per-chunk patterns) used where no profile-driven detector is wired in.
+//! result) it asks the model for the fused [`Verdict`]. [`DetectorModel`] puts
+//! `hyoka-idle-detect`'s detector behind the seam; tests and benchmarks may plug in
+//! anything else.
 
-mod basic;
+mod detector;
 
 use std::time::Instant;
 
 use hyoka_idle_detect::{ChunkSignals, HookEvent, Verdict};
 
-pub use self::basic::BasicModel;
+pub use self::detector::DetectorModel;
 
 /// A model of a session's terminal that turns output into signals and verdicts.
 pub trait SessionModel: Send {

@@ -7,8 +7,6 @@
 //! agent exiting, SIGINT/SIGTERM) the agent's process group is stopped and then every
 //! process still carrying the session's `HYOKA_RUN_ID` is swept by `hyoka-proctrack`.
 
-mod checks;
-
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -16,19 +14,22 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Instant, SystemTime};
 
+use hyoka_idle_detect::{
+    CommandChecker, CommandCheckerOptions, Detector, DetectorConfig, IdleChecker, PlanChecker,
+    Profile,
+};
 use hyoka_proctrack::{
     Marker, NativeProcTable, NativeSignaller, ProcTable, Scope, Seams, SystemClock,
     TeardownOptions, TeardownReport, teardown,
 };
 use hyoka_respawn::{
-    BasicModel, Checks, Driver, DriverInputs, DriverOptions, Event, HookListener, Machine,
+    AiCheckers, DetectorModel, Driver, DriverInputs, DriverOptions, Event, HookListener, Machine,
     Observer, Outcome, PtyTerminal, RespawnConfig, Size, SpawnOptions, Terminal, TmuxOptions,
     TmuxTerminal,
 };
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
-use self::checks::CommandChecks;
 use crate::args::{Backend, RespawnArgs};
 use crate::cmd::run::default_run_id;
 use crate::interrupt::{self, Sig};
@@ -61,8 +62,8 @@ fn config(args: &RespawnArgs) -> RespawnConfig {
     }
     config.idle_check.enabled = args.ai_check_command.is_some();
     config.plan_check.enabled = args.plan_check_command.is_some();
-    config.idle_check.timeout = args.check_timeout;
-    config.plan_check.timeout = args.check_timeout;
+    config.idle_check.timing.timeout = args.check_timeout;
+    config.plan_check.timing.timeout = args.check_timeout;
     config
 }
 
@@ -130,7 +131,37 @@ impl Observer for CliObserver {
 struct SocketDir(PathBuf);
 
 impl SocketDir {
+    /// Removes the socket directories of controllers that died without cleaning up (a
+    /// SIGKILL): nobody listens on their socket and they are older than a minute.
+    fn sweep_stale() {
+        let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let dir = entry.path();
+            let name = entry.file_name();
+            let old = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t.elapsed().is_ok_and(|age| age.as_secs() > 60));
+            if !name.to_string_lossy().starts_with("hyoka-respawn-")
+                || !entry.file_type().is_ok_and(|t| t.is_dir())
+                || !old
+            {
+                continue;
+            }
+            let socket = dir.join("hook.sock");
+            let listened = std::os::unix::net::UnixStream::connect(&socket).is_ok();
+            let only_socket = std::fs::read_dir(&dir)
+                .is_ok_and(|mut d| d.all(|e| e.is_ok_and(|e| e.file_name() == "hook.sock")));
+            if !listened && only_socket {
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+        }
+    }
+
     fn create(session: Option<&str>) -> Result<Self, Fail> {
+        Self::sweep_stale();
         let fail = |e: std::io::Error| {
             Fail::failure(format!("cannot create the hook socket directory: {e}"))
         };
@@ -360,14 +391,17 @@ async fn drive(
         let _ = hooks_stopped.await;
     }));
     let (user, keys_rx, detach_rx, resize_rx) = user_terminal(interactive);
-    let checks: Option<Arc<dyn Checks>> =
-        (args.ai_check_command.is_some() || args.plan_check_command.is_some()).then(|| {
-            Arc::new(CommandChecks {
-                idle: args.ai_check_command.clone(),
-                plan: args.plan_check_command.clone(),
-                env: vec![("HYOKA_RUN_ID".into(), run_id.clone().into())],
-            }) as Arc<dyn Checks>
-        });
+    let checkers = AiCheckers {
+        idle: args
+            .ai_check_command
+            .as_deref()
+            .map(|command| shell_checker(command, args.check_timeout) as Arc<dyn IdleChecker>),
+        plan: args
+            .plan_check_command
+            .as_deref()
+            .map(|command| shell_checker(command, args.check_timeout) as Arc<dyn PlanChecker>),
+    };
+    let model = detector_model(args, size)?;
     let observer = CliObserver {
         mirror: (!args.headless).then(std::io::stdout),
         events,
@@ -375,9 +409,9 @@ async fn drive(
     let driver = Driver::new(
         Machine::new(config(args)),
         terminal,
-        BasicModel::new(size.rows, size.cols),
+        model,
         observer,
-        checks,
+        checkers,
         DriverOptions { grace: args.grace },
     );
     let inputs = DriverInputs {
@@ -429,6 +463,27 @@ async fn drive(
     drop(socket_dir);
     let signalled = *signalled.lock().unwrap_or_else(PoisonError::into_inner);
     Ok((result, signalled, run_id, root))
+}
+
+/// A checker that runs `command` through `/bin/sh -c` (the prompt goes to its stdin).
+fn shell_checker(command: &str, timeout: std::time::Duration) -> Arc<CommandChecker> {
+    let mut options = CommandCheckerOptions::new("/bin/sh", ["-c", command]);
+    // The machine enforces the limit; the checker's own is a backstop just behind it.
+    options.timeout = timeout + std::time::Duration::from_secs(1);
+    Arc::new(CommandChecker::new(options))
+}
+
+/// The detector for `--profile`, sized like the session, confirming completions as the
+/// machine does.
+fn detector_model(args: &RespawnArgs, size: Size) -> Result<DetectorModel, Fail> {
+    let profile = Profile::builtin(&args.profile).map_err(|e| Fail::usage(e.to_string()))?;
+    let config = DetectorConfig {
+        rows: size.rows,
+        cols: size.cols,
+        completion_confirm: args.completion_confirm,
+        ..DetectorConfig::default()
+    };
+    Ok(DetectorModel::new(Detector::new(profile, config)))
 }
 
 type UserInputs = (

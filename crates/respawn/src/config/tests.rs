@@ -38,15 +38,15 @@ fn zero_durations_fall_back_to_defaults() {
 #[test]
 fn checker_zeros_fall_back() {
     let mut config = RespawnConfig::default();
-    config.idle_check.timeout = Duration::ZERO;
+    config.idle_check.timing.timeout = Duration::ZERO;
     config.idle_check.max_context = 0;
-    config.plan_check.timeout = Duration::ZERO;
-    config.idle_check.cooldown = Duration::ZERO;
+    config.plan_check.timing.timeout = Duration::ZERO;
+    config.idle_check.timing.cooldown = Duration::ZERO;
     check(config, |c| {
-        c.idle_check.timeout == ms(90_000)
+        c.idle_check.timing.timeout == ms(90_000)
             && c.idle_check.max_context == 16_000
-            && c.plan_check.timeout == ms(60_000)
-            && c.idle_check.cooldown.is_zero()
+            && c.plan_check.timing.timeout == ms(60_000)
+            && c.idle_check.timing.cooldown.is_zero()
     });
 }
 
@@ -91,8 +91,8 @@ fn defaults_match_codeman() {
             && c.completion_confirm == ms(10_000)
             && c.no_output_timeout == ms(30_000)
             && c.auto_accept_delay == ms(8_000)
-            && c.idle_check.cooldown == ms(180_000)
-            && c.plan_check.cooldown == ms(30_000)
+            && c.idle_check.timing.cooldown == ms(180_000)
+            && c.plan_check.timing.cooldown == ms(30_000)
             && c.step_confirm() == ms(10_000)
     });
 }

@@ -4,13 +4,15 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use hyoka_idle_detect::HookEvent;
+use hyoka_idle_detect::{
+    CheckError, CheckReply, Detector, DetectorConfig, HookEvent, IdleAnswer, IdleChecker, Profile,
+};
 use tokio::sync::mpsc;
 
-use super::{Driver, DriverInputs, DriverOptions, Observer, Outcome, Report};
-use crate::event::{Event, IdleVerdict, Step};
+use super::{AiCheckers, Driver, DriverInputs, DriverOptions, Observer, Outcome, Report};
+use crate::event::{Event, Step};
 use crate::terminal::{FakeHandle, FakeTerminal, Written};
-use crate::{BasicModel, CheckOutcome, Checks, Exit, Machine, PlanVerdict, RespawnConfig};
+use crate::{DetectorModel, Exit, Machine, RespawnConfig};
 
 const fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -73,6 +75,11 @@ impl Recorder {
     }
 }
 
+fn model() -> DetectorModel {
+    let profile = Profile::builtin("claude-code").expect("built-in profile");
+    DetectorModel::new(Detector::new(profile, DetectorConfig::default()))
+}
+
 fn config() -> RespawnConfig {
     let mut config = RespawnConfig {
         completion_confirm: ms(500),
@@ -97,7 +104,7 @@ struct Run {
 async fn run(
     config: RespawnConfig,
     inputs: DriverInputs,
-    checks: Option<Arc<dyn Checks>>,
+    checkers: AiCheckers,
     script: impl FnOnce(FakeHandle) -> tokio::task::JoinHandle<()>,
     shutdown_after: Duration,
 ) -> Run {
@@ -106,9 +113,9 @@ async fn run(
     let driver = Driver::new(
         Machine::new(config),
         terminal,
-        BasicModel::new(40, 120),
+        model(),
         recorder.clone(),
-        checks,
+        checkers,
         DriverOptions::default(),
     );
     let agent = script(handle.clone());
@@ -133,7 +140,7 @@ async fn a_full_cycle_through_the_driver() {
     let run = run(
         config(),
         DriverInputs::default(),
-        None,
+        AiCheckers::default(),
         |h| tokio::spawn(agent(h)),
         Duration::from_mins(1),
     )
@@ -168,7 +175,7 @@ async fn nothing_is_typed_into_a_busy_session() {
     let run = run(
         config(),
         DriverInputs::default(),
-        None,
+        AiCheckers::default(),
         |h| {
             tokio::spawn(async move {
                 loop {
@@ -192,7 +199,7 @@ async fn a_dry_run_types_nothing() {
             ..config()
         },
         DriverInputs::default(),
-        None,
+        AiCheckers::default(),
         |h| tokio::spawn(agent(h)),
         Duration::from_mins(1),
     )
@@ -219,7 +226,7 @@ async fn the_users_keys_are_forwarded_and_hold_automation() {
             ..config()
         },
         inputs,
-        None,
+        AiCheckers::default(),
         move |h| {
             tokio::spawn(async move {
                 h.output(done());
@@ -252,7 +259,7 @@ async fn an_idle_prompt_hook_starts_a_cycle_at_once() {
             ..config()
         },
         inputs,
-        None,
+        AiCheckers::default(),
         move |h| {
             tokio::spawn(async move {
                 h.output(screen("ready"));
@@ -283,7 +290,7 @@ async fn the_session_ending_ends_the_loop() {
     let run = run(
         config(),
         DriverInputs::default(),
-        None,
+        AiCheckers::default(),
         |h| {
             tokio::spawn(async move {
                 h.output(screen("bye"));
@@ -302,15 +309,11 @@ async fn the_session_ending_ends_the_loop() {
     assert!(run.events.contains(&Event::SessionExited { code: Some(3) }));
 }
 
-struct SlowChecks;
+struct SlowChecker;
 
 #[async_trait::async_trait]
-impl Checks for SlowChecks {
-    async fn check_idle(&self, _context: String) -> CheckOutcome<IdleVerdict> {
-        std::future::pending().await
-    }
-
-    async fn check_plan(&self, _context: String) -> CheckOutcome<PlanVerdict> {
+impl IdleChecker for SlowChecker {
+    async fn check_idle(&self, _context: &str) -> Result<CheckReply<IdleAnswer>, CheckError> {
         std::future::pending().await
     }
 }
@@ -319,11 +322,14 @@ impl Checks for SlowChecks {
 async fn a_hanging_checker_times_out_and_is_cancelled() {
     let mut config = config();
     config.idle_check.enabled = true;
-    config.idle_check.timeout = Duration::from_secs(10);
+    config.idle_check.timing.timeout = Duration::from_secs(10);
     let run = run(
         config,
         DriverInputs::default(),
-        Some(Arc::new(SlowChecks)),
+        AiCheckers {
+            idle: Some(Arc::new(SlowChecker)),
+            plan: None,
+        },
         |h| {
             tokio::spawn(async move {
                 h.output(screen("hello"));
@@ -343,32 +349,37 @@ async fn a_hanging_checker_times_out_and_is_cancelled() {
 #[cfg(feature = "mock")]
 #[tokio::test(start_paused = true)]
 async fn checks_get_the_stripped_context() {
-    let mut mock = crate::MockChecks::new();
+    let mut mock = hyoka_idle_detect::MockIdleChecker::new();
     mock.expect_check_idle()
         .withf(|context| context.contains("Worked for 0m 1s") && !context.contains('\x1b'))
-        .returning(|_| CheckOutcome::Verdict {
-            verdict: IdleVerdict::Working,
-            reasoning: "busy".to_owned(),
+        .returning(|_| {
+            Ok(CheckReply {
+                verdict: IdleAnswer::Working,
+                reasoning: "busy".to_owned(),
+            })
         });
     let mut config = config();
     config.idle_check.enabled = true;
     let run = run(
         config,
         DriverInputs::default(),
-        Some(Arc::new(mock)),
+        AiCheckers {
+            idle: Some(Arc::new(mock)),
+            plan: None,
+        },
         |h| {
             tokio::spawn(async move {
                 h.output(done());
                 std::future::pending::<()>().await;
             })
         },
-        Duration::from_secs(5),
+        Duration::from_secs(10),
     )
     .await;
     assert!(run.events.iter().any(|e| matches!(
         e,
         Event::IdleCheckCompleted {
-            verdict: IdleVerdict::Working,
+            verdict: IdleAnswer::Working,
             ..
         }
     )));

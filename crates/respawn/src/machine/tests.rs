@@ -1,4 +1,4 @@
-//! Unit tests of the machine's plumbing: the timer table, text shaping, the checker policy.
+//! Unit tests of the machine's plumbing: the timer table and text shaping.
 //! Behaviour scenarios live in the integration tests (`tests/it/`).
 #![allow(
     clippy::disallowed_methods,
@@ -7,10 +7,8 @@
 
 use std::time::{Duration, Instant};
 
-use super::checker::{After, Policy};
 use super::single_line;
 use super::timers::{Timer, Timers};
-use crate::config::CheckerConfig;
 use crate::event::TimerName;
 
 #[track_caller]
@@ -53,62 +51,4 @@ fn earliest_prefers_the_first_listed_on_ties() {
         timers.earliest().map(|(n, _)| n),
         Some(TimerName::StepDelay)
     );
-}
-
-#[test]
-fn error_backoff_doubles_then_disables() {
-    // §2.1: 60 s, 120 s, then disabled at the third consecutive error.
-    let t0 = Instant::now();
-    let config = CheckerConfig::idle_defaults();
-    let mut policy = Policy::new(&config);
-    policy.begin();
-    assert_eq!(
-        policy.error(&config, t0, "x"),
-        After::Cooldown(Duration::from_mins(1))
-    );
-    policy.begin();
-    assert_eq!(
-        policy.error(&config, t0, "x"),
-        After::Cooldown(Duration::from_mins(2))
-    );
-    policy.begin();
-    assert_eq!(
-        policy.error(&config, t0, "boom"),
-        After::Disabled("3 consecutive errors: boom".to_owned())
-    );
-    assert!(!policy.usable());
-    // A checker disabled by errors stays disabled across reset (Codeman).
-    policy.reset();
-    assert!(!policy.usable());
-    policy.enable();
-    assert!(policy.usable());
-}
-
-#[test]
-fn backoff_is_capped() {
-    let t0 = Instant::now();
-    let config = CheckerConfig {
-        max_consecutive_errors: 10,
-        ..CheckerConfig::idle_defaults()
-    };
-    let mut policy = Policy::new(&config);
-    let mut last = After::Ready;
-    for _ in 0..6 {
-        policy.begin();
-        last = policy.error(&config, t0, "x");
-    }
-    assert_eq!(last, After::Cooldown(Duration::from_mins(5)));
-}
-
-#[test]
-fn a_success_resets_the_error_count() {
-    let t0 = Instant::now();
-    let config = CheckerConfig::idle_defaults();
-    let mut policy = Policy::new(&config);
-    policy.begin();
-    policy.error(&config, t0, "x");
-    assert_eq!(policy.consecutive_errors, 1);
-    policy.begin();
-    policy.positive();
-    assert_eq!(policy.consecutive_errors, 0);
 }

@@ -2,8 +2,11 @@
 //!
 //! - `s5a_*`, `s5b`, `s5c`, `s5d`: the scenarios of `respawn-reference.md` §5 against the
 //!   sans-IO machine on exact virtual time, each test named after its scenario id.
+//! - `checks`: the AI checks through `hyoka-idle-detect`'s command checker.
+//! - `safety`: hyoka's rules beyond Codeman.
 //! - `support`: the virtual-time harness and scripted checkers.
 
+mod checks;
 mod s5a_checks;
 mod s5a_robustness;
 mod s5a_states;

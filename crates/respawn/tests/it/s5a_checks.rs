@@ -3,10 +3,9 @@
 //! (Codeman's `AI_ENABLED_TEST_CONFIG`: the fast config with both checks on, 500 ms
 //! timeouts, 200 ms cooldowns).
 
-use hyoka_idle_detect::{BlockedKind, HookEvent, SessionState};
+use hyoka_idle_detect::{BlockedKind, HookEvent, IdleAnswer, PlanAnswer, SessionState};
 use hyoka_respawn::{
-    AutoAcceptSkip, CheckSkip, Checker, Event, IdleVerdict, Input, Keys, PlanVerdict,
-    RespawnConfig, Stale, State, TimerName,
+    AutoAcceptSkip, CheckSkip, Checker, Event, Input, Keys, RespawnConfig, Stale, State, TimerName,
 };
 
 use crate::support::{Sim, ms};
@@ -32,14 +31,14 @@ fn completion_then_check(sim: &mut Sim) {
 #[test]
 fn aic_001_idle_verdict() {
     let mut sim = Sim::started(ai_idle());
-    sim.idle.answer(10, IdleVerdict::Idle, "all done");
+    sim.idle.answer(10, IdleAnswer::Idle, "all done");
     completion_then_check(&mut sim);
     assert_eq!(sim.state(), State::AiChecking);
     sim.advance(10);
     assert!(sim.has(|e| matches!(
         e,
         Event::IdleCheckCompleted {
-            verdict: IdleVerdict::Idle,
+            verdict: IdleAnswer::Idle,
             ..
         }
     )));
@@ -50,7 +49,7 @@ fn aic_001_idle_verdict() {
 #[test]
 fn aic_002_working_verdict() {
     let mut sim = Sim::started(ai_idle());
-    sim.idle.answer(10, IdleVerdict::Working, "spinner");
+    sim.idle.answer(10, IdleAnswer::Working, "spinner");
     completion_then_check(&mut sim);
     sim.advance(10);
     assert_eq!(sim.state(), State::Watching);
@@ -108,7 +107,7 @@ fn aic_004_checker_throws() {
 #[test]
 fn aic_005_working_during_the_check() {
     let mut sim = Sim::started(ai_idle());
-    sim.idle.answer(100, IdleVerdict::Idle, "late");
+    sim.idle.answer(100, IdleAnswer::Idle, "late");
     completion_then_check(&mut sim);
     sim.advance(20);
     sim.working();
@@ -158,9 +157,9 @@ fn aic_007_cooldown() {
     // runs into the cooldown.
     let mut config = ai_idle();
     config.working_absence = ms(0);
-    config.idle_check.cooldown = ms(10_000);
+    config.idle_check.timing.cooldown = ms(10_000);
     let mut sim = Sim::started(config);
-    sim.idle.answer(10, IdleVerdict::Working, "busy");
+    sim.idle.answer(10, IdleAnswer::Working, "busy");
     completion_then_check(&mut sim);
     sim.advance(10); // t=70: WORKING, cooldown until 10 070, pre-filter until 120.
     sim.clear_log();
@@ -183,8 +182,8 @@ fn aic_008_cooldown_expiry() {
     config.working_absence = ms(0);
     config.no_output_timeout = ms(60_000);
     let mut sim = Sim::started(config);
-    sim.idle.answer(10, IdleVerdict::Working, "busy");
-    sim.idle.answer(10, IdleVerdict::Working, "still busy");
+    sim.idle.answer(10, IdleAnswer::Working, "busy");
+    sim.idle.answer(10, IdleAnswer::Working, "still busy");
     completion_then_check(&mut sim);
     sim.advance(10); // t=70, cooldown until 270.
     sim.advance(200);
@@ -300,7 +299,7 @@ fn aic_012_pre_filter_path_without_a_completion() {
 #[test]
 fn aic_013_stop_during_the_check() {
     let mut sim = Sim::started(ai_idle());
-    sim.idle.answer(100, IdleVerdict::Idle, "late");
+    sim.idle.answer(100, IdleAnswer::Idle, "late");
     completion_then_check(&mut sim);
     sim.send(Input::Stop);
     sim.clear_log();
@@ -328,7 +327,7 @@ fn plan_menu_then_wait(sim: &mut Sim) {
 #[test]
 fn apc_001_plan_mode() {
     let mut sim = Sim::started(ai());
-    sim.plan.answer(10, PlanVerdict::PlanMode, "menu");
+    sim.plan.answer(10, PlanAnswer::PlanMode, "menu");
     plan_menu_then_wait(&mut sim);
     assert!(sim.has(|e| matches!(e, Event::PlanCheckStarted { .. })));
     assert!(sim.typed().is_empty());
@@ -336,7 +335,7 @@ fn apc_001_plan_mode() {
     assert!(sim.has(|e| matches!(
         e,
         Event::PlanCheckCompleted {
-            verdict: PlanVerdict::PlanMode,
+            verdict: PlanAnswer::PlanMode,
             ..
         }
     )));
@@ -350,13 +349,13 @@ fn apc_001_plan_mode() {
 #[test]
 fn apc_002_not_plan_mode() {
     let mut sim = Sim::started(ai());
-    sim.plan.answer(10, PlanVerdict::NotPlanMode, "no menu");
+    sim.plan.answer(10, PlanAnswer::NotPlanMode, "no menu");
     plan_menu_then_wait(&mut sim);
     sim.advance(10);
     assert!(sim.has(|e| matches!(
         e,
         Event::PlanCheckCompleted {
-            verdict: PlanVerdict::NotPlanMode,
+            verdict: PlanAnswer::NotPlanMode,
             ..
         }
     )));
@@ -374,7 +373,7 @@ fn apc_003_second_attempt_while_checking() {
     // A Stop hook confirmed at t=3 110 meets the blocked(plan) verdict, which re-arms the
     // auto-accept; it fires at 3 210 while the first (slow) plan check still runs.
     let mut config = ai();
-    config.plan_check.timeout = ms(10_000);
+    config.plan_check.timing.timeout = ms(10_000);
     let mut sim = Sim::started(config);
     plan_menu_then_wait(&mut sim);
     sim.hook(HookEvent::Stop);
@@ -390,7 +389,7 @@ fn apc_003_second_attempt_while_checking() {
 #[test]
 fn apc_004_output_during_the_plan_check() {
     let mut sim = Sim::started(ai());
-    sim.plan.answer(50, PlanVerdict::PlanMode, "menu");
+    sim.plan.answer(50, PlanAnswer::PlanMode, "menu");
     plan_menu_then_wait(&mut sim);
     sim.advance(10);
     sim.text("a redraw");
@@ -411,7 +410,7 @@ fn apc_005_result_after_output() {
     // Output during the check makes its result stale: whatever arrives later is
     // discarded and nothing is typed for it.
     let mut sim = Sim::started(ai());
-    sim.plan.answer(30, PlanVerdict::PlanMode, "menu");
+    sim.plan.answer(30, PlanAnswer::PlanMode, "menu");
     plan_menu_then_wait(&mut sim);
     sim.advance(20);
     sim.verdict(SessionState::Working, None);
@@ -432,7 +431,7 @@ fn apc_006_plan_mode_while_not_watching() {
     // The menu went away and an idle_prompt hook started a cycle while the plan check ran:
     // the cycle cancels the check and its PLAN_MODE result is not acted on.
     let mut sim = Sim::started(ai());
-    sim.plan.answer(100, PlanVerdict::PlanMode, "menu");
+    sim.plan.answer(100, PlanAnswer::PlanMode, "menu");
     plan_menu_then_wait(&mut sim);
     sim.verdict(SessionState::Idle, None);
     sim.hook(HookEvent::IdlePrompt);
@@ -512,9 +511,9 @@ fn apc_010_working_before_the_selector_with_ai_plan_off() {
 #[test]
 fn apc_011_plan_checker_on_cooldown() {
     let mut config = ai();
-    config.plan_check.cooldown = ms(5_000);
+    config.plan_check.timing.cooldown = ms(5_000);
     let mut sim = Sim::started(config);
-    sim.plan.answer(10, PlanVerdict::NotPlanMode, "no");
+    sim.plan.answer(10, PlanAnswer::NotPlanMode, "no");
     plan_menu_then_wait(&mut sim);
     sim.advance(10);
     sim.plan_menu(); // Redrawn at t=120.

@@ -6,10 +6,10 @@
 
 use std::time::Duration;
 
-use hyoka_idle_detect::SessionState;
+use hyoka_idle_detect::{IdleAnswer, PlanAnswer, SessionState};
 use hyoka_respawn::{
-    AutoAcceptSkip, BlockReason, CheckSkip, Checker, Event, IdleVerdict, Input, Keys, Machine,
-    PlanVerdict, RespawnConfig, State, Step, TimerName,
+    AutoAcceptSkip, BlockReason, CheckSkip, Checker, Event, Input, Keys, Machine, RespawnConfig,
+    State, Step, TimerName,
 };
 
 use crate::support::{Sim, ms};
@@ -73,10 +73,10 @@ fn tc_002_completion_confirm_fires_with_recent_output() {
 fn tc_003_both_checkers_on_cooldown() {
     let mut config = RespawnConfig::fast_test_with_ai();
     config.working_absence = ms(0);
-    config.plan_check.cooldown = ms(500);
+    config.plan_check.timing.cooldown = ms(500);
     let mut sim = Sim::started(config);
-    sim.idle.answer(5, IdleVerdict::Working, "busy"); // cooldown 200
-    sim.plan.answer(5, PlanVerdict::NotPlanMode, "no"); // cooldown 500
+    sim.idle.answer(5, IdleAnswer::Working, "busy"); // cooldown 200
+    sim.plan.answer(5, PlanAnswer::NotPlanMode, "no"); // cooldown 500
     sim.advance(10);
     sim.plan_menu(); // t=10: pre-filter at 60, auto-accept at 110.
     sim.advance(60); // Idle check at 60 → WORKING at 65.
@@ -287,17 +287,38 @@ fn co_002_many_chunks_in_one_tick() {
 
 #[test]
 fn co_003_disabling_the_ai_check_during_a_check() {
+    // Codeman lets the pending check finish and acts on its verdict. hyoka: turning the
+    // check off cancels it (its late result is ignored) and idle is then confirmed without
+    // it, here by the no-output fallback.
     let mut config = RespawnConfig::fast_test_with_ai();
     config.plan_check.enabled = false;
     let mut sim = Sim::started(config.clone());
-    sim.idle.answer(50, IdleVerdict::Idle, "done");
+    sim.idle.answer(50, IdleAnswer::Idle, "done");
     sim.advance(10);
     sim.completion();
     sim.advance(50);
     assert_eq!(sim.state(), State::AiChecking);
     config.idle_check.enabled = false;
     sim.send(Input::UpdateConfig(Box::new(config)));
+    assert!(sim.has(|e| matches!(
+        e,
+        Event::CheckCancelled {
+            reason: "disabled by config",
+            ..
+        }
+    )));
+    assert!(sim.has(|e| matches!(e, Event::CheckerDisabled { .. })));
+    assert_eq!(sim.state(), State::Watching);
     sim.advance(50);
+    assert!(sim.has(|e| matches!(e, Event::CheckResultIgnored { .. })));
+    assert_eq!(sim.cycles_started(), 0);
+    sim.advance(300);
+    assert!(sim.has(|e| matches!(
+        e,
+        Event::IdleConfirmed {
+            via: "no-output fallback (AI check disabled)"
+        }
+    )));
     assert!(sim.has(|e| matches!(e, Event::CycleStarted { cycle: 1 })));
 }
 
@@ -308,7 +329,7 @@ fn co_004_pause_during_a_check() {
     let mut config = RespawnConfig::fast_test_with_ai();
     config.plan_check.enabled = false;
     let mut sim = Sim::started(config);
-    sim.idle.answer(50, IdleVerdict::Idle, "done");
+    sim.idle.answer(50, IdleAnswer::Idle, "done");
     sim.advance(10);
     sim.completion();
     sim.advance(50);

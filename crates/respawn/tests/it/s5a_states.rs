@@ -2,7 +2,8 @@
 //! virtual time (Codeman's `FAST_TEST_CONFIG`: 20 ms steps, 50 ms confirmation, 300 ms
 //! no-output fallback, 100 ms auto-accept, AI off).
 
-use hyoka_respawn::{Event, IdleVerdict, Input, Keys, RespawnConfig, State, Step, TimerName};
+use hyoka_idle_detect::IdleAnswer;
+use hyoka_respawn::{Event, Input, Keys, RespawnConfig, State, Step, TimerName};
 
 use crate::support::{Sim, ms};
 
@@ -34,9 +35,9 @@ fn sts_001_full_cycle() {
     let mut config = fast();
     config.kickstart_prompt = Some("continue".to_owned());
     config.idle_check.enabled = true;
-    config.idle_check.timeout = ms(500);
+    config.idle_check.timing.timeout = ms(500);
     let mut sim = Sim::started(config);
-    sim.idle.answer(10, IdleVerdict::Idle, "done");
+    sim.idle.answer(10, IdleAnswer::Idle, "done");
     confirm_idle(&mut sim);
     sim.advance(10);
     assert_eq!(sim.state(), State::SendingUpdate);

@@ -2,10 +2,9 @@
 //! and 74 (how a check's prompt reaches the checker, and what a check leaves behind)
 //! concern the command checker and are tested in `checks`.
 
-use hyoka_idle_detect::{BlockedKind, HookEvent, SessionState};
+use hyoka_idle_detect::{BlockedKind, HookEvent, IdleAnswer, SessionState};
 use hyoka_respawn::{
-    Action, AutoAcceptSkip, Event, IdleVerdict, Input, Keys, RespawnConfig, Stale, State, Step,
-    TimerName,
+    Action, AutoAcceptSkip, Event, Input, Keys, RespawnConfig, Stale, State, Step, TimerName,
 };
 
 use crate::support::{Sim, ms};
@@ -19,7 +18,7 @@ fn ai_idle() -> RespawnConfig {
 #[test]
 fn issue_3_cancel_resolves_exactly_once() {
     let mut sim = Sim::started(ai_idle());
-    sim.idle.answer(100, IdleVerdict::Idle, "late");
+    sim.idle.answer(100, IdleAnswer::Idle, "late");
     sim.advance(10);
     sim.completion();
     sim.advance(50);

@@ -5,10 +5,10 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use hyoka_idle_detect::{HookEvent, SessionState};
+use hyoka_idle_detect::{HookEvent, IdleAnswer, SessionState};
 use hyoka_respawn::{
-    AutoAcceptSkip, BlockReason, Event, FnGate, IdleVerdict, Input, Keys, Machine, RespawnConfig,
-    State, TimerName,
+    AutoAcceptSkip, BlockReason, Event, FnGate, Input, Keys, Machine, RespawnConfig, State,
+    TimerName,
 };
 
 use crate::support::{Sim, ms};
@@ -197,13 +197,13 @@ fn s5c_096_plan_pre_filter() {
 fn s5c_097_ai_plan_check_then_output() {
     let mut sim = Sim::started(RespawnConfig::fast_test_with_ai());
     sim.plan
-        .answer(50, hyoka_respawn::PlanVerdict::PlanMode, "menu");
+        .answer(50, hyoka_idle_detect::PlanAnswer::PlanMode, "menu");
     sim.plan_menu();
     sim.advance(200);
     assert!(sim.when(|e| matches!(e, Event::PlanCheckStarted { .. })) <= Some(200));
     let mut sim = Sim::started(RespawnConfig::fast_test_with_ai());
     sim.plan
-        .answer(50, hyoka_respawn::PlanVerdict::PlanMode, "menu");
+        .answer(50, hyoka_idle_detect::PlanAnswer::PlanMode, "menu");
     sim.plan_menu();
     sim.advance(110);
     sim.text("new output");
@@ -228,7 +228,7 @@ fn s5c_098_ai_idle_check_visits_ai_checking() {
     sim.text("substantial");
     assert_eq!(sim.state(), State::Watching);
 
-    config.idle_check.timeout = ms(100);
+    config.idle_check.timing.timeout = ms(100);
     let mut sim = Sim::started(config);
     sim.completion();
     sim.advance(50);
@@ -259,9 +259,9 @@ fn s5c_099_ai_off_completion_and_no_output_paths() {
 
 #[test]
 fn s5c_100_ai_check_status() {
-    let sim = Sim::started(fast());
+    let mut sim = Sim::started(fast());
     assert!(!sim.m.status(sim.now).idle_check_usable);
-    let sim = Sim::started(RespawnConfig::fast_test_with_ai());
+    let mut sim = Sim::started(RespawnConfig::fast_test_with_ai());
     assert!(sim.m.status(sim.now).idle_check_usable);
 }
 
@@ -324,13 +324,13 @@ fn s5c_103_configuration_defaults() {
     });
     assert_eq!(m.config().completion_confirm, ms(30_000));
     let mut config = RespawnConfig::default();
-    config.idle_check.timeout = ms(0);
+    config.idle_check.timing.timeout = ms(0);
     config.idle_check.max_context = 0;
-    config.plan_check.timeout = ms(0);
+    config.plan_check.timing.timeout = ms(0);
     let m = Machine::new(config);
-    assert_eq!(m.config().idle_check.timeout, ms(90_000));
+    assert_eq!(m.config().idle_check.timing.timeout, ms(90_000));
     assert_eq!(m.config().idle_check.max_context, 16_000);
-    assert_eq!(m.config().plan_check.timeout, ms(60_000));
+    assert_eq!(m.config().plan_check.timing.timeout, ms(60_000));
 }
 
 #[test]
@@ -378,5 +378,5 @@ fn s5c_104_team_awareness_gate() {
         sim.advance(200);
         assert_eq!(sim.cycles_started(), 1);
     }
-    let _ = (IdleVerdict::Idle, Input::Tick);
+    let _ = (IdleAnswer::Idle, Input::Tick);
 }

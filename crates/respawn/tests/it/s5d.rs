@@ -5,10 +5,9 @@
 
 use std::time::Duration;
 
-use hyoka_idle_detect::{ChunkSignals, HookEvent, SessionState};
+use hyoka_idle_detect::{ChunkSignals, HookEvent, IdleAnswer, SessionState};
 use hyoka_respawn::{
-    BlockReason, CheckSkip, Event, FnGate, IdleVerdict, Input, Keys, RespawnConfig, State, Step,
-    TimerName,
+    BlockReason, CheckSkip, Event, FnGate, Input, Keys, RespawnConfig, State, Step, TimerName,
 };
 
 use crate::support::{Sim, ms};
@@ -83,8 +82,8 @@ fn d110_no_dead_end_in_confirming_idle() {
     config.plan_check.enabled = false;
     config.working_absence = ms(0);
     let mut sim = Sim::started(config);
-    sim.idle.answer(5, IdleVerdict::Working, "busy"); // cooldown 200
-    sim.idle.answer(5, IdleVerdict::Idle, "done");
+    sim.idle.answer(5, IdleAnswer::Working, "busy"); // cooldown 200
+    sim.idle.answer(5, IdleAnswer::Idle, "done");
     sim.completion();
     sim.advance(55); // WORKING at 55; cooldown until 255.
     sim.completion(); // confirming_idle again at 55; its timer fires at 105 (cooldown).
@@ -187,7 +186,7 @@ fn d113_no_forced_idle_after_ten_minutes_of_work() {
 
     // Stuck in confirming_idle/ai_checking: recovery returns to watching, no forced idle.
     let mut config = RespawnConfig::default();
-    config.idle_check.timeout = Duration::from_hours(1);
+    config.idle_check.timing.timeout = Duration::from_hours(1);
     config.plan_check.enabled = false;
     let mut sim = Sim::started(config);
     sim.text("hello");
@@ -285,16 +284,16 @@ fn s4_race_plan_check_and_idle_check_are_serialized() {
     let mut config = RespawnConfig::fast_test_with_ai();
     config.working_absence = ms(0);
     config.completion_confirm = ms(150);
-    let run = |plan: hyoka_respawn::PlanVerdict| {
+    let run = |plan: hyoka_idle_detect::PlanAnswer| {
         let mut sim = Sim::started(config.clone());
         sim.plan.answer(200, plan, "slow opus");
         sim.idle
-            .answer(10, IdleVerdict::Working, "a menu counts as working");
+            .answer(10, IdleAnswer::Working, "a menu counts as working");
         sim.plan_menu(); // Auto-accept at 100, pre-filter at 150.
         sim.advance(400);
         sim
     };
-    let sim = run(hyoka_respawn::PlanVerdict::PlanMode);
+    let sim = run(hyoka_idle_detect::PlanAnswer::PlanMode);
     assert!(sim.has(|e| *e
         == Event::IdleCheckSkipped {
             skip: CheckSkip::PlanCheckRunning
@@ -305,7 +304,7 @@ fn s4_race_plan_check_and_idle_check_are_serialized() {
         "no idle check raced the plan check"
     );
     // With NOT_PLAN_MODE the deferred idle check runs right after.
-    let sim = run(hyoka_respawn::PlanVerdict::NotPlanMode);
+    let sim = run(hyoka_idle_detect::PlanAnswer::NotPlanMode);
     assert_eq!(sim.idle.started.len(), 1);
     assert_eq!(
         sim.when(|e| matches!(e, Event::IdleCheckStarted { .. })),

@@ -4,11 +4,11 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use hyoka_idle_detect::{BlockedKind, ChunkSignals, HookEvent, SessionState, Verdict};
-use hyoka_respawn::{
-    Action, CheckOutcome, Event, IdleVerdict, Input, Keys, Machine, PlanVerdict, RespawnConfig,
-    State, Step, TimerName,
+use hyoka_idle_detect::{
+    BlockedKind, CheckError, CheckReply, ChunkSignals, HookEvent, IdleAnswer, PlanAnswer,
+    SessionState, Verdict,
 };
+use hyoka_respawn::{Action, Event, Input, Keys, Machine, RespawnConfig, State, Step, TimerName};
 
 pub(crate) const fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -18,7 +18,7 @@ pub(crate) const fn ms(n: u64) -> Duration {
 /// left, the check never answers (until the machine's time limit).
 #[derive(Debug)]
 pub(crate) struct MockChecker<V> {
-    pub(crate) script: VecDeque<(u64, CheckOutcome<V>)>,
+    pub(crate) script: VecDeque<(u64, Result<CheckReply<V>, CheckError>)>,
     /// Checks started, by id.
     pub(crate) started: Vec<u64>,
     /// Checks cancelled, by id.
@@ -39,26 +39,31 @@ impl<V> MockChecker<V> {
     pub(crate) fn answer(&mut self, after_ms: u64, verdict: V, reasoning: &str) {
         self.script.push_back((
             after_ms,
-            CheckOutcome::Verdict {
+            Ok(CheckReply {
                 verdict,
                 reasoning: reasoning.to_owned(),
-            },
+            }),
         ));
     }
 
-    pub(crate) fn fail(&mut self, after_ms: u64, message: &str) {
-        self.script.push_back((
+    /// A checker whose answer cannot be parsed (`could not parse verdict from: "<output>"`).
+    pub(crate) fn fail(&mut self, after_ms: u64, output: &str) {
+        self.fail_with(
             after_ms,
-            CheckOutcome::Failed {
-                message: message.to_owned(),
+            CheckError::Unparsable {
+                first: output.to_owned(),
             },
-        ));
+        );
+    }
+
+    pub(crate) fn fail_with(&mut self, after_ms: u64, error: CheckError) {
+        self.script.push_back((after_ms, Err(error)));
     }
 }
 
 enum Scheduled {
-    Idle(u64, CheckOutcome<IdleVerdict>),
-    Plan(u64, CheckOutcome<PlanVerdict>),
+    Idle(u64, Result<CheckReply<IdleAnswer>, CheckError>),
+    Plan(u64, Result<CheckReply<PlanAnswer>, CheckError>),
 }
 
 /// The harness. Every input is recorded with its virtual time in milliseconds since `t0`.
@@ -67,8 +72,8 @@ pub(crate) struct Sim {
     pub(crate) t0: Instant,
     pub(crate) now: Instant,
     pub(crate) log: Vec<(u64, Action)>,
-    pub(crate) idle: MockChecker<IdleVerdict>,
-    pub(crate) plan: MockChecker<PlanVerdict>,
+    pub(crate) idle: MockChecker<IdleAnswer>,
+    pub(crate) plan: MockChecker<PlanAnswer>,
     /// When `true`, a cancelled check's scripted answer is still delivered (a late
     /// result, which the machine must ignore).
     pub(crate) deliver_after_cancel: bool,
@@ -176,8 +181,8 @@ impl Sim {
                     .unwrap();
                 let (_, scheduled) = self.scheduled.remove(index);
                 match scheduled {
-                    Scheduled::Idle(id, outcome) => self.send(Input::IdleCheckDone { id, outcome }),
-                    Scheduled::Plan(id, outcome) => self.send(Input::PlanCheckDone { id, outcome }),
+                    Scheduled::Idle(id, result) => self.send(Input::IdleCheckDone { id, result }),
+                    Scheduled::Plan(id, result) => self.send(Input::PlanCheckDone { id, result }),
                 }
             } else {
                 self.send(Input::Tick);
