@@ -608,3 +608,46 @@ fn installing_hooks_merges_and_never_clobbers() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(std::fs::read_to_string(&settings).unwrap(), "{ not json");
 }
+
+#[test]
+fn tmux_the_session_survives_a_restart_of_hyoka_and_is_re_attached() {
+    if !tmux_installed() {
+        eprintln!("skipped: tmux is not installed");
+        return;
+    }
+    let case = Case::new();
+    let session = format!("r{}", fastrand::u32(..));
+    let tmux_has = || {
+        Command::new("tmux")
+            .args([
+                "-L",
+                &format!("hyoka-{session}"),
+                "has-session",
+                "-t",
+                &session,
+            ])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    let flags = ["--backend", "tmux", "--tmux-session", session.as_str()];
+    let mut first = case.start(
+        &flags,
+        &case.sim(&["--start-working", "1s", "--work", "600ms"]),
+    );
+    case.wait_for(&mut first, "start", event("started"));
+    // hyoka dies without any chance to clean up.
+    let mut child = first.child.take().unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(tmux_has(), "the agent's tmux session survives hyoka");
+    // A new hyoka re-attaches to the same session and runs the cycle.
+    let done = case.run(
+        &[&flags[..], &["--max-cycles", "1"]].concat(),
+        &case.sim(&["--start-working", "1s"]),
+    );
+    assert_eq!(done.code, Some(0), "{}\n{:#?}", done.stderr, case.events());
+    assert_eq!(submits(&case).len(), 3, "{:#?}", case.inputs());
+    assert!(!tmux_has(), "stopped at the end of the second run");
+    case.assert_nothing_left();
+}
