@@ -214,14 +214,6 @@ impl TimerName {
             Self::PlanCheckTimeout => "plan-check-timeout",
         }
     }
-
-    /// `true` for the three timers every output chunk restarts.
-    pub fn follows_output(self) -> bool {
-        matches!(
-            self,
-            Self::NoOutputFallback | Self::PreFilter | Self::AutoAccept
-        )
-    }
 }
 
 impl fmt::Display for TimerName {
@@ -257,10 +249,6 @@ pub enum BlockReason {
     CycleRate,
     /// The session never drew anything: nothing to judge, nothing to type into.
     NoOutputYet,
-    /// The session's process exited (`session_stopped`).
-    SessionStopped,
-    /// The session has no process (`no_pty`).
-    NoPty,
     /// The session did not react to a step's Enter after the retries.
     NoReaction,
     /// Stuck recovery gave up after `max_stuck_recoveries` attempts.
