@@ -128,14 +128,7 @@ pub fn remove_tree(path: &Path) -> RemovalReport {
 /// Removes the entry `name` of the open directory `parent`, like [`remove_tree`]; `path` is
 /// only used to name leftovers.
 pub(crate) fn remove_tree_at(parent: BorrowedFd<'_>, name: &OsStr, path: &Path) -> RemovalReport {
-    let mut remover = Remover {
-        report: RemovalReport::default(),
-        path: path.to_owned(),
-        root: path.to_owned(),
-        top: None,
-        moved: 0,
-        pending: Vec::new(),
-    };
+    let mut remover = Remover::new(path);
     let parent_mount = mount_id(parent).ok();
     remover.remove_entry(parent, name, parent_mount, None, 0);
     remover.report
@@ -144,14 +137,7 @@ pub(crate) fn remove_tree_at(parent: BorrowedFd<'_>, name: &OsStr, path: &Path) 
 /// Removes the tree of the already open directory `dir` (the workspace's own descriptor, so
 /// nothing is resolved again) and then `path` itself, like [`remove_tree`].
 pub(crate) fn remove_open_tree(dir: OwnedFd, path: &Path) -> RemovalReport {
-    let mut remover = Remover {
-        report: RemovalReport::default(),
-        path: path.to_owned(),
-        root: path.to_owned(),
-        top: None,
-        moved: 0,
-        pending: Vec::new(),
-    };
+    let mut remover = Remover::new(path);
     remover.remove_contents(dir, None, 0);
     if !remover.pending.is_empty() {
         let mount = rustix::fs::open(
@@ -206,6 +192,17 @@ struct Remover {
 }
 
 impl Remover {
+    fn new(root: &Path) -> Self {
+        Self {
+            report: RemovalReport::default(),
+            path: root.to_owned(),
+            root: root.to_owned(),
+            top: None,
+            moved: 0,
+            pending: Vec::new(),
+        }
+    }
+
     /// Removes the entry `name` of `dir` (whatever its type).
     fn remove_entry(
         &mut self,
