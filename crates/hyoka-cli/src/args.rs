@@ -283,6 +283,10 @@ pub struct DemoArgs {
     /// Where the demo's workspaces are created. Default: the system temp directory.
     #[arg(long, value_name = "DIR")]
     pub workspace_root: Option<PathBuf>,
+
+    /// Print a JSON summary on stdout instead of the story.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `hyoka sim-agent`: a deterministic stand-in for a coding agent.

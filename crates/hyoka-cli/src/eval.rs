@@ -509,17 +509,8 @@ async fn run_agent(
     let (eval_dir, env) = (pcx.eval_dir, pcx.env);
     let mut timeline = TimelineBuilder::new(started);
     let mut monitor = Monitor::new(spec.limits);
-    let spawn_failed = |error: String, timeline: TimelineBuilder| AgentOutcome {
-        termination: Termination::SpawnFailed,
-        exit_code: None,
-        signal: None,
-        error: Some(error),
-        counts: Counts::default(),
-        timeline,
-        unknown_lines: 0,
-        malformed_lines: 0,
-        teardown: None,
-        layers: NO_LAYERS,
+    let spawn_failed = |error: String, timeline: TimelineBuilder| {
+        AgentOutcome::not_run(Termination::SpawnFailed, error, timeline)
     };
     let log = match CappedLog::create(&eval_dir.join("output.log"), OUTPUT_CAP).await {
         Ok(log) => log,

@@ -13,8 +13,29 @@ macro_rules! outln {
 }
 pub(crate) use outln;
 
+/// When set, [`outln!`] prints nothing: a command that narrates as it goes (the demo) sets it
+/// under `--json` and prints its JSON with [`json`].
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Silences (or restores) [`outln!`].
+pub(crate) fn set_quiet(quiet: bool) {
+    QUIET.store(quiet, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Prints `value` as pretty JSON on stdout, even when narration is silenced.
+pub(crate) fn json(value: &impl serde::Serialize) {
+    set_quiet(false);
+    line(format_args!(
+        "{}",
+        serde_json::to_string_pretty(value).unwrap_or_default()
+    ));
+}
+
 #[doc(hidden)]
 pub(crate) fn line(args: std::fmt::Arguments<'_>) {
+    if QUIET.load(std::sync::atomic::Ordering::Relaxed) {
+        return;
+    }
     let mut stdout = anstream::stdout().lock();
     if let Err(err) = stdout
         .write_fmt(args)

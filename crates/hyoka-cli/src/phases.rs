@@ -227,19 +227,7 @@ async fn start_service(
             }
             escalation = &mut stop_rx => escalation.unwrap_or_default(),
         };
-        let report = agent
-            .teardown(TeardownOptions {
-                grace,
-                kill_timeout: KILL_TIMEOUT,
-                escalation,
-            })
-            .await
-            .unwrap_or_default();
-        for pump in pumps {
-            let _ = pump.await;
-        }
-        let _ = log.finish().await;
-        report
+        stop_and_drain(&mut agent, grace, escalation, pumps, &log).await
     });
     Ok(Service {
         name: spec.name.clone(),
@@ -392,18 +380,7 @@ pub(crate) async fn run_phase(
     if matches!(interrupt.level(), crate::interrupt::Level::Force(_)) {
         escalation.escalate();
     }
-    let teardown = agent
-        .teardown(TeardownOptions {
-            grace,
-            kill_timeout: KILL_TIMEOUT,
-            escalation,
-        })
-        .await
-        .unwrap_or_default();
-    for pump in pumps {
-        let _ = pump.await;
-    }
-    let _ = log.finish().await;
+    let teardown = stop_and_drain(&mut agent, grace, escalation, pumps, &log).await;
     let mut stdout = Vec::new();
     while let Ok(chunk) = capture_rx.try_recv() {
         let room = VERDICT_BYTES.saturating_sub(stdout.len());
@@ -433,6 +410,29 @@ pub(crate) async fn run_phase(
         teardown,
         verdict,
     }
+}
+
+/// Tears a phase process's tree down, then waits for its output to drain into `log`.
+async fn stop_and_drain(
+    agent: &mut Agent,
+    grace: Duration,
+    escalation: Escalation,
+    pumps: Vec<tokio::task::JoinHandle<()>>,
+    log: &CappedLog,
+) -> TeardownReport {
+    let report = agent
+        .teardown(TeardownOptions {
+            grace,
+            kill_timeout: KILL_TIMEOUT,
+            escalation,
+        })
+        .await
+        .unwrap_or_default();
+    for pump in pumps {
+        let _ = pump.await;
+    }
+    let _ = log.finish().await;
+    report
 }
 
 /// Finds a verdict in a review's stdout: the whole output as JSON, or else its last line

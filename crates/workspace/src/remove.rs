@@ -128,16 +128,32 @@ pub fn remove_tree(path: &Path) -> RemovalReport {
 /// Removes the entry `name` of the open directory `parent`, like [`remove_tree`]; `path` is
 /// only used to name leftovers.
 pub(crate) fn remove_tree_at(parent: BorrowedFd<'_>, name: &OsStr, path: &Path) -> RemovalReport {
-    let mut remover = Remover {
-        report: RemovalReport::default(),
-        path: path.to_owned(),
-        root: path.to_owned(),
-        top: None,
-        moved: 0,
-        pending: Vec::new(),
-    };
+    let mut remover = Remover::new(path);
     let parent_mount = mount_id(parent).ok();
     remover.remove_entry(parent, name, parent_mount, None, 0);
+    remover.report
+}
+
+/// Removes the tree of the already open directory `dir` (the workspace's own descriptor, so
+/// nothing is resolved again) and then `path` itself, like [`remove_tree`].
+pub(crate) fn remove_open_tree(dir: OwnedFd, path: &Path) -> RemovalReport {
+    let mut remover = Remover::new(path);
+    remover.remove_contents(dir, None, 0);
+    if !remover.pending.is_empty() {
+        let mount = rustix::fs::open(
+            path,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .ok()
+        .and_then(|fd| mount_id(fd.as_fd()).ok());
+        remover.remove_pending(mount);
+    }
+    match rustix::fs::unlinkat(rustix::fs::CWD, path, AtFlags::REMOVEDIR) {
+        Ok(()) | Err(Errno::NOENT) => remover.report.removed += 1,
+        Err(Errno::NOTEMPTY | Errno::EXIST) => remover.leave_here(LeftoverReason::NotEmpty),
+        Err(errno) => remover.leave_here(LeftoverReason::Os(errno)),
+    }
     remover.report
 }
 
@@ -176,6 +192,17 @@ struct Remover {
 }
 
 impl Remover {
+    fn new(root: &Path) -> Self {
+        Self {
+            report: RemovalReport::default(),
+            path: root.to_owned(),
+            root: root.to_owned(),
+            top: None,
+            moved: 0,
+            pending: Vec::new(),
+        }
+    }
+
     /// Removes the entry `name` of `dir` (whatever its type).
     fn remove_entry(
         &mut self,
@@ -253,8 +280,15 @@ impl Remover {
         {
             return self.leave_here(LeftoverReason::MountPoint);
         }
-        if self.top.is_none() {
-            self.top = rustix::io::dup(&fd).ok();
+        if depth >= MAX_OPEN_DEPTH && self.top.is_none() {
+            // Only hostile nesting gets here; the root is reopened once, without following a
+            // link at its path.
+            self.top = rustix::fs::open(
+                &self.root,
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .ok();
         }
         if depth >= MAX_OPEN_DEPTH
             && let Some(top) = &self.top
@@ -290,6 +324,8 @@ impl Remover {
     }
 
     fn remove_contents(&mut self, fd: OwnedFd, mount: Option<u64>, depth: usize) {
+        let lazy_mount = mount.is_none() && depth == 0;
+        let mut mount = mount;
         let mut dir = match Dir::new(fd) {
             Ok(dir) => dir,
             Err(errno) => return self.leave_here(LeftoverReason::Os(errno)),
@@ -315,6 +351,14 @@ impl Remover {
             Ok(fd) => fd,
             Err(errno) => return self.leave_here(LeftoverReason::Os(errno)),
         };
+        // The root's mount id is only needed to compare subdirectories with it.
+        if lazy_mount
+            && entries
+                .iter()
+                .any(|(_, kind)| matches!(kind, FileType::Directory | FileType::Unknown))
+        {
+            mount = mount_id(dir_fd).ok();
+        }
         for (name, kind) in entries {
             let name = cstr_os(&name);
             self.path.push(name);
@@ -325,6 +369,9 @@ impl Remover {
 
     /// Removes the subtrees moved to the top of the tree, which may move more.
     fn remove_pending(&mut self, mount: Option<u64>) {
+        if self.pending.is_empty() {
+            return;
+        }
         let Some(top) = self.top.as_ref().and_then(|fd| rustix::io::dup(fd).ok()) else {
             return;
         };

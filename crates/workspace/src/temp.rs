@@ -1,7 +1,7 @@
 //! `TempWorkspace`: a real, marked, self-removing directory.
 
 use std::ffi::{OsStr, OsString};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -14,7 +14,7 @@ use rustix::io::Errno;
 use crate::copy::{CopyReport, copy_tree};
 use crate::marker::{self, Marker};
 use crate::rel::{self, map_errno, normalize, open_beneath, open_parent};
-use crate::remove::{RemovalReport, remove_tree, remove_tree_at};
+use crate::remove::{RemovalReport, remove_open_tree, remove_tree, remove_tree_at};
 use crate::usage::{MARKER_FILE, Snapshot, Usage, scan};
 use crate::workspace::{Entry, EntryKind, Workspace};
 use crate::{EvalId, RunId, WorkspaceError};
@@ -124,7 +124,8 @@ pub struct WorkspaceOptions {
 #[derive(Debug)]
 pub struct TempWorkspace {
     path: PathBuf,
-    dir: OwnedFd,
+    /// The workspace's directory, open until `close` hands it to the removal.
+    dir: Option<OwnedFd>,
     keep: KeepPolicy,
     snapshot: Snapshot,
     starter: Option<CopyReport>,
@@ -138,11 +139,6 @@ impl TempWorkspace {
     /// [`WorkspaceError::RootNotDir`], [`WorkspaceError::StarterNotDir`], or
     /// [`WorkspaceError::Io`] naming what failed.
     pub fn create(options: &WorkspaceOptions) -> Result<Self, WorkspaceError> {
-        if !options.root.is_dir() {
-            return Err(WorkspaceError::RootNotDir {
-                path: options.root.clone(),
-            });
-        }
         if let Some(starter) = &options.starter
             && !starter.is_dir()
         {
@@ -159,7 +155,15 @@ impl TempWorkspace {
             .rand_bytes(6)
             .permissions(std::fs::Permissions::from_mode(0o700))
             .tempdir_in(&options.root)
-            .map_err(|e| WorkspaceError::io("create workspace in", &options.root, e))?;
+            .map_err(|e| {
+                if options.root.is_dir() {
+                    WorkspaceError::io("create workspace in", &options.root, e)
+                } else {
+                    WorkspaceError::RootNotDir {
+                        path: options.root.clone(),
+                    }
+                }
+            })?;
         // From here on hyoka removes the directory itself, safely (tempfile's removal would
         // delete through a bind mount).
         let path = dir.keep();
@@ -205,7 +209,7 @@ impl TempWorkspace {
         };
         let mut workspace = Self {
             path,
-            dir,
+            dir: Some(dir),
             keep: options.keep,
             snapshot: Snapshot::default(),
             starter: None,
@@ -257,7 +261,7 @@ impl TempWorkspace {
             let contents = std::fs::read(&injection.source)
                 .map_err(|e| WorkspaceError::io("read", &injection.source, e))?;
             self.write_file(&injection.target, &contents)?;
-            let fd = open_beneath(self.dir.as_fd(), &parts, OFlags::WRONLY, Mode::empty())
+            let fd = open_beneath(self.fd(), &parts, OFlags::WRONLY, Mode::empty())
                 .map_err(|e| map_errno("inject", &parts, e))?;
             rustix::fs::fchmod(&fd, Mode::from_raw_mode(meta.permissions().mode() & 0o7777))
                 .map_err(|e| WorkspaceError::io("chmod", &injection.target, e.into()))?;
@@ -304,7 +308,10 @@ impl TempWorkspace {
         if self.keep.keeps(outcome) {
             return Ok(Closed::Kept(self.path.clone()));
         }
-        let report = remove_tree(&self.path);
+        let report = match self.dir.take() {
+            Some(dir) => remove_open_tree(dir, &self.path),
+            None => remove_tree(&self.path),
+        };
         if report.is_complete() {
             Ok(Closed::Removed(report))
         } else {
@@ -315,11 +322,19 @@ impl TempWorkspace {
         }
     }
 
+    /// The workspace's directory descriptor.
+    fn fd(&self) -> BorrowedFd<'_> {
+        self.dir
+            .as_ref()
+            .expect("the descriptor is only taken by close, which consumes the workspace")
+            .as_fd()
+    }
+
     fn create_parents(&self, parts: &[&OsStr]) -> Result<(), WorkspaceError> {
         for end in 1..parts.len() {
             let prefix = &parts[..end];
             match open_beneath(
-                self.dir.as_fd(),
+                self.fd(),
                 prefix,
                 OFlags::PATH | OFlags::DIRECTORY,
                 Mode::empty(),
@@ -333,9 +348,8 @@ impl TempWorkspace {
     }
 
     fn mkdir(&self, parts: &[&OsStr]) -> Result<(), WorkspaceError> {
-        let parent =
-            open_parent(self.dir.as_fd(), parts).map_err(|e| map_errno("create", parts, e))?;
-        let base = parent.as_ref().map_or(self.dir.as_fd(), AsFd::as_fd);
+        let parent = open_parent(self.fd(), parts).map_err(|e| map_errno("create", parts, e))?;
+        let base = parent.as_ref().map_or(self.fd(), AsFd::as_fd);
         let name = parts[parts.len() - 1];
         match rustix::fs::mkdirat(base, name, Mode::from_raw_mode(0o755)) {
             Ok(()) | Err(Errno::EXIST) => Ok(()),
@@ -353,7 +367,7 @@ impl Workspace for TempWorkspace {
         let parts = normalize(rel)?;
         self.create_parents(&parts)?;
         let fd = open_beneath(
-            self.dir.as_fd(),
+            self.fd(),
             &parts,
             OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC,
             Mode::from_raw_mode(0o644),
@@ -365,7 +379,7 @@ impl Workspace for TempWorkspace {
 
     fn read_file(&self, rel: &Path) -> Result<Vec<u8>, WorkspaceError> {
         let parts = normalize(rel)?;
-        let fd = open_beneath(self.dir.as_fd(), &parts, OFlags::RDONLY, Mode::empty())
+        let fd = open_beneath(self.fd(), &parts, OFlags::RDONLY, Mode::empty())
             .map_err(|e| map_errno("read", &parts, e))?;
         let mut contents = Vec::new();
         std::io::Read::read_to_end(&mut std::fs::File::from(fd), &mut contents)
@@ -380,7 +394,7 @@ impl Workspace for TempWorkspace {
         // The last component may have been an existing link or file: check it resolves to a
         // directory inside.
         open_beneath(
-            self.dir.as_fd(),
+            self.fd(),
             &parts,
             OFlags::PATH | OFlags::DIRECTORY,
             Mode::empty(),
@@ -391,9 +405,8 @@ impl Workspace for TempWorkspace {
 
     fn remove(&self, rel: &Path) -> Result<(), WorkspaceError> {
         let parts = normalize(rel)?;
-        let parent =
-            open_parent(self.dir.as_fd(), &parts).map_err(|e| map_errno("remove", &parts, e))?;
-        let base = parent.as_ref().map_or(self.dir.as_fd(), AsFd::as_fd);
+        let parent = open_parent(self.fd(), &parts).map_err(|e| map_errno("remove", &parts, e))?;
+        let base = parent.as_ref().map_or(self.fd(), AsFd::as_fd);
         let name = parts[parts.len() - 1];
         match rustix::fs::statat(base, name, AtFlags::SYMLINK_NOFOLLOW) {
             Err(errno) => Err(map_errno("remove", &parts, errno)),
@@ -415,12 +428,12 @@ impl Workspace for TempWorkspace {
         let listing = match normalize(rel) {
             Err(WorkspaceError::InvalidPath {
                 reason: "is empty", ..
-            }) => Dir::read_from(&self.dir)
+            }) => Dir::read_from(self.fd())
                 .map_err(|e| WorkspaceError::io("list", &self.path, e.into()))?,
             Err(err) => return Err(err),
             Ok(parts) => {
                 let fd = open_beneath(
-                    self.dir.as_fd(),
+                    self.fd(),
                     &parts,
                     OFlags::RDONLY | OFlags::DIRECTORY,
                     Mode::empty(),

@@ -47,6 +47,7 @@ pub(crate) async fn exec(args: DemoArgs) -> Result<ExitStatus, Fail> {
         .clone()
         .unwrap_or_else(std::env::temp_dir);
     let (h, good, bad, dim) = (style::HEAD, style::GOOD, style::BAD, style::DIM);
+    crate::out::set_quiet(args.json);
     outln!("{h}hyoka demo{h:#}: contained workspaces and processes, live limits, honest records\n");
     let mut tally = Tally {
         ok: true,
@@ -78,6 +79,17 @@ pub(crate) async fn exec(args: DemoArgs) -> Result<ExitStatus, Fail> {
     outln!(
         "  {dim}(report.json, action_timeline.json, output.log, services/, build.log, review.log per eval){dim:#}"
     );
+    if args.json {
+        crate::out::json(&serde_json::json!({
+            "ok": tally.ok && tally.survivors == 0,
+            "seconds": started.elapsed().as_secs_f64(),
+            "processes_seen": tally.processes_seen,
+            "processes_stopped": tally.processes_stopped,
+            "survivors": tally.survivors,
+            "workspaces_removed": tally.workspaces_removed,
+            "runs": run_dirs.iter().flatten().collect::<Vec<_>>(),
+        }));
+    }
     Ok(if tally.ok {
         ExitStatus::Success
     } else {

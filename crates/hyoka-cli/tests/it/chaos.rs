@@ -5,11 +5,10 @@
 //! `HYOKA_SOAK_ROUNDS=N` repeats the whole scenario N times (a soak for local use); the seed
 //! is printed so a failure can be replayed with `HYOKA_CHAOS_SEED`.
 
-use std::path::Path;
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::support::{Scratch, hyoka, hyoka_path, pid_alive, stderr};
+use crate::support::{Scratch, escapee_pids, hyoka, hyoka_path, pid_alive, send, stderr};
 
 const RUNS: usize = 12;
 
@@ -19,20 +18,6 @@ enum Kill {
     Sigterm,
     Sigint,
     SigintTwice,
-}
-
-fn send(child: &Child, sig: rustix::process::Signal) {
-    if let Some(pid) = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()) {
-        let _ = rustix::process::kill_process(pid, sig);
-    }
-}
-
-fn pids_in(file: &Path) -> Vec<u32> {
-    std::fs::read_to_string(file)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| l.split_whitespace().nth(1)?.parse().ok())
-        .collect()
 }
 
 /// Processes whose environment carries `HYOKA_RUN_ID=<prefix>…`.
@@ -176,7 +161,7 @@ fn chaos_round(rng: &mut fastrand::Rng, round: u32) {
     // gone, and a live process is what this test looks for.
     let mut survivors = Vec::new();
     for (_, _, _, pids) in &runs {
-        survivors.extend(pids_in(pids).into_iter().filter(|&p| pid_alive(p)));
+        survivors.extend(escapee_pids(pids).into_iter().filter(|&p| pid_alive(p)));
     }
     survivors.extend(marked_processes(&prefix));
     assert!(survivors.is_empty(), "survivors after clean: {survivors:?}");

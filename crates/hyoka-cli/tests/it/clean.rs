@@ -2,18 +2,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
 
-use crate::support::{Scratch, hyoka, hyoka_path, pid_alive, stderr};
-
-#[track_caller]
-fn wait_until(what: &str, mut ok: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !ok() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
+use crate::support::{Scratch, escapee_pids, hyoka, hyoka_path, pid_alive, stderr, wait_until};
 
 /// The pid of the escapee with `role` (the file lists them in the order they started).
 fn escapee(file: &Path, role: &str) -> u32 {
@@ -22,14 +12,6 @@ fn escapee(file: &Path, role: &str) -> u32 {
         .lines()
         .find_map(|l| l.strip_prefix(role)?.trim().parse().ok())
         .unwrap_or_else(|| panic!("no {role} in {}", file.display()))
-}
-
-fn escapee_pids(file: &Path) -> Vec<u32> {
-    std::fs::read_to_string(file)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| l.split_whitespace().nth(1)?.parse().ok())
-        .collect()
 }
 
 /// Starts a run of the simulated agent with escapees that lingers, and waits until the

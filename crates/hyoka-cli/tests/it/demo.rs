@@ -65,3 +65,21 @@ fn doctor_reports_every_layer_as_json_and_text() {
     let text = hyoka().arg("doctor").output().unwrap();
     assert!(String::from_utf8_lossy(&text.stdout).contains("containment in force"));
 }
+
+#[test]
+fn the_demo_speaks_json_too() {
+    let s = Scratch::new();
+    let out = hyoka()
+        .args(["demo", "--json", "--reports"])
+        .arg(s.reports())
+        .arg("--workspace-root")
+        .arg(s.ws_root())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["ok"], true);
+    assert_eq!(summary["survivors"], 0);
+    assert_eq!(summary["runs"].as_array().unwrap().len(), 3);
+    s.assert_no_workspaces();
+}

@@ -4,16 +4,12 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{Scratch, hyoka, pid_alive, read_pid};
+use crate::support::{Scratch, hyoka, pid_alive, read_pid, send, wait_until};
 
 /// Waits (bounded) until `path` exists: the agent's readiness marker.
 #[track_caller]
 fn wait_for(path: &Path) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !path.exists() {
-        assert!(Instant::now() < deadline, "{path:?} never appeared");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_until(&format!("{}", path.display()), || path.exists());
 }
 
 fn start(s: &Scratch, run_id: &str, script: &str) -> Child {
@@ -27,11 +23,6 @@ fn start(s: &Scratch, run_id: &str, script: &str) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap()
-}
-
-fn send(child: &Child, sig: rustix::process::Signal) {
-    let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
-    rustix::process::kill_process(pid, sig).unwrap();
 }
 
 #[track_caller]

@@ -101,3 +101,33 @@ pub(crate) fn shared_dir() -> Option<PathBuf> {
     );
     dir.is_dir().then_some(dir)
 }
+
+/// Polls `ok` until it holds, failing the test after 20 s (a bound, not a sleep: it returns as
+/// soon as the condition is met).
+#[track_caller]
+pub(crate) fn wait_until(what: &str, mut ok: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !ok() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// Sends `sig` to a child process.
+pub(crate) fn send(child: &std::process::Child, sig: rustix::process::Signal) {
+    if let Some(pid) = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()) {
+        let _ = rustix::process::kill_process(pid, sig);
+    }
+}
+
+/// The pids in a `--pid-file` of the simulated agent (`<role> <pid>` lines).
+pub(crate) fn escapee_pids(file: &Path) -> Vec<u32> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(1)?.parse().ok())
+        .collect()
+}
