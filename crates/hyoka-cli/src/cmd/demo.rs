@@ -58,7 +58,7 @@ pub(crate) async fn exec(args: DemoArgs) -> Result<ExitStatus, Fail> {
         step_limit(&exe, &args.reports, &workspace_root, &mut tally).await?,
         step_crash(&exe, &args.reports, &workspace_root, &mut tally).await,
     ];
-    step_respawn(&exe, &args.reports, &mut tally).await?;
+    let respawn_events = step_respawn(&exe, &args.reports, &mut tally).await?;
     let verdict = if tally.ok && tally.survivors == 0 {
         format!("{good}all good{good:#}")
     } else {
@@ -88,6 +88,7 @@ pub(crate) async fn exec(args: DemoArgs) -> Result<ExitStatus, Fail> {
             "survivors": tally.survivors,
             "workspaces_removed": tally.workspaces_removed,
             "runs": run_dirs.iter().flatten().collect::<Vec<_>>(),
+            "respawn_events": respawn_events,
         }));
     }
     Ok(if tally.ok {
@@ -98,7 +99,7 @@ pub(crate) async fn exec(args: DemoArgs) -> Result<ExitStatus, Fail> {
 }
 
 /// Step 4: one respawn cycle of the interactive simulated agent.
-async fn step_respawn(exe: &OsString, reports: &Path, tally: &mut Tally) -> Result<(), Fail> {
+async fn step_respawn(exe: &OsString, reports: &Path, tally: &mut Tally) -> Result<PathBuf, Fail> {
     let (h, dim, note) = (style::HEAD, style::DIM, style::NOTE);
     outln!("\n{h}4. An interactive session is cycled, only when it is idle{h:#}");
     let cycle = crate::cmd::respawn::demo_cycle(exe, reports).await?;
@@ -110,7 +111,7 @@ async fn step_respawn(exe: &OsString, reports: &Path, tally: &mut Tally) -> Resu
     );
     outln!("   events      {dim}{}{dim:#}", cycle.events.display());
     tally.ok &= cycle.exit == Some(0) && cycle.cycles == 1 && cycle.typed_while_busy == 0;
-    Ok(())
+    Ok(cycle.events)
 }
 
 /// Step 1: an eval with a service, a build and a review, whose agent leaves escapees.

@@ -81,5 +81,9 @@ fn the_demo_speaks_json_too() {
     assert_eq!(summary["ok"], true);
     assert_eq!(summary["survivors"], 0);
     assert_eq!(summary["runs"].as_array().unwrap().len(), 3);
+    assert!(
+        std::path::Path::new(summary["respawn_events"].as_str().unwrap()).is_file(),
+        "{summary}"
+    );
     s.assert_no_workspaces();
 }
