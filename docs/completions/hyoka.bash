@@ -144,7 +144,7 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__demo)
-            opts="-v -q -h -V --reports --workspace-root --verbose --quiet --help --version"
+            opts="-v -q -h -V --reports --workspace-root --json --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -95,6 +95,7 @@ complete -c hyoka -n "__fish_hyoka_using_subcommand detect" -s h -l help -d 'Pri
 complete -c hyoka -n "__fish_hyoka_using_subcommand detect" -s V -l version -d 'Print version'
 complete -c hyoka -n "__fish_hyoka_using_subcommand demo" -l reports -d 'Where the demo\'s reports are written' -r -F
 complete -c hyoka -n "__fish_hyoka_using_subcommand demo" -l workspace-root -d 'Where the demo\'s workspaces are created. Default: the system temp directory' -r -F
+complete -c hyoka -n "__fish_hyoka_using_subcommand demo" -l json -d 'Print a JSON summary on stdout instead of the story'
 complete -c hyoka -n "__fish_hyoka_using_subcommand demo" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c hyoka -n "__fish_hyoka_using_subcommand demo" -s q -l quiet -d 'Only errors on stderr'
 complete -c hyoka -n "__fish_hyoka_using_subcommand demo" -s h -l help -d 'Print help'
