@@ -155,3 +155,41 @@ fn the_context_is_limited_to_output_since_the_last_reset() {
     let context = model.context(1_000);
     assert!(context.contains("new") && !context.contains("old") && !context.contains('\x1b'));
 }
+
+#[test]
+fn er_001_bm_002_hostile_and_heavy_output() {
+    // ER-001: empty, binary, NUL-containing, 100,000-character and 500 KiB chunks go
+    // through the model and the machine without a panic, and the machine keeps running.
+    // BM-002: after 10 MiB (1 MB/s for 10 s), state stays bounded and detection still works.
+    use crate::machine::{Input, Machine};
+    use crate::{RespawnConfig, State};
+    let mut model = model();
+    let mut machine = Machine::new(RespawnConfig::default());
+    let t0 = Instant::now();
+    machine.handle(Input::Start, t0);
+    let mut chunks: Vec<Vec<u8>> = vec![
+        Vec::new(),
+        b"\x00\x01\x02\xef\xbf\xbd".to_vec(),
+        b"a\x00b\x00c".to_vec(),
+        b"\xff\xfe\xfd\x1b]0;unterminated".to_vec(),
+        vec![b'x'; 100_000],
+        vec![b'y'; 500 * 1024],
+    ];
+    chunks.extend((0..10).map(|i| {
+        format!("line {i} of a flood\r\n")
+            .repeat(50_000)
+            .into_bytes()
+    }));
+    for (i, chunk) in chunks.iter().enumerate() {
+        let now = t0 + Duration::from_millis(u64::try_from(i).unwrap() * 100);
+        let signals = model.output(now, chunk);
+        machine.handle(Input::Output(signals), now);
+    }
+    assert!(machine.is_running());
+    assert!(model.context(usize::MAX).len() <= 64 * 1024);
+    let now = t0 + Duration::from_secs(5);
+    let signals = model.output(now, "\u{273b} Worked for 1m 2s\r\n".as_bytes());
+    assert!(signals.completion);
+    machine.handle(Input::Output(signals), now);
+    assert_eq!(machine.state(), State::ConfirmingIdle);
+}
