@@ -79,13 +79,17 @@ pub(crate) fn pid_alive(pid: u32) -> bool {
     }
 }
 
-/// Reads a pid an agent wrote into `path`.
+/// Reads a pid an agent wrote into `path`, waiting (bounded) until the file holds a whole one:
+/// a shell creates the file before it writes the number.
 pub(crate) fn read_pid(path: &Path) -> u32 {
-    std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("{path:?}: {e}"))
-        .trim()
-        .parse()
-        .unwrap()
+    let mut pid = None;
+    wait_until(&format!("a pid in {}", path.display()), || {
+        pid = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|t| t.trim().parse().ok());
+        pid.is_some()
+    });
+    pid.expect("checked by the wait")
 }
 
 /// The `hyoka` binary's path, for commands that run it as the agent.
