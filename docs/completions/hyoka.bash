@@ -522,7 +522,7 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__respawn)
-            opts="-v -q -h -V --backend --headless --events --max-cycles --max-cycles-per-hour --update-prompt --no-clear --no-init --kickstart --completion-confirm --no-output-timeout --inter-step-delay --no-auto-accept --auto-accept-delay --ai-check-command --plan-check-command --check-timeout --profile --dry-run --human-lock --grace --tmux-session --install-claude-hooks --verbose --quiet --help --version"
+            opts="-v -q -h -V --backend --headless --events --reports --max-cycles --max-cycles-per-hour --update-prompt --no-clear --no-init --kickstart --completion-confirm --no-output-timeout --inter-step-delay --no-auto-accept --auto-accept-delay --ai-check-command --plan-check-command --check-timeout --profile --dry-run --human-lock --grace --tmux-session --install-claude-hooks --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -533,6 +533,10 @@ _hyoka() {
                     return 0
                     ;;
                 --events)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reports)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -141,6 +141,7 @@ complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -s V -l version -
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l backend -d 'Where the agent runs: pty or tmux' -r -f -a "pty\t'A pseudo-terminal owned by hyoka (the embedded default)'
 tmux\t'A session on a private tmux server: it survives a restart of hyoka and can be re-attached with `--tmux-session`'"
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l events -d 'Append one JSON line per controller event to FILE' -r -F
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l reports -d 'Where the session\'s ledger and owner lock go (reports/<run_id>/), so `hyoka clean` repairs a crashed controller. (With the pty backend; a tmux session is meant to outlive hyoka.)' -r -F
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l max-cycles -d 'Stop the session and exit 0 after N completed cycles' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l max-cycles-per-hour -d 'Start no more than N cycles in any hour' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l update-prompt -d 'The text typed as the first step of a cycle' -r

@@ -372,6 +372,83 @@ impl Tracker {
         result
     }
 
+    /// Tracks a process that was started by other means (a PTY session, for example) as
+    /// eval `eval_id`, so that it and everything it starts are contained and torn down like
+    /// a spawned agent: it is recorded in the ledger (and [`Agent::refresh`] keeps its
+    /// descendants and marker-carrying processes there, so `clean` finds them after a crash),
+    /// moved into a cgroup leaf of its own when that layer is available, and stopped with
+    /// its whole tree by [`Agent::teardown`].
+    ///
+    /// Call it right after starting the process: children it forked before being moved into
+    /// the leaf stay outside the leaf, though ancestry and the marker still find them. The
+    /// process is not a child of the tracker, so [`Agent::wait`] answers
+    /// [`AgentExit::Unknown`] at once; its own parent waits for it.
+    ///
+    /// # Errors
+    /// [`ProcTrackError::InvalidId`], [`ProcTrackError::DuplicateEval`], or
+    /// [`ProcTrackError::InvalidIdentity`] when `pid` is not a live process that may be
+    /// tracked (pid ≤ 1, ourselves, our own process group).
+    pub fn adopt(&self, eval_id: &str, pid: i32) -> Result<Agent, ProcTrackError> {
+        validate_id("eval", eval_id)?;
+        let table = NativeProcTable::new();
+        let info = table.process(pid).filter(|p| !p.is_gone()).ok_or_else(|| {
+            ProcTrackError::InvalidIdentity {
+                text: pid.to_string(),
+                reason: "no such live process",
+            }
+        })?;
+        if crate::signal::refusal(pid, Some(info.pgid), table.self_pid(), table.self_pgid())
+            .is_some()
+        {
+            return Err(ProcTrackError::InvalidIdentity {
+                text: pid.to_string(),
+                reason: "pid 1, hyoka itself or hyoka's own process group",
+            });
+        }
+        if !lock(&self.shared.evals).insert(eval_id.to_owned()) {
+            return Err(ProcTrackError::DuplicateEval {
+                eval_id: eval_id.to_owned(),
+            });
+        }
+        let shared = &self.shared;
+        let leaf = shared.cgroup.as_ref().and_then(|root| {
+            let leaf = root.create_leaf(&shared.run_id, eval_id).ok()?;
+            let joined = leaf
+                .procs_fd()
+                .ok()
+                .is_some_and(|fd| rustix::io::write(&fd, pid.to_string().as_bytes()).is_ok());
+            if joined {
+                Some(leaf)
+            } else {
+                leaf.remove(Duration::ZERO, &SystemClock);
+                None
+            }
+        });
+        let mut agent = Agent {
+            eval_id: eval_id.to_owned(),
+            shared: Arc::clone(shared),
+            child: None,
+            process: info.proc_ref(),
+            shim: None,
+            report: None,
+            leaf,
+            stdin: None,
+            stdout: None,
+            stderr: None,
+            exit: None,
+            known: Vec::new(),
+            history: std::collections::BTreeMap::new(),
+            torn_down: false,
+        };
+        if let Some(leaf) = &agent.leaf {
+            shared.update(|l| {
+                let _ = l.set_cgroup(eval_id, leaf.path());
+            })?;
+        }
+        agent.refresh()?;
+        Ok(agent)
+    }
+
     async fn spawn_inner(
         &self,
         eval_id: &str,

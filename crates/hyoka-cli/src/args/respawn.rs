@@ -43,6 +43,12 @@ pub struct RespawnArgs {
     #[arg(long, value_name = "FILE")]
     pub events: Option<PathBuf>,
 
+    /// Where the session's ledger and owner lock go (reports/<run_id>/), so `hyoka clean`
+    /// repairs a crashed controller. (With the pty backend; a tmux session is meant to
+    /// outlive hyoka.)
+    #[arg(long, value_name = "DIR", default_value = "reports")]
+    pub reports: PathBuf,
+
     /// Stop the session and exit 0 after N completed cycles.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_cycles: Option<u32>,

@@ -18,6 +18,7 @@ use hyoka_idle_detect::{
     CommandChecker, CommandCheckerOptions, Detector, DetectorConfig, IdleChecker, PlanChecker,
     Profile,
 };
+use hyoka_proctrack::{Agent, ProcTrackError, Tracker, TrackerOptions};
 use hyoka_proctrack::{
     Marker, NativeProcTable, NativeSignaller, ProcTable, Scope, Seams, SystemClock,
     TeardownOptions, TeardownReport, teardown,
@@ -160,7 +161,7 @@ impl SocketDir {
         }
     }
 
-    fn create(session: Option<&str>) -> Result<Self, Fail> {
+    fn create(session: Option<&str>, run_id: &str) -> Result<Self, Fail> {
         Self::sweep_stale();
         let fail = |e: std::io::Error| {
             Fail::failure(format!("cannot create the hook socket directory: {e}"))
@@ -178,8 +179,9 @@ impl SocketDir {
                 std::fs::set_permissions(&dir, private).map_err(fail)?;
                 dir
             }
+            // `hyoka-<run_id>-…`: the name `hyoka clean` accepts for a run's directories.
             None => tempfile::Builder::new()
-                .prefix("hyoka-respawn-")
+                .prefix(&format!("hyoka-{run_id}-sock-"))
                 .tempdir()
                 .map_err(fail)?
                 .keep(),
@@ -201,6 +203,9 @@ fn valid_session(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
+/// The eval id under which a respawn session is tracked (and its processes marked).
+const SESSION_EVAL: &str = "session";
+
 /// Everything started before the driver runs.
 struct Session {
     run_id: String,
@@ -208,6 +213,9 @@ struct Session {
     listener: HookListener,
     terminal: Box<dyn Terminal>,
     root: Option<hyoka_proctrack::ProcRef>,
+    /// The run's tracker and the adopted session (pty backend): ledger, owner lock,
+    /// containment and teardown.
+    adopted: Option<(Tracker, Arc<Mutex<Agent>>)>,
     size: Size,
     interactive: bool,
 }
@@ -242,8 +250,17 @@ pub(crate) async fn exec(args: RespawnArgs) -> Result<ExitStatus, Fail> {
             return Err(fail);
         }
     };
-    let (result, signalled, run_id, root) = drive(&args, session, events.clone()).await?;
-    let sweep = sweep(&run_id, root, args.grace).await;
+    let (result, signalled, run_id, root, adopted) = drive(&args, session, events.clone()).await?;
+    let sweep = match adopted {
+        Some((tracker, agent)) => {
+            let report = stop_tracked(agent, args.grace).await;
+            if let Err(err) = tracker.close() {
+                tracing::error!(error = %err, "cannot close the session's ledger");
+            }
+            report
+        }
+        None => sweep(&run_id, root, args.grace).await,
+    };
     let report = result.map_err(|e| Fail::failure(format!("cannot stop the session: {e}")))?;
     if let Some(events) = &events {
         let mut log = events.lock().unwrap_or_else(PoisonError::into_inner);
@@ -325,15 +342,34 @@ async fn start(args: &RespawnArgs) -> Result<Session, Fail> {
         .ok_or_else(|| Fail::usage("no agent command after `--`"))?;
     let run_id = format!("respawn-{}", default_run_id());
     let session = args.tmux_session.clone().unwrap_or_else(|| run_id.clone());
-    let socket_dir = SocketDir::create(args.tmux_session.as_deref())?;
+    let socket_dir = SocketDir::create(args.tmux_session.as_deref(), &run_id)?;
     let listener = HookListener::bind(&socket_dir.0.join("hook.sock"))
         .await
         .map_err(|e| Fail::failure(e.to_string()))?;
     let mirror = !args.headless;
     let interactive = mirror && tty::interactive();
     let size = if mirror { tty::size() } else { None }.unwrap_or_default();
+    let tracker = if args.backend == Backend::Pty {
+        let tracker = Tracker::start(TrackerOptions::new(run_id.as_str(), &args.reports)).map_err(
+            |e| match e {
+                ProcTrackError::Io { .. } => Fail::usage(format!(
+                    "cannot use reports directory {}: {e}",
+                    args.reports.display()
+                )),
+                other => Fail::failure(format!("cannot start tracking the session: {other}")),
+            },
+        )?;
+        // Listed like a workspace, so `clean` removes it if the controller is SIGKILLed.
+        if let Err(err) = tracker.record_workspace("session.sock", &socket_dir.0) {
+            tracing::warn!(error = %err, "cannot record the hook socket directory");
+        }
+        Some(tracker)
+    } else {
+        None
+    };
     let mut env: Vec<(OsString, OsString)> = vec![
         ("HYOKA_RUN_ID".into(), run_id.clone().into()),
+        ("HYOKA_EVAL_ID".into(), SESSION_EVAL.into()),
         (SOCKET_ENV.into(), listener.path().as_os_str().to_owned()),
     ];
     if std::env::var_os("TERM").is_none_or(|t| t.is_empty() || t == "dumb") {
@@ -346,18 +382,43 @@ async fn start(args: &RespawnArgs) -> Result<Session, Fail> {
         env,
         size,
     };
-    let terminal = start_terminal(args, &spawn, &session).await?;
-    let root = terminal
-        .child_pid()
-        .and_then(|pid| i32::try_from(pid).ok())
+    let terminal = match start_terminal(args, &spawn, &session).await {
+        Ok(terminal) => terminal,
+        Err(fail) => {
+            if let Some(tracker) = tracker {
+                let _ = tracker.close();
+            }
+            return Err(fail);
+        }
+    };
+    let child_pid = terminal.child_pid().and_then(|pid| i32::try_from(pid).ok());
+    let root = child_pid
         .and_then(|pid| NativeProcTable::new().process(pid))
         .map(|info| info.proc_ref());
+    // Adopted right after the spawn: the session joins a cgroup leaf when there is one, and
+    // its tree is kept in the ledger.
+    let adopted = match (tracker, child_pid) {
+        (Some(tracker), Some(pid)) => match tracker.adopt(SESSION_EVAL, pid) {
+            Ok(agent) => Some((tracker, Arc::new(Mutex::new(agent)))),
+            Err(err) => {
+                tracing::warn!(error = %err, "cannot track the session; teardown falls back to the marker sweep");
+                let _ = tracker.close();
+                None
+            }
+        },
+        (Some(tracker), None) => {
+            let _ = tracker.close();
+            None
+        }
+        (None, _) => None,
+    };
     Ok(Session {
         run_id,
         socket_dir,
         listener,
         terminal,
         root,
+        adopted,
         size,
         interactive,
     })
@@ -368,6 +429,7 @@ type Driven = (
     Option<Sig>,
     String,
     Option<hyoka_proctrack::ProcRef>,
+    Option<(Tracker, Arc<Mutex<Agent>>)>,
 );
 
 /// Runs the driver until the end, then stops everything but the marker sweep.
@@ -382,9 +444,13 @@ async fn drive(
         listener,
         terminal,
         root,
+        adopted,
         size,
         interactive,
     } = session;
+    let refresher = adopted
+        .as_ref()
+        .map(|(_, agent)| spawn_refresher(Arc::clone(agent)));
     let (hook_tx, hook_rx) = mpsc::channel(16);
     let (stop_hooks, hooks_stopped) = oneshot::channel::<()>();
     let hook_task = tokio::spawn(listener.serve(hook_tx, async {
@@ -458,11 +524,15 @@ async fn drive(
     }
     force_task.abort();
     let _ = force_task.await;
+    if let Some(refresher) = refresher {
+        refresher.abort();
+        let _ = refresher.await;
+    }
     signal_task.abort();
     let _ = signal_task.await;
     drop(socket_dir);
     let signalled = *signalled.lock().unwrap_or_else(PoisonError::into_inner);
-    Ok((result, signalled, run_id, root))
+    Ok((result, signalled, run_id, root, adopted))
 }
 
 /// A checker that runs `command` through `/bin/sh -c` (the prompt goes to its stdin).
@@ -590,6 +660,39 @@ async fn forward_resizes(tx: mpsc::Sender<Size>) {
     }
 }
 
+/// Keeps the ledger current while the session runs (one `/proc` scan every half second).
+fn spawn_refresher(agent: Arc<Mutex<Agent>>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(std::time::Duration::from_millis(500));
+        loop {
+            every.tick().await;
+            let agent = Arc::clone(&agent);
+            let _ = tokio::task::spawn_blocking(move || {
+                agent
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .refresh()
+            })
+            .await;
+        }
+    })
+}
+
+/// Stops the adopted session's whole tree (cgroup, descendants, marker) through its tracker.
+async fn stop_tracked(agent: Arc<Mutex<Agent>>, grace: std::time::Duration) -> TeardownReport {
+    let Ok(agent) =
+        Arc::try_unwrap(agent).map(|m| m.into_inner().unwrap_or_else(PoisonError::into_inner))
+    else {
+        tracing::error!("the session is still shared; falling back to nothing");
+        return TeardownReport::default();
+    };
+    let mut agent = agent;
+    agent
+        .teardown(TeardownOptions::with_grace(grace))
+        .await
+        .unwrap_or_default()
+}
+
 /// Every process still carrying the session's marker (escapees of the agent's group
 /// included) goes, through `hyoka-proctrack`'s verified teardown.
 async fn sweep(
@@ -645,6 +748,8 @@ pub(crate) async fn demo_cycle(exe: &std::ffi::OsStr, reports: &Path) -> Result<
     let mut child = tokio::process::Command::new(exe)
         .arg("respawn")
         .arg("--headless")
+        .arg("--reports")
+        .arg(reports)
         .arg("--events")
         .arg(&events)
         .args(["--max-cycles", "1", "--completion-confirm", "500ms"])

@@ -121,6 +121,8 @@ impl Case {
         }
         let mut cmd = hyoka();
         cmd.arg("respawn")
+            .arg("--reports")
+            .arg(self.dir.path().join("reports"))
             .arg("--events")
             .arg(self.events_path())
             .args(&defaults)
@@ -650,4 +652,65 @@ fn tmux_the_session_survives_a_restart_of_hyoka_and_is_re_attached() {
     assert_eq!(submits(&case).len(), 3, "{:#?}", case.inputs());
     assert!(!tmux_has(), "stopped at the end of the second run");
     case.assert_nothing_left();
+}
+
+/// The controller itself is SIGKILLed: the PTY hangup ends the session's own process group,
+/// and what detached from it (a `setsid` child) is in the ledger, so `hyoka clean` stops it.
+#[test]
+fn clean_repairs_a_sigkilled_controller() {
+    let dir = tempfile::Builder::new()
+        .prefix("respawn-crash-")
+        .tempdir()
+        .unwrap();
+    let reports = dir.path().join("reports");
+    let pidfile = dir.path().join("escapee.pid");
+    let script = format!(
+        "setsid sleep 300 & echo $! > {p}.tmp && mv {p}.tmp {p}; exec sleep 300",
+        p = pidfile.display()
+    );
+    let mut child = hyoka()
+        .args(["respawn", "--headless", "--reports"])
+        .arg(&reports)
+        .args(["--", "sh", "-c", &script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let escapee = crate::support::read_pid(&pidfile);
+    crate::support::wait_until("the ledger to list the escapee", || {
+        std::fs::read_dir(&reports)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|run| {
+                std::fs::read_to_string(run.path().join("pids.txt")).is_ok_and(|l| {
+                    l.lines()
+                        .any(|line| line.starts_with(&format!("{escapee}\t")))
+                })
+            })
+    });
+    crate::support::send(&child, rustix::process::Signal::KILL);
+    child.wait().unwrap();
+    assert!(
+        crate::support::pid_alive(escapee),
+        "the escapee outlives the hangup on its own"
+    );
+    let out = hyoka()
+        .args(["clean", "--grace", "1s", "--reports"])
+        .arg(&reports)
+        .arg("--workspace-root")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(
+        !crate::support::pid_alive(escapee),
+        "clean did not stop the escapee"
+    );
 }

@@ -1,6 +1,7 @@
 //! Containment: every kind of detaching process is found and stopped, under every layer
 //! combination the machine offers (with and without the cgroup and the shim).
 
+use std::os::unix::process::CommandExt;
 use std::time::Duration;
 
 use hyoka_proctrack::{AgentExit, Outcome, ProcRef, TeardownOptions, TeardownReport};
@@ -36,6 +37,10 @@ pub(crate) const TESTS: &[Test] = &[
     (
         "containment::zero_grace_kills_at_once",
         zero_grace_kills_at_once,
+    ),
+    (
+        "containment::an_adopted_process_tree_is_tracked_and_stopped",
+        an_adopted_process_tree_is_tracked_and_stopped,
     ),
 ];
 
@@ -278,5 +283,67 @@ fn zero_grace_kills_at_once() {
                 o.config
             );
         }
+    }
+}
+
+/// A process started by other means (as `hyoka respawn` starts its PTY session) is adopted:
+/// it joins a cgroup leaf when there is one, its tree lands in the ledger, and teardown stops
+/// its descendants, detached or not, that carry the marker or descend from it. (A daemon that
+/// clears its environment and was double-forked before the adoption is out of reach: that is
+/// `adopt`'s documented window, so this scenario leaves it out.)
+fn an_adopted_process_tree_is_tracked_and_stopped() {
+    const SCENARIO: &str = "tree+session+stubborn+timeout";
+    for config in configs().into_iter().filter(|c| !c.shim) {
+        let sandbox = Sandbox::new();
+        let dir = sandbox.subdir("run");
+        let run_id = sandbox.run_id("a");
+        let context = format!("adopted under {config}");
+        let rt = runtime();
+        let (report, refs, ledger) = rt.block_on(async {
+            let tracker = tracker(&sandbox.reports(), &run_id, config);
+            let command = agent_command(&dir, "stay", SCENARIO, 0);
+            // Started outside the tracker, with the run's marker like a respawn session.
+            let mut child = std::process::Command::new(&command.program)
+                .args(&command.args)
+                .env("HYOKA_RUN_ID", &run_id)
+                .env("HYOKA_EVAL_ID", "session")
+                .process_group(0)
+                .spawn()
+                .expect("spawn outside the tracker");
+            let pid = i32::try_from(child.id()).unwrap();
+            let mut agent = tracker.adopt("session", pid).expect("adopt");
+            assert_eq!(agent.layers().cgroup, config.cgroup, "{context}");
+            assert!(
+                tracker.adopt("session", pid).is_err(),
+                "an eval id is adopted once"
+            );
+            let mut names = scenario_names(SCENARIO);
+            names.push("agent");
+            let refs = wait_ready(&dir, &names);
+            agent.refresh().expect("refresh");
+            let ledger =
+                std::fs::read_to_string(sandbox.reports().join(&run_id).join("pids.txt")).unwrap();
+            let report = agent
+                .teardown(TeardownOptions {
+                    grace: Duration::from_secs(1),
+                    kill_timeout: Duration::from_secs(10),
+                    ..TeardownOptions::default()
+                })
+                .await
+                .expect("teardown");
+            let _ = child.wait();
+            tracker.close().expect("close");
+            (report, refs, ledger)
+        });
+        assert_eq!(report.survivors, 0, "{context}: {report:#?}");
+        for (name, r) in &refs {
+            assert!(
+                ledger
+                    .lines()
+                    .any(|l| l.starts_with(&format!("{}\t", r.pid))),
+                "{context}: {name} not in the ledger:\n{ledger}"
+            );
+        }
+        assert_nothing_left(&run_id, &refs, &context);
     }
 }
