@@ -35,6 +35,7 @@ pub const PLAN_CONTEXT_CHARS: usize = 8_000;
 
 /// The idle checker's verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum IdleAnswer {
     /// The agent finished and waits for input.
@@ -45,6 +46,7 @@ pub enum IdleAnswer {
 
 /// The plan checker's verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum PlanAnswer {
     /// A plan-approval menu is waiting at the bottom of the screen.

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 /// What an interactive agent session is doing right now.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum SessionState {
     /// The agent is busy (thinking, running tools, streaming output).
@@ -22,6 +23,7 @@ pub enum SessionState {
 
 /// What a blocked session waits for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum BlockedKind {
     /// A tool-permission prompt ("Do you want to proceed?").
@@ -36,6 +38,7 @@ pub enum BlockedKind {
 
 /// A Claude Code hook event, forwarded by `hyoka hook`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum HookEvent {
     /// `Stop`: the agent finished its turn.
@@ -54,6 +57,7 @@ pub enum HookEvent {
 /// working output cancels it, a prompt confirms a step) exactly where Codeman's controller
 /// reacts to its own pattern checks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ChunkSignals {
     /// The chunk completes a completion message (`✻ Worked for 1m 2s`, `✻ Crunched for 3s`).
     pub completion: bool,
@@ -70,6 +74,7 @@ pub struct ChunkSignals {
 
 /// One piece of evidence behind a [`Verdict`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Evidence {
     /// The signal (layer) that produced it: `hook`, `completion`, `working_pattern`,
     /// `spinner`, `prompt`, `silence`, `tokens`, `process_activity`, `ai_verdict`,
@@ -87,6 +92,7 @@ pub struct Evidence {
 
 /// The detector's judgement of a session at one moment, with the evidence.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Verdict {
     /// The state.
     pub state: SessionState,

@@ -11,6 +11,7 @@ use serde::Serialize;
 
 /// The 13 states of Codeman's respawn controller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum State {
     /// The controller is not running (initial).
@@ -95,6 +96,7 @@ impl fmt::Display for State {
 
 /// A step of a cycle, or the plan auto-accept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Step {
     /// The update prompt.
@@ -127,6 +129,7 @@ impl Step {
 /// `no-output-fallback`, `pre-filter` and `auto-accept` are restarted by every output chunk,
 /// as in Codeman, but that restart is one store of the chunk's time: no event, no OS timer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum TimerName {
     /// The idle check's time limit.
@@ -224,6 +227,7 @@ impl fmt::Display for TimerName {
 
 /// Which AI checker an event is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Checker {
     /// The idle checker (IDLE / WORKING).
@@ -235,6 +239,7 @@ pub enum Checker {
 /// Why the gate chain refused to start a cycle (Codeman's `respawnBlocked` reasons plus
 /// hyoka's).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum BlockReason {
     /// The session waits for a human (permission, question, plan, trust).
@@ -257,6 +262,7 @@ pub enum BlockReason {
 
 /// Why an attempt to start an AI idle check did not start one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "why", rename_all = "snake_case")]
 pub enum CheckSkip {
     /// The detector says the session works (Codeman's `isWorking` veto, T13).
@@ -274,6 +280,7 @@ pub enum CheckSkip {
 
 /// Why an auto-accept did not press Enter (Codeman's skip log lines, typed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "why", rename_all = "snake_case")]
 pub enum AutoAcceptSkip {
     /// Not in `watching`.
@@ -306,6 +313,7 @@ pub enum AutoAcceptSkip {
 
 /// Why a check result was ignored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Stale {
     /// The id is not the running check's (cancelled or superseded).
@@ -318,6 +326,7 @@ pub enum Stale {
 
 /// Something the controller did or decided. One JSON object per event in `--events`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "event", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Event {
