@@ -46,6 +46,8 @@ pub(crate) async fn exec(args: DemoArgs) -> Result<ExitStatus, Fail> {
         .workspace_root
         .clone()
         .unwrap_or_else(std::env::temp_dir);
+    crate::cmd::run::require_dir(&workspace_root, "workspace root")?;
+    crate::cmd::run::check_reports_dir(&args.reports)?;
     let (h, good, bad, dim) = (style::HEAD, style::GOOD, style::BAD, style::DIM);
     crate::out::set_quiet(args.json);
     outln!("{h}hyoka demo{h:#}: contained workspaces and processes, live limits, honest records\n");

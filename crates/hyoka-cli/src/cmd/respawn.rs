@@ -254,8 +254,13 @@ pub(crate) async fn exec(args: RespawnArgs) -> Result<ExitStatus, Fail> {
     let sweep = match adopted {
         Some((tracker, agent)) => {
             let report = stop_tracked(agent, args.grace).await;
-            if let Err(err) = tracker.close() {
-                tracing::error!(error = %err, "cannot close the session's ledger");
+            let run_dir = tracker.run_dir().to_owned();
+            match tracker.close() {
+                // The ledger exists only so `hyoka clean` can repair a crash; a session torn
+                // down without survivors leaves no directory behind, only its `--events` file.
+                Ok(()) if report.survivors == 0 => remove_ledger_dir(&run_dir),
+                Ok(()) => {}
+                Err(err) => tracing::error!(error = %err, "cannot close the session's ledger"),
             }
             report
         }
@@ -311,6 +316,19 @@ pub(crate) async fn exec(args: RespawnArgs) -> Result<ExitStatus, Fail> {
         Outcome::SessionLost { error } => Err(Fail::failure(format!("lost the session: {error}"))),
         _ => Ok(ExitStatus::Failure),
     }
+}
+
+/// Removes a cleanly closed session's ledger directory (the ledger and the owner lock; a
+/// directory holding anything else is left alone).
+fn remove_ledger_dir(dir: &Path) {
+    for name in [hyoka_proctrack::LEDGER_FILE, hyoka_proctrack::LOCK_FILE] {
+        if let Err(err) = std::fs::remove_file(dir.join(name))
+            && err.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!(error = %err, dir = %dir.display(), "cannot remove the session's ledger");
+        }
+    }
+    let _ = std::fs::remove_dir(dir);
 }
 
 fn validate(args: &RespawnArgs) -> Result<(), Fail> {

@@ -472,7 +472,7 @@ fn print_summary(summary: &RunSummary, run_dir: &Path, json: bool) {
     outln!("reports: {}", run_dir.display());
 }
 
-fn require_dir(path: &Path, what: &str) -> Result<(), Fail> {
+pub(crate) fn require_dir(path: &Path, what: &str) -> Result<(), Fail> {
     match std::fs::metadata(path) {
         Ok(meta) if meta.is_dir() => Ok(()),
         Ok(_) => Err(Fail::usage(format!(
@@ -483,7 +483,7 @@ fn require_dir(path: &Path, what: &str) -> Result<(), Fail> {
     }
 }
 
-fn check_reports_dir(path: &Path) -> Result<(), Fail> {
+pub(crate) fn check_reports_dir(path: &Path) -> Result<(), Fail> {
     match std::fs::metadata(path) {
         Ok(meta) if !meta.is_dir() => Err(Fail::usage(format!(
             "reports path {} is not a directory",

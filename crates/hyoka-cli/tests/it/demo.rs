@@ -87,3 +87,40 @@ fn the_demo_speaks_json_too() {
     );
     s.assert_no_workspaces();
 }
+
+#[test]
+fn bad_demo_paths_exit_2_before_anything_runs() {
+    let s = Scratch::new();
+    let file = s.path().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    for (reports, ws_root, bad) in [
+        (
+            s.reports(),
+            s.path().join("missing"),
+            s.path().join("missing"),
+        ),
+        (s.reports(), file.clone(), file.clone()),
+        (file.clone(), s.ws_root(), file.clone()),
+    ] {
+        let out = hyoka()
+            .arg("demo")
+            .arg("--reports")
+            .arg(&reports)
+            .arg("--workspace-root")
+            .arg(&ws_root)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains(&bad.display().to_string()),
+            "{}",
+            stderr(&out)
+        );
+        assert!(
+            out.stdout.is_empty(),
+            "nothing ran: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+    assert!(!s.reports().exists(), "no reports were written");
+}

@@ -235,6 +235,14 @@ impl Case {
             })
             .collect();
         assert!(left.is_empty(), "left running: {left:#?}");
+        // A session torn down without survivors removes its ledger directory.
+        let dirs: Vec<_> = std::fs::read_dir(self.dir.path().join("reports"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        assert!(dirs.is_empty(), "left in reports/: {dirs:#?}");
     }
 }
 
