@@ -7,7 +7,11 @@ use crate::support::{Scratch, hyoka, shared_dir, stderr};
 #[test]
 fn every_fixture_screen_gets_its_label_through_the_cli() {
     let Some(shared) = shared_dir() else {
-        eprintln!("skipped: ../shared is absent (a fresh clone); CI has it");
+        // Straight to stderr, past the test harness's capture, so the skip shows in the output.
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            b"skipped: ../shared is absent (a fresh clone); CI has it\n",
+        );
         return;
     };
     let index = std::fs::read_to_string(shared.join("fixtures/screens/INDEX.tsv")).unwrap();

@@ -157,7 +157,11 @@ fn jsonl_events_are_counted() {
 #[test]
 fn the_real_captures_are_counted_end_to_end() {
     let Some(shared) = crate::support::shared_dir() else {
-        eprintln!("skipped: ../shared is absent (a fresh clone); CI has it");
+        // Straight to stderr, past the test harness's capture, so the skip shows in the output.
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            b"skipped: ../shared is absent (a fresh clone); CI has it\n",
+        );
         return;
     };
     let s = Scratch::new();
