@@ -95,6 +95,7 @@ mod patterns;
 mod profile;
 mod replay;
 mod ring;
+mod scan;
 mod screen;
 mod signals;
 mod stream;

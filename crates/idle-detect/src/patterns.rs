@@ -56,17 +56,12 @@ pub(crate) fn scan_line(line: &[u8]) -> LineFacts {
 /// Classifies one stripped line whose substring `hints` are already known.
 pub(crate) fn scan_line_hinted(line: &[u8], hints: Hints) -> LineFacts {
     let body = trim_start(line);
-    let Some(&lead) = body.first() else {
+    if body.is_empty() {
         return LineFacts::default();
-    };
+    }
     // Most lines start with a plain lower-case word, a digit or punctuation: with no hint they
     // cannot announce anything, and skipping them is most of the batch's saving.
-    if !hints.tokens
-        && !hints.interrupt
-        && lead < 0x80
-        && !lead.is_ascii_uppercase()
-        && lead != b'*'
-    {
+    if !hints.tokens && !hints.interrupt && !may_lead_a_signal(body) {
         return LineFacts::default();
     }
     let mut facts = LineFacts::default();
@@ -99,6 +94,25 @@ pub(crate) fn scan_line_hinted(line: &[u8], hints: Hints) -> LineFacts {
         facts.tokens = token_value(body);
     }
     facts
+}
+
+/// `false` when `body` cannot start with a character that line facts look at (an upper-case
+/// letter, a prompt or status glyph, `│` or `─`), from its first two bytes and without decoding
+/// it: every such glyph is `C2 B7` (`·`) or `E2 xx …` with `xx` one of a few values.
+#[inline]
+fn may_lead_a_signal(body: &[u8]) -> bool {
+    match body {
+        [lead, ..] if *lead < 0x80 => lead.is_ascii_uppercase() || *lead == b'*',
+        [0xc2, 0xb7, ..] => true,
+        // U+2000..U+203F (`•`, `›`), U+2200..U+223F (`∙`), U+23C0..U+23FF (`⏵`, `⏸`, `⏺`),
+        // U+2500..U+253F (`─`, `│`), U+25C0..U+25FF (`◐`…`◓`, `●`, `◦`), U+2700..U+277F
+        // (`✢`…`✽`, `❯`) and U+2800..U+28FF (braille spinner frames).
+        [0xe2, second, ..] => matches!(
+            second,
+            0x80 | 0x88 | 0x8f | 0x94 | 0x97 | 0x9c | 0x9d | 0xa0..=0xa3
+        ),
+        _ => false,
+    }
 }
 
 /// `… to interrupt` (Claude: `esc to interrupt`; Codex: `• esc to interrupt)`; others:
@@ -325,7 +339,40 @@ fn parse_number_before(b: &[u8]) -> Option<f64> {
             start -= 1;
         }
     }
-    std::str::from_utf8(&b[start..end]).ok()?.parse().ok()
+    let digits = &b[start..end];
+    fast_decimal(digits).or_else(|| std::str::from_utf8(digits).ok()?.parse().ok())
+}
+
+/// `digits` (`\d+(?:\.\d+)?`) as the nearest `f64`, when that is one exact division: a
+/// mantissa below 2^53 and at most 22 decimals (Clinger's fast path, which rounds exactly as
+/// `str::parse` does); `None` otherwise.
+fn fast_decimal(digits: &[u8]) -> Option<f64> {
+    const POW10: [f64; 23] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+        1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+    ];
+    if digits.len() > 16 {
+        return None;
+    }
+    let mut mantissa: u64 = 0;
+    let mut decimals = None;
+    for (k, &d) in digits.iter().enumerate() {
+        if d == b'.' {
+            decimals = Some(digits.len() - k - 1);
+        } else {
+            mantissa = mantissa * 10 + u64::from(d - b'0');
+        }
+    }
+    // At most 16 digits: the mantissa is below 10^16, and exactly representable below 2^53.
+    if mantissa >= 1 << 53 {
+        return None;
+    }
+    #[expect(
+        clippy::cast_precision_loss,
+        reason = "the mantissa is below 2^53, so exact"
+    )]
+    let m = mantissa as f64;
+    Some(m / POW10[decimals.unwrap_or(0)])
 }
 
 /// The length of `b` without its trailing JavaScript whitespace.

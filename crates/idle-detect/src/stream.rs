@@ -9,6 +9,7 @@
 
 use crate::patterns::{self, LineFacts};
 use crate::ring::Ring;
+use crate::scan;
 use crate::signals::ChunkSignals;
 use crate::terminal::{Sink, Tokenizer};
 
@@ -172,17 +173,6 @@ pub(crate) fn strip_for_context(raw: &[u8], max_chars: usize) -> String {
     text.chars().skip(count.saturating_sub(max_chars)).collect()
 }
 
-/// Finds every occurrence of each finder's needle in `text`, in order, into `out`.
-fn find_all(text: &[u8], finders: &[&memchr::memmem::Finder<'_>], out: &mut Vec<usize>) {
-    out.clear();
-    for f in finders {
-        out.extend(f.find_iter(text));
-    }
-    if finders.len() > 1 {
-        out.sort_unstable();
-    }
-}
-
 /// `true` when a hit in `hits` (sorted) starts in `[start, end)`; `next` walks forward.
 fn has_hit(hits: &[usize], next: &mut usize, start: usize, end: usize) -> bool {
     while *next < hits.len() && hits[*next] < start {
@@ -198,12 +188,7 @@ impl LineModel {
         if self.text.is_empty() {
             return;
         }
-        find_all(&self.text, &[&patterns::TOKENS], &mut self.token_hits);
-        find_all(
-            &self.text,
-            &[&patterns::INTERRUPT, &patterns::INTERRUPT_UPPER],
-            &mut self.interrupt_hits,
-        );
+        scan::find_hints(&self.text, &mut self.token_hits, &mut self.interrupt_hits);
         let (mut nt, mut ni) = (0, 0);
         let mut carried = if self.continued {
             self.carried

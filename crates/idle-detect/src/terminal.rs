@@ -9,6 +9,8 @@
 //! passed on as bytes, so a character split across reads is rejoined by whoever appends the
 //! runs (see `stream.rs`).
 
+use crate::scan::find_c0;
+
 /// OSC payload bytes kept for the sink (window titles are short; the rest is dropped).
 pub(crate) const OSC_KEEP: usize = 512;
 /// A string sequence longer than this is abandoned and the parser returns to text.
@@ -299,14 +301,19 @@ fn fast_csi<S: Sink>(rest: &[u8], sink: &mut S) -> Option<usize> {
     if rest.first() != Some(&b'[') {
         return None;
     }
-    let limit = rest.len().min(CSI_LIMIT);
-    let mut j = 1;
-    while j < limit && (0x20..=0x3f).contains(&rest[j]) {
-        j += 1;
-    }
-    if j >= limit {
-        return None;
-    }
+    let j = if let Some(n) = crate::scan::param_len(&rest[1..]) {
+        n + 1
+    } else {
+        let limit = rest.len().min(CSI_LIMIT);
+        let mut j = 1;
+        while j < limit && (0x20..=0x3f).contains(&rest[j]) {
+            j += 1;
+        }
+        if j >= limit {
+            return None;
+        }
+        j
+    };
     let final_byte = rest[j];
     if !(0x40..=0x7e).contains(&final_byte) {
         return None;
@@ -357,32 +364,6 @@ fn parse_params(body: &[u8], params: &mut [u16; MAX_PARAMS]) -> usize {
         n += 1;
     }
     n
-}
-
-/// Returns the index of the first C0 control byte (`< 0x20`) in `bytes`.
-///
-/// Eight bytes at a time: `(w - 0x20…20) & !w & 0x80…80` flags every byte below 0x20, and a
-/// borrow can only flag bytes after a true hit, so the lowest flag is the first control byte.
-#[inline(always)]
-pub(crate) fn find_c0(bytes: &[u8]) -> Option<usize> {
-    const LOW: u64 = 0x2020_2020_2020_2020;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let mut i = 0;
-    let len = bytes.len();
-    while i + 16 <= len {
-        let a = u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap_or([0xff; 8]));
-        let b = u64::from_le_bytes(bytes[i + 8..i + 16].try_into().unwrap_or([0xff; 8]));
-        let ta = a.wrapping_sub(LOW) & !a & HIGH;
-        let tb = b.wrapping_sub(LOW) & !b & HIGH;
-        if ta | tb != 0 {
-            if ta != 0 {
-                return Some(i + (ta.trailing_zeros() / 8) as usize);
-            }
-            return Some(i + 8 + (tb.trailing_zeros() / 8) as usize);
-        }
-        i += 16;
-    }
-    bytes[i..].iter().position(|&b| b < 0x20).map(|p| i + p)
 }
 
 #[cfg(test)]

@@ -1,0 +1,196 @@
+//! Byte-scanning kernels of the per-chunk path: 16 bytes at a time with SSE2 on x86-64 (part of
+//! the baseline, so no runtime detection), eight at a time as plain `u64` arithmetic elsewhere.
+//!
+//! Each kernel has a one-line scalar definition in its docs, which the tests check it against.
+
+/// The index of the first C0 control byte (`b < 0x20`) in `bytes`.
+#[expect(
+    clippy::inline_always,
+    reason = "once per text run, in the tokenizer's loop; measured on the reference stream"
+)]
+#[inline(always)]
+pub(crate) fn find_c0(bytes: &[u8]) -> Option<usize> {
+    let len = bytes.len();
+    let mut i = 0;
+    while let Some(block) = bytes.get(i..i + 16) {
+        let m = simd::c0_mask(block);
+        if m != 0 {
+            return Some(i + m.trailing_zeros() as usize);
+        }
+        i += 16;
+    }
+    let rem = len - i;
+    if rem == 0 {
+        return None;
+    }
+    if len >= 16 {
+        // One overlapping block for the tail; its first `16 - rem` lanes were scanned already.
+        let m = simd::c0_mask(&bytes[len - 16..]) >> (16 - rem);
+        return (m != 0).then(|| i + m.trailing_zeros() as usize);
+    }
+    bytes[i..].iter().position(|&b| b < 0x20).map(|p| i + p)
+}
+
+/// The length of a CSI's parameters at the start of `body` (the bytes after `ESC [`), when they
+/// are all parameter bytes (`0x30..=0x3f`), fewer than eight, and followed by a final byte
+/// (`0x40..=0x7e`); `None` otherwise (the caller then scans byte by byte).
+#[inline]
+pub(crate) fn param_len(body: &[u8]) -> Option<usize> {
+    let word = u64::from_le_bytes(*body.first_chunk::<8>()?);
+    // A byte is a parameter byte exactly when its high nibble is 3: then its lane here is 0.
+    let lanes = (word & 0xf0f0_f0f0_f0f0_f0f0) ^ 0x3030_3030_3030_3030;
+    if lanes == 0 {
+        return None;
+    }
+    let n = (lanes.trailing_zeros() / 8) as usize;
+    (0x40..=0x7e).contains(&body[n]).then_some(n)
+}
+
+/// Finds every `tokens` in `text` (their starts into `tokens`) and every `nterrupt` or
+/// `NTERRUPT` (their starts into `interrupts`), each in increasing order; both are cleared first.
+///
+/// One pass looks for the pairs `ke` and `ru` (either case), which these words hold and the
+/// rest of a terminal's text rarely does, and checks each candidate.
+pub(crate) fn find_hints(text: &[u8], tokens: &mut Vec<usize>, interrupts: &mut Vec<usize>) {
+    tokens.clear();
+    interrupts.clear();
+    let mut check = |p: usize| {
+        if text[p] == b'k' {
+            if p >= 2 && text[p - 2..].starts_with(b"tokens") {
+                tokens.push(p - 2);
+            }
+        } else if p >= 4 {
+            let word = &text[p - 4..];
+            if word.starts_with(b"nterrupt") || word.starts_with(b"NTERRUPT") {
+                interrupts.push(p - 4);
+            }
+        }
+    };
+    // Candidate positions `p` have `text[p + 1]` too: a block of 16 reads 17 bytes.
+    let mut i = 0;
+    while let Some(block) = text.get(i..i + 17) {
+        let mut m = simd::pair_mask(block);
+        while m != 0 {
+            check(i + m.trailing_zeros() as usize);
+            m &= m - 1;
+        }
+        i += 16;
+    }
+    for p in i..text.len().saturating_sub(1) {
+        let (a, b) = (text[p], text[p + 1]);
+        if (a == b'k' && b == b'e') || (a | 0x20 == b'r' && b | 0x20 == b'u') {
+            check(p);
+        }
+    }
+}
+
+/// The SSE2 kernels. SSE2 is part of the x86-64 baseline, so `target_feature = "sse2"` holds
+/// on every x86-64 target and the intrinsics need no runtime detection.
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+mod simd {
+    use std::arch::x86_64::{
+        _mm_and_si128, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8,
+        _mm_or_si128, _mm_set1_epi8,
+    };
+
+    /// Bit `k` set when `block[k] < 0x20`, for the first 16 bytes of `block`.
+    #[inline]
+    pub(super) fn c0_mask(block: &[u8]) -> u32 {
+        let block: &[u8; 16] = block.first_chunk().expect("a 16-byte block");
+        // SAFETY: SSE2 is enabled (this module's `cfg`); the load reads exactly the 16 bytes of
+        // `block` and has no alignment requirement.
+        let mask = unsafe {
+            let v = _mm_loadu_si128(block.as_ptr().cast());
+            let below = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v);
+            _mm_movemask_epi8(below)
+        };
+        // Sixteen lanes give sixteen bits: the sign change cannot lose any.
+        mask.cast_unsigned()
+    }
+
+    /// Bit `k` set when `block[k..k + 2]` is `ke`, `ru`, `rU`, `Ru` or `RU`, for `k < 16`
+    /// (`block` holds at least 17 bytes).
+    #[inline]
+    pub(super) fn pair_mask(block: &[u8]) -> u32 {
+        let first: &[u8; 16] = block.first_chunk().expect("a 16-byte block");
+        let second: &[u8; 16] = block[1..].first_chunk().expect("a 17-byte block");
+        // SAFETY: SSE2 is enabled (this module's `cfg`); the loads read exactly the 16 bytes
+        // of `first` and of `second`, with no alignment requirement.
+        let mask = unsafe {
+            let a = _mm_loadu_si128(first.as_ptr().cast());
+            let b = _mm_loadu_si128(second.as_ptr().cast());
+            let case = _mm_set1_epi8(0x20);
+            let ke = _mm_and_si128(
+                _mm_cmpeq_epi8(a, _mm_set1_epi8(b'k'.cast_signed())),
+                _mm_cmpeq_epi8(b, _mm_set1_epi8(b'e'.cast_signed())),
+            );
+            let ru = _mm_and_si128(
+                _mm_cmpeq_epi8(_mm_or_si128(a, case), _mm_set1_epi8(b'r'.cast_signed())),
+                _mm_cmpeq_epi8(_mm_or_si128(b, case), _mm_set1_epi8(b'u'.cast_signed())),
+            );
+            _mm_movemask_epi8(_mm_or_si128(ke, ru))
+        };
+        mask.cast_unsigned()
+    }
+}
+
+#[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+use swar as simd;
+
+/// Portable versions of the SSE2 kernels, eight bytes at a time (used where SSE2 is missing,
+/// and by the tests everywhere).
+#[cfg_attr(
+    all(target_arch = "x86_64", target_feature = "sse2", not(test)),
+    expect(dead_code, reason = "the SSE2 kernels are used on x86-64")
+)]
+mod swar {
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+
+    /// One bit per byte of `word` (bit `k` for byte `k`) from a word whose bytes are `0x80`
+    /// (set) or `0x00`.
+    #[inline]
+    fn compress(flags: u64) -> u32 {
+        // Byte `k`'s bit lands at bit 56 + k of the product, and no two partial products overlap.
+        u32::try_from(((flags >> 7).wrapping_mul(0x0102_0408_1020_4080)) >> 56).unwrap_or(0)
+    }
+
+    #[inline]
+    fn word(bytes: &[u8]) -> u64 {
+        u64::from_le_bytes(*bytes.first_chunk::<8>().unwrap_or(&[0xff; 8]))
+    }
+
+    /// Bit `k` set when `block[k] < 0x20`, for the first 16 bytes of `block`.
+    #[inline]
+    pub(super) fn c0_mask(block: &[u8]) -> u32 {
+        let half = |w: u64| {
+            // A byte is below 0x20 when its top three bits are clear.
+            let any_top = (w | (w << 1) | (w << 2)) & HIGH;
+            compress(!any_top & HIGH)
+        };
+        half(word(block)) | half(word(&block[8..])) << 8
+    }
+
+    /// `0x80` in each byte of `w` equal to `byte`, `0x00` elsewhere (exact: no borrows).
+    #[inline]
+    fn eq(w: u64, byte: u8) -> u64 {
+        let x = w ^ (u64::from(byte) * 0x0101_0101_0101_0101);
+        let low = 0x7f7f_7f7f_7f7f_7f7f;
+        !(((x & low) + low) | x) & HIGH
+    }
+
+    /// Bit `k` set when `block[k..k + 2]` is `ke`, `ru`, `rU`, `Ru` or `RU`, for `k < 16`
+    /// (`block` holds at least 17 bytes).
+    #[inline]
+    pub(super) fn pair_mask(block: &[u8]) -> u32 {
+        let half = |a: u64, b: u64| {
+            let case = 0x2020_2020_2020_2020;
+            let ke = eq(a, b'k') & eq(b, b'e');
+            let ru = eq(a | case, b'r') & eq(b | case, b'u');
+            compress(ke | ru)
+        };
+        half(word(block), word(&block[1..])) | half(word(&block[8..]), word(&block[9..])) << 8
+    }
+}
+
+#[cfg(test)]
+mod tests;
