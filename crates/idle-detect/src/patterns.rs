@@ -54,14 +54,22 @@ pub(crate) fn scan_line(line: &[u8]) -> LineFacts {
 }
 
 /// Classifies one stripped line whose substring `hints` are already known.
+#[inline]
 pub(crate) fn scan_line_hinted(line: &[u8], hints: Hints) -> LineFacts {
     let body = trim_start(line);
-    if body.is_empty() {
-        return LineFacts::default();
+    // Most lines start with a plain lower-case word, a digit, punctuation or a box-drawing
+    // character: with no hint they cannot announce anything, and skipping them (inline, without
+    // a call) is most of the batch's saving.
+    if hints.tokens || hints.interrupt || may_lead_a_signal(body) {
+        scan_body(body, hints)
+    } else {
+        LineFacts::default()
     }
-    // Most lines start with a plain lower-case word, a digit or punctuation: with no hint they
-    // cannot announce anything, and skipping them is most of the batch's saving.
-    if !hints.tokens && !hints.interrupt && !may_lead_a_signal(body) {
+}
+
+/// Classifies a line that starts with `body` (leading blanks trimmed).
+fn scan_body(body: &[u8], hints: Hints) -> LineFacts {
+    if body.is_empty() {
         return LineFacts::default();
     }
     let mut facts = LineFacts::default();
@@ -432,6 +440,7 @@ pub(crate) fn js_round(x: f64) -> u64 {
 }
 
 /// Strips leading ASCII spaces and tabs (and JavaScript whitespace NBSP) from `s`.
+#[inline]
 pub(crate) fn trim_start(s: &[u8]) -> &[u8] {
     let n = s.iter().take_while(|b| matches!(b, b' ' | b'\t')).count();
     &s[n..]

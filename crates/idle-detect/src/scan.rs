@@ -32,18 +32,27 @@ pub(crate) fn find_c0(bytes: &[u8]) -> Option<usize> {
 }
 
 /// The length of a CSI's parameters at the start of `body` (the bytes after `ESC [`), when they
-/// are all parameter bytes (`0x30..=0x3f`), fewer than eight, and followed by a final byte
-/// (`0x40..=0x7e`); `None` otherwise (the caller then scans byte by byte).
+/// are all parameter bytes (`0x30..=0x3f`), fewer than sixteen, and followed by a final byte
+/// (`0x40..=0x7e`) among the first sixteen bytes; `None` otherwise (the caller then scans byte
+/// by byte).
 #[inline]
 pub(crate) fn param_len(body: &[u8]) -> Option<usize> {
-    let word = u64::from_le_bytes(*body.first_chunk::<8>()?);
     // A byte is a parameter byte exactly when its high nibble is 3: then its lane here is 0.
-    let lanes = (word & 0xf0f0_f0f0_f0f0_f0f0) ^ 0x3030_3030_3030_3030;
-    if lanes == 0 {
-        return None;
+    let lanes = |word: &[u8; 8]| {
+        (u64::from_le_bytes(*word) & 0xf0f0_f0f0_f0f0_f0f0) ^ 0x3030_3030_3030_3030
+    };
+    let mut n = 0;
+    loop {
+        let x = lanes(body.get(n..)?.first_chunk::<8>()?);
+        if x != 0 {
+            n += (x.trailing_zeros() / 8) as usize;
+            return (0x40..=0x7e).contains(&body[n]).then_some(n);
+        }
+        n += 8;
+        if n == 16 {
+            return None;
+        }
     }
-    let n = (lanes.trailing_zeros() / 8) as usize;
-    (0x40..=0x7e).contains(&body[n]).then_some(n)
 }
 
 /// Finds every `tokens` in `text` (their starts into `tokens`) and every `nterrupt` or
@@ -67,7 +76,16 @@ pub(crate) fn find_hints(text: &[u8], tokens: &mut Vec<usize>, interrupts: &mut 
         }
     };
     // Candidate positions `p` have `text[p + 1]` too: a block of 16 reads 17 bytes.
+    #[cfg_attr(
+        not(all(target_arch = "x86_64", target_feature = "sse2")),
+        expect(unused_mut, reason = "only x86-64 has a wider kernel")
+    )]
     let mut i = 0;
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2 (detected just above), all the kernel requires.
+        i = unsafe { simd::pair_scan_avx2(text, &mut check) };
+    }
     while let Some(block) = text.get(i..i + 17) {
         let mut m = simd::pair_mask(block);
         while m != 0 {
@@ -90,7 +108,8 @@ pub(crate) fn find_hints(text: &[u8], tokens: &mut Vec<usize>, interrupts: &mut 
 mod simd {
     use std::arch::x86_64::{
         _mm_and_si128, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8,
-        _mm_or_si128, _mm_set1_epi8,
+        _mm_or_si128, _mm_set1_epi8, _mm256_and_si256, _mm256_cmpeq_epi8, _mm256_loadu_si256,
+        _mm256_movemask_epi8, _mm256_or_si256, _mm256_set1_epi8,
     };
 
     /// Bit `k` set when `block[k] < 0x20`, for the first 16 bytes of `block`.
@@ -131,6 +150,46 @@ mod simd {
             _mm_movemask_epi8(_mm_or_si128(ke, ru))
         };
         mask.cast_unsigned()
+    }
+
+    /// Calls `found` with every position `p` where `text[p..p + 2]` is `ke`, `ru`, `rU`, `Ru`
+    /// or `RU`, in order, 32 positions at a time; returns the position where it stopped
+    /// (fewer than 33 bytes were left).
+    #[target_feature(enable = "avx2")]
+    pub(super) fn pair_scan_avx2(text: &[u8], found: &mut impl FnMut(usize)) -> usize {
+        let splat = |byte: u8| _mm256_set1_epi8(byte.cast_signed());
+        let (case, k_, e_, r_, u_) = (
+            splat(0x20),
+            splat(b'k'),
+            splat(b'e'),
+            splat(b'r'),
+            splat(b'u'),
+        );
+        let mut i = 0;
+        while let Some(block) = text.get(i..i + 33) {
+            let first: &[u8; 32] = block.first_chunk().expect("a 32-byte block");
+            let second: &[u8; 32] = block[1..].first_chunk().expect("a 33-byte block");
+            // SAFETY: the loads read exactly the 32 bytes of `first` and of `second`, with no
+            // alignment requirement (and AVX2 is enabled in this function).
+            let (this, next) = unsafe {
+                (
+                    _mm256_loadu_si256(first.as_ptr().cast()),
+                    _mm256_loadu_si256(second.as_ptr().cast()),
+                )
+            };
+            let ke = _mm256_and_si256(_mm256_cmpeq_epi8(this, k_), _mm256_cmpeq_epi8(next, e_));
+            let ru = _mm256_and_si256(
+                _mm256_cmpeq_epi8(_mm256_or_si256(this, case), r_),
+                _mm256_cmpeq_epi8(_mm256_or_si256(next, case), u_),
+            );
+            let mut m = _mm256_movemask_epi8(_mm256_or_si256(ke, ru)).cast_unsigned();
+            while m != 0 {
+                found(i + m.trailing_zeros() as usize);
+                m &= m - 1;
+            }
+            i += 32;
+        }
+        i
     }
 }
 

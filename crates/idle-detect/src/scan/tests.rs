@@ -58,7 +58,18 @@ fn c0_masks_agree_with_a_plain_scan() {
 fn param_len_finds_short_parameter_runs_followed_by_a_final_byte() {
     assert_eq!(param_len(b"2Kabcdefgh"), Some(1));
     assert_eq!(param_len(b"mabcdefgh"), Some(0));
-    assert_eq!(param_len(b"38;5;174mxx"), Some(8).filter(|_| false));
+    assert_eq!(param_len(b"38;5;174mxxxxxxx"), Some(8));
+    assert_eq!(
+        param_len(b"38;5;174m"),
+        None,
+        "fewer than sixteen bytes to look at"
+    );
+    assert_eq!(param_len(b"38;2;255;255;25m"), Some(15));
+    assert_eq!(
+        param_len(b"38;2;255;255;255m"),
+        None,
+        "sixteen parameter bytes"
+    );
     assert_eq!(param_len(b"?2026hxxx"), Some(5));
     assert_eq!(
         param_len(b"1 qxxxxxxx"),
@@ -75,14 +86,22 @@ fn param_len_finds_short_parameter_runs_followed_by_a_final_byte() {
         None,
         "fewer than eight bytes take the slow path"
     );
-    for seed in 0..500 {
-        let body = soup(12, seed);
-        let n = body[..8]
+    for seed in 0..2000 {
+        let mut body = soup(20, seed);
+        // Mostly parameter bytes, so that every length is reached.
+        let params = usize::try_from(seed % 18).unwrap_or(0);
+        for (k, b) in body.iter_mut().take(params).enumerate() {
+            *b = b"0123456789;:<=>?"[(k + usize::try_from(seed).unwrap_or(0)) % 16];
+        }
+        let len = usize::try_from(seed % 21).unwrap_or(0);
+        let body = &body[..len];
+        let n = body
             .iter()
             .take_while(|b| (0x30..=0x3f).contains(*b))
             .count();
-        let want = (n < 8 && (0x40..=0x7e).contains(&body[n])).then_some(n);
-        assert_eq!(param_len(&body), want, "{body:?}");
+        let want = (n < 16 && n < len && (0x40..=0x7e).contains(&body[n]) && n < (len / 8) * 8)
+            .then_some(n);
+        assert_eq!(param_len(body), want, "{body:?}");
     }
 }
 
