@@ -37,8 +37,8 @@ pub(crate) struct LineFacts {
 /// Which of the rarer substrings a line holds, found in bulk for a batch of lines.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Hints {
-    /// The line contains `tokens`.
-    pub(crate) tokens: bool,
+    /// Where the line's first `tokens` starts, if it has one.
+    pub(crate) tokens: Option<usize>,
     /// The line contains `nterrupt` or `NTERRUPT`.
     pub(crate) interrupt: bool,
 }
@@ -47,24 +47,40 @@ pub(crate) struct Hints {
 #[cfg(test)]
 pub(crate) fn scan_line(line: &[u8]) -> LineFacts {
     let hints = Hints {
-        tokens: TOKENS.find(line).is_some(),
+        tokens: TOKENS.find(line),
         interrupt: INTERRUPT.find(line).is_some() || INTERRUPT_UPPER.find(line).is_some(),
     };
     scan_line_hinted(line, hints)
 }
 
 /// Classifies one stripped line whose substring `hints` are already known.
-#[inline]
+#[expect(
+    clippy::inline_always,
+    reason = "once per line, and most lines stop at the prefilter; measured on the reference stream"
+)]
+#[inline(always)]
 pub(crate) fn scan_line_hinted(line: &[u8], hints: Hints) -> LineFacts {
     let body = trim_start(line);
+    // The blanks trimmed cannot hold `tokens`: the first one is as far into `body`.
+    let hints = Hints {
+        tokens: hints.tokens.map(|at| at - (line.len() - body.len())),
+        ..hints
+    };
     // Most lines start with a plain lower-case word, a digit, punctuation or a box-drawing
     // character: with no hint they cannot announce anything, and skipping them (inline, without
     // a call) is most of the batch's saving.
-    if hints.tokens || hints.interrupt || may_lead_a_signal(body) {
+    if hints.tokens.is_some() || hints.interrupt || may_lead_a_signal(body) {
         scan_body(body, hints)
     } else {
         LineFacts::default()
     }
+}
+
+/// `false` when `line` can announce something only through a hint word (`tokens`,
+/// `interrupt`): then it needs classifying only if it holds one.
+#[inline]
+pub(crate) fn may_matter_without_hints(line: &[u8]) -> bool {
+    may_lead_a_signal(trim_start(line))
 }
 
 /// Classifies a line that starts with `body` (leading blanks trimmed).
@@ -98,8 +114,8 @@ fn scan_body(body: &[u8], hints: Hints) -> LineFacts {
     if hints.interrupt && !facts.working {
         facts.working = contains_interrupt_hint(body);
     }
-    if hints.tokens {
-        facts.tokens = token_value(body);
+    if let Some(at) = hints.tokens {
+        facts.tokens = token_value_from(body, at);
     }
     facts
 }
@@ -303,15 +319,18 @@ fn is_interrupt_hint_at(text: &[u8], start: usize) -> bool {
 /// The value of the first `TOKEN_PATTERN` match (`/(\d+(?:\.\d+)?)\s*([kKmM])?\s*tokens/`) in
 /// `text`, computed as Codeman does (`parseFloat`, × 1e3 or 1e6, rounded).
 pub(crate) fn token_value(text: &[u8]) -> Option<u64> {
-    let mut from = 0;
-    while let Some(p) = TOKENS.find(&text[from..]) {
-        let at = from + p;
+    token_value_from(text, TOKENS.find(text)?)
+}
+
+/// [`token_value`] when the first `tokens` in `text` is known to start at `first`.
+fn token_value_from(text: &[u8], first: usize) -> Option<u64> {
+    let mut at = first;
+    loop {
         if let Some(v) = token_number_before(&text[..at]) {
             return Some(v);
         }
-        from = at + 1;
+        at += 1 + TOKENS.find(&text[at + 1..])?;
     }
-    None
 }
 
 /// Parses `\d+(?:\.\d+)?\s*[kKmM]?\s*` backwards from the end of `before` (JavaScript `\s`),
@@ -442,7 +461,15 @@ pub(crate) fn js_round(x: f64) -> u64 {
 /// Strips leading ASCII spaces and tabs (and JavaScript whitespace NBSP) from `s`.
 #[inline]
 pub(crate) fn trim_start(s: &[u8]) -> &[u8] {
-    let n = s.iter().take_while(|b| matches!(b, b' ' | b'\t')).count();
+    // Eight spaces at a time first: the inside of a prompt box is a long run of them.
+    let mut n = 0;
+    while s.get(n..).and_then(<[u8]>::first_chunk) == Some(&[b' '; 8]) {
+        n += 8;
+    }
+    n += s[n..]
+        .iter()
+        .take_while(|b| matches!(b, b' ' | b'\t'))
+        .count();
     &s[n..]
 }
 
@@ -476,8 +503,21 @@ pub(crate) fn split_first_char(s: &[u8]) -> (Option<char>, &[u8]) {
 
 /// Counts visible characters in `run`, stopping at `limit`: bytes that start a character and
 /// are neither whitespace nor box-drawing (a redrawn prompt box is not new content).
-#[inline]
+///
+/// Called only until a chunk has shown three: kept out of line, so that the tokenizer's loop
+/// stays small.
+#[inline(never)]
 pub(crate) fn count_visible(run: &[u8], limit: usize) -> usize {
+    let (n, done) = crate::scan::count_visible_blocks(run, limit);
+    if n >= limit {
+        return limit;
+    }
+    n + count_visible_bytes(&run[done..], limit - n)
+}
+
+/// [`count_visible`] one byte at a time: the definition the block kernel is checked against,
+/// and the way the tail of a run is counted.
+pub(crate) fn count_visible_bytes(run: &[u8], limit: usize) -> usize {
     let mut n = 0;
     let mut i = 0;
     while i < run.len() && n < limit {

@@ -55,6 +55,23 @@ pub(crate) fn param_len(body: &[u8]) -> Option<usize> {
     }
 }
 
+/// Counts the visible character starts (see `patterns::count_visible`) in `run`, sixteen
+/// bytes at a time, until the count reaches `limit` or fewer than 17 bytes are left; returns
+/// the count (possibly above `limit`) and how many bytes were counted.
+#[inline]
+pub(crate) fn count_visible_blocks(run: &[u8], limit: usize) -> (usize, usize) {
+    let mut n = 0;
+    let mut i = 0;
+    // A lane looks at the byte after it too: a block of 16 reads 17 bytes.
+    while n < limit
+        && let Some(block) = run.get(i..i + 17)
+    {
+        n += simd::visible_mask(block).count_ones() as usize;
+        i += 16;
+    }
+    (n, i)
+}
+
 /// Finds every `tokens` in `text` (their starts into `tokens`) and every `nterrupt` or
 /// `NTERRUPT` (their starts into `interrupts`), each in increasing order; both are cleared first.
 ///
@@ -107,8 +124,9 @@ pub(crate) fn find_hints(text: &[u8], tokens: &mut Vec<usize>, interrupts: &mut 
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 mod simd {
     use std::arch::x86_64::{
-        _mm_and_si128, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8,
-        _mm_or_si128, _mm_set1_epi8, _mm256_and_si256, _mm256_cmpeq_epi8, _mm256_loadu_si256,
+        _mm_and_si128, _mm_andnot_si128, _mm_cmpeq_epi8, _mm_cmpgt_epi8, _mm_loadu_si128,
+        _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8, _mm_setzero_si128,
+        _mm_sub_epi8, _mm256_and_si256, _mm256_cmpeq_epi8, _mm256_loadu_si256,
         _mm256_movemask_epi8, _mm256_or_si256, _mm256_set1_epi8,
     };
 
@@ -148,6 +166,41 @@ mod simd {
                 _mm_cmpeq_epi8(_mm_or_si128(b, case), _mm_set1_epi8(b'u'.cast_signed())),
             );
             _mm_movemask_epi8(_mm_or_si128(ke, ru))
+        };
+        mask.cast_unsigned()
+    }
+
+    /// Bit `k` set when `block[k]` starts a visible character: `0x21..=0x7f`, or a lead byte
+    /// (`0xc0..`) other than `E2 94..96` (box drawing) and `C2 A0` (no-break space), for
+    /// `k < 16` (`block` holds at least 17 bytes).
+    #[inline]
+    pub(super) fn visible_mask(block: &[u8]) -> u32 {
+        let first: &[u8; 16] = block.first_chunk().expect("a 16-byte block");
+        let second: &[u8; 16] = block[1..].first_chunk().expect("a 17-byte block");
+        // SAFETY: SSE2 is enabled (this module's `cfg`); the loads read exactly the 16 bytes
+        // of `first` and of `second`, with no alignment requirement.
+        let mask = unsafe {
+            let splat = |byte: u8| _mm_set1_epi8(byte.cast_signed());
+            let this = _mm_loadu_si128(first.as_ptr().cast());
+            let next = _mm_loadu_si128(second.as_ptr().cast());
+            // Signed compares: `0x21..=0x7f` are the bytes above 0x20 that are non-negative,
+            // `0xc0..=0xff` the negative ones above -65.
+            let ascii = _mm_cmpgt_epi8(this, splat(0x20));
+            let lead = _mm_and_si128(
+                _mm_cmpgt_epi8(this, splat(0xbf)),
+                _mm_cmpgt_epi8(_mm_setzero_si128(), this),
+            );
+            let next_boxy = {
+                let off = _mm_sub_epi8(next, splat(0x94));
+                _mm_cmpeq_epi8(_mm_min_epu8(off, splat(2)), off)
+            };
+            let boxy = _mm_and_si128(_mm_cmpeq_epi8(this, splat(0xe2)), next_boxy);
+            let nbsp = _mm_and_si128(
+                _mm_cmpeq_epi8(this, splat(0xc2)),
+                _mm_cmpeq_epi8(next, splat(0xa0)),
+            );
+            let hidden = _mm_or_si128(boxy, nbsp);
+            _mm_movemask_epi8(_mm_or_si128(ascii, _mm_andnot_si128(hidden, lead)))
         };
         mask.cast_unsigned()
     }
@@ -227,6 +280,21 @@ mod swar {
             compress(!any_top & HIGH)
         };
         half(word(block)) | half(word(&block[8..])) << 8
+    }
+
+    /// Bit `k` set when `block[k]` starts a visible character (see the SSE2 kernel), for
+    /// `k < 16` (`block` holds at least 17 bytes). Byte by byte: only the tests and non-x86
+    /// targets use it.
+    #[inline]
+    pub(super) fn visible_mask(block: &[u8]) -> u32 {
+        (0..16).fold(0, |mask, k| {
+            let (b, next) = (block[k], block[k + 1]);
+            let visible = (0x21..=0x7f).contains(&b)
+                || (b >= 0xc0
+                    && !(b == 0xe2 && (0x94..=0x96).contains(&next))
+                    && !(b == 0xc2 && next == 0xa0));
+            mask | u32::from(visible) << k
+        })
     }
 
     /// `0x80` in each byte of `w` equal to `byte`, `0x00` elsewhere (exact: no borrows).

@@ -245,12 +245,32 @@ pub(crate) fn strip_for_context(raw: &[u8], max_chars: usize) -> String {
     text.chars().skip(count.saturating_sub(max_chars)).collect()
 }
 
+/// The line of the batch `text` around position `at` (it ends with a `\n`), without its `\n`.
+fn line_around(text: &[u8], at: usize) -> (usize, usize) {
+    let start = memchr::memrchr(b'\n', &text[..at]).map_or(0, |p| p + 1);
+    let end = memchr::memchr(b'\n', &text[at..]).map_or(text.len(), |p| at + p);
+    (start, end)
+}
+
+/// Moves `next` past the hits in `hits` (sorted) that start before `end`.
+fn skip_hits(hits: &[usize], next: &mut usize, end: usize) {
+    while *next < hits.len() && hits[*next] < end {
+        *next += 1;
+    }
+}
+
 /// `true` when a hit in `hits` (sorted) starts in `[start, end)`; `next` walks forward.
 fn has_hit(hits: &[usize], next: &mut usize, start: usize, end: usize) -> bool {
+    first_hit(hits, next, start, end).is_some()
+}
+
+/// The first hit in `hits` (sorted) in `[start, end)`, relative to `start`; `next` walks forward.
+fn first_hit(hits: &[usize], next: &mut usize, start: usize, end: usize) -> Option<usize> {
     while *next < hits.len() && hits[*next] < start {
         *next += 1;
     }
-    *next < hits.len() && hits[*next] < end
+    let hit = *hits.get(*next)?;
+    (hit < end).then(|| hit - start)
 }
 
 impl LineModel {
@@ -262,26 +282,55 @@ impl LineModel {
         }
         scan::find_hints(&self.text, &mut self.token_hits, &mut self.interrupt_hits);
         let (mut nt, mut ni) = (0, 0);
-        let mut carried = if self.continued {
+        let carried = if self.continued {
             self.carried
         } else {
             LineFacts::default()
         };
-        for k in 0..self.ended.len() {
-            let (start, end) = self.ended[k];
-            let (start, end) = (start as usize, end as usize);
+        // The ended lines, in order: those recorded by `end_line` (their first bytes may
+        // announce something) and those holding a hint word (found around each hit).
+        let mut k = 0;
+        loop {
+            let recorded = self.ended.get(k).map(|&(s, e)| (s as usize, e as usize));
+            let hit = [self.token_hits.get(nt), self.interrupt_hits.get(ni)]
+                .into_iter()
+                .flatten()
+                .copied()
+                .filter(|&h| h < self.cur)
+                .min();
+            let (start, end) = match (recorded, hit) {
+                (Some(line), None) => line,
+                (Some(line), Some(h)) if h >= line.0 => line,
+                (_, Some(h)) => line_around(&self.text, h),
+                (None, None) => break,
+            };
+            if recorded.is_some_and(|line| line.0 == start) {
+                k += 1;
+            }
             let hints = patterns::Hints {
-                tokens: has_hit(&self.token_hits, &mut nt, start, end),
+                tokens: first_hit(&self.token_hits, &mut nt, start, end),
                 interrupt: has_hit(&self.interrupt_hits, &mut ni, start, end),
             };
             let facts = patterns::scan_line_hinted(&self.text[start..end], hints);
-            self.report(facts, carried);
-            carried = LineFacts::default();
+            // The facts carried over apply to the line the batch continued, which starts it.
+            let already = if start == 0 {
+                carried
+            } else {
+                LineFacts::default()
+            };
+            self.report(facts, already);
+            skip_hits(&self.token_hits, &mut nt, end);
+            skip_hits(&self.interrupt_hits, &mut ni, end);
         }
+        let carried = if self.cur == 0 {
+            carried
+        } else {
+            LineFacts::default()
+        };
         let (start, end) = (self.cur, self.text.len());
         if end > start {
             let hints = patterns::Hints {
-                tokens: has_hit(&self.token_hits, &mut nt, start, end),
+                tokens: first_hit(&self.token_hits, &mut nt, start, end),
                 interrupt: has_hit(&self.interrupt_hits, &mut ni, start, end),
             };
             let mut facts = patterns::scan_line_hinted(&self.text[start..end], hints);
@@ -323,13 +372,17 @@ impl LineModel {
                 u32::try_from(self.cur).unwrap_or(u32::MAX),
                 u32::try_from(self.text.len()).unwrap_or(u32::MAX),
             );
-            self.ended.push(span);
+            // A line whose first bytes cannot announce anything is classified only if it
+            // holds a hint word, which the batch finds by itself.
+            if patterns::may_matter_without_hints(&self.text[self.cur..]) {
+                self.ended.push(span);
+            }
             self.text.push(b'\n');
             self.cur = self.text.len();
             if self.text.len() >= BATCH_BYTES || self.ended.len() >= BATCH_LINES {
                 self.classify_batch();
             }
-        } else if self.ended.is_empty() {
+        } else if self.cur == 0 {
             // An empty line ends the line the batch continued: its facts are spent.
             self.continued = false;
             self.carried = LineFacts::default();

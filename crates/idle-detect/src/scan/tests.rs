@@ -155,3 +155,48 @@ fn find_hints_finds_every_word_and_nothing_else() {
         assert_eq!(interrupts, find(&[b"nterrupt", b"NTERRUPT"]), "{text:?}");
     }
 }
+
+#[test]
+fn visible_masks_agree_with_the_portable_kernel() {
+    for seed in 0..3000 {
+        let mut block = soup(17, seed);
+        // Plant the two-byte cases in every lane.
+        let at = usize::try_from(seed % 16).unwrap_or(0);
+        let pair: [u8; 2] = [
+            [0xe2, 0x94],
+            [0xe2, 0x96],
+            [0xe2, 0x97],
+            [0xc2, 0xa0],
+            [0xc2, 0xa1],
+        ][usize::try_from(seed % 5).unwrap_or(0)];
+        block[at..at + 2].copy_from_slice(&pair);
+        assert_eq!(
+            super::simd::visible_mask(&block),
+            swar::visible_mask(&block),
+            "{block:?}"
+        );
+    }
+}
+
+#[test]
+fn count_visible_agrees_with_the_byte_by_byte_count() {
+    for seed in 0..2000 {
+        let len = usize::try_from(seed % 90).unwrap_or(0);
+        let mut run = soup(len, seed);
+        if seed % 3 == 0 {
+            // Long invisible stretches: box drawing and spaces, then text.
+            run = "─"
+                .repeat(usize::try_from(seed % 40).unwrap_or(0))
+                .into_bytes();
+            run.extend_from_slice(b"   \xc2\xa0 ");
+            run.extend_from_slice(&soup(len, seed));
+        }
+        for limit in [1, 2, 3, 100] {
+            assert_eq!(
+                crate::patterns::count_visible(&run, limit),
+                crate::patterns::count_visible_bytes(&run, limit),
+                "{run:?} {limit}"
+            );
+        }
+    }
+}
