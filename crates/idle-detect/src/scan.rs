@@ -66,20 +66,37 @@ pub(crate) fn count_visible_blocks(run: &[u8], limit: usize) -> (usize, usize) {
     while n < limit
         && let Some(block) = run.get(i..i + 17)
     {
-        n += simd::visible_mask(block).count_ones() as usize;
+        n += count_capped(simd::visible_mask(block), limit - n);
         i += 16;
     }
     (n, i)
 }
 
-/// Finds every `tokens` in `text` (their starts into `tokens`) and every `nterrupt` or
-/// `NTERRUPT` (their starts into `interrupts`), each in increasing order; both are cleared first.
+/// The number of bits set in `mask`, or `cap` if that is fewer: a few steps for the small caps
+/// of `count_visible`, where `count_ones` is a long sequence without a `popcnt` instruction.
+#[inline]
+fn count_capped(mut mask: u32, cap: usize) -> usize {
+    let mut n = 0;
+    while mask != 0 && n < cap {
+        mask &= mask - 1;
+        n += 1;
+    }
+    n
+}
+
+/// Finds the `tokens` in `text` (their starts go into `tokens`) and the `nterrupt` or
+/// `NTERRUPT` (into `interrupts`), in increasing order, appended to what the lists hold. Only
+/// words whose candidate pair (below) starts at or after `from` are looked at, so that a caller
+/// who already searched a prefix of `text` can search only what was added.
 ///
-/// One pass looks for the pairs `ke` and `ru` (either case), which these words hold and the
-/// rest of a terminal's text rarely does, and checks each candidate.
-pub(crate) fn find_hints(text: &[u8], tokens: &mut Vec<usize>, interrupts: &mut Vec<usize>) {
-    tokens.clear();
-    interrupts.clear();
+/// One pass looks for the pairs `ke` (in `tokens`) and `ru` in either case (in `nterrupt`),
+/// which the rest of a terminal's text rarely holds, and checks each candidate.
+pub(crate) fn find_hints(
+    text: &[u8],
+    from: usize,
+    tokens: &mut Vec<usize>,
+    interrupts: &mut Vec<usize>,
+) {
     let mut check = |p: usize| {
         if text[p] == b'k' {
             if p >= 2 && text[p - 2..].starts_with(b"tokens") {
@@ -97,11 +114,11 @@ pub(crate) fn find_hints(text: &[u8], tokens: &mut Vec<usize>, interrupts: &mut 
         not(all(target_arch = "x86_64", target_feature = "sse2")),
         expect(unused_mut, reason = "only x86-64 has a wider kernel")
     )]
-    let mut i = 0;
+    let mut i = from;
     #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-    if std::is_x86_feature_detected!("avx2") {
+    if std::is_x86_feature_detected!("avx2") && from < text.len() {
         // SAFETY: the CPU has AVX2 (detected just above), all the kernel requires.
-        i = unsafe { simd::pair_scan_avx2(text, &mut check) };
+        i += unsafe { simd::pair_scan_avx2(&text[from..], &mut |p| check(from + p)) };
     }
     while let Some(block) = text.get(i..i + 17) {
         let mut m = simd::pair_mask(block);
@@ -111,10 +128,22 @@ pub(crate) fn find_hints(text: &[u8], tokens: &mut Vec<usize>, interrupts: &mut 
         }
         i += 16;
     }
-    for p in i..text.len().saturating_sub(1) {
-        let (a, b) = (text[p], text[p + 1]);
-        if (a == b'k' && b == b'e') || (a | 0x20 == b'r' && b | 0x20 == b'u') {
-            check(p);
+    // The last positions: one block overlapping the ones already looked at, whose lanes are
+    // shifted out (then `rem` is below 16), or byte by byte in a text shorter than a block.
+    let len = text.len();
+    let rem = len.saturating_sub(1).saturating_sub(i);
+    if rem > 0 && len >= 17 {
+        let mut m = simd::pair_mask(&text[len - 17..]) >> (16 - rem);
+        while m != 0 {
+            check(i + m.trailing_zeros() as usize);
+            m &= m - 1;
+        }
+    } else {
+        for p in i..len.saturating_sub(1) {
+            let (a, b) = (text[p], text[p + 1]);
+            if (a == b'k' && b == b'e') || (a | 0x20 == b'r' && b | 0x20 == b'u') {
+                check(p);
+            }
         }
     }
 }

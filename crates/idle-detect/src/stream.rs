@@ -131,6 +131,8 @@ struct LineModel {
     /// Positions of `tokens` / `interrupt` in `text`, found in bulk (reused buffers).
     token_hits: Vec<usize>,
     interrupt_hits: Vec<usize>,
+    /// How much of `text` (the line carried over) the hint words were searched in.
+    scanned: usize,
     /// The stripped-text window, kept only when building context.
     window: Option<Ring>,
     /// Logical window position where the current line starts.
@@ -165,6 +167,7 @@ impl StreamScanner {
                 continued: false,
                 token_hits: Vec::with_capacity(16),
                 interrupt_hits: Vec::with_capacity(16),
+                scanned: 0,
                 window,
                 line_start: 0,
                 replace_pending: false,
@@ -252,6 +255,21 @@ fn line_around(text: &[u8], at: usize) -> (usize, usize) {
     (start, end)
 }
 
+/// Keeps the hits (sorted) that start before `end`.
+fn keep_before(hits: &mut Vec<usize>, end: usize) {
+    let n = hits.partition_point(|&h| h < end);
+    hits.truncate(n);
+}
+
+/// Drops the hits (sorted) before `start` and makes the others relative to it.
+fn shift_back(hits: &mut Vec<usize>, start: usize) {
+    let n = hits.partition_point(|&h| h < start);
+    hits.drain(..n);
+    for h in hits {
+        *h -= start;
+    }
+}
+
 /// Moves `next` past the hits in `hits` (sorted) that start before `end`.
 fn skip_hits(hits: &[usize], next: &mut usize, end: usize) {
     while *next < hits.len() && hits[*next] < end {
@@ -280,7 +298,18 @@ impl LineModel {
         if self.text.is_empty() {
             return;
         }
-        scan::find_hints(&self.text, &mut self.token_hits, &mut self.interrupt_hits);
+        // The line carried over from the last batch was searched then, up to `scanned`: keep
+        // the words found well inside it and search only from a little before its end (a word
+        // may straddle it).
+        let from = self.scanned.saturating_sub(8);
+        keep_before(&mut self.token_hits, from.saturating_sub(2));
+        keep_before(&mut self.interrupt_hits, from.saturating_sub(4));
+        scan::find_hints(
+            &self.text,
+            from,
+            &mut self.token_hits,
+            &mut self.interrupt_hits,
+        );
         let (mut nt, mut ni) = (0, 0);
         let carried = if self.continued {
             self.carried
@@ -349,6 +378,9 @@ impl LineModel {
             self.continued = false;
         }
         self.text.drain_front(start);
+        shift_back(&mut self.token_hits, start);
+        shift_back(&mut self.interrupt_hits, start);
+        self.scanned = self.text.len();
         self.ended.clear();
         self.cur = 0;
     }

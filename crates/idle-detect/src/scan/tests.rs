@@ -149,10 +149,23 @@ fn find_hints_finds_every_word_and_nothing_else() {
                 .filter(|&p| needles.iter().any(|n| text[p..].starts_with(n)))
                 .collect()
         };
-        let (mut tokens, mut interrupts) = (vec![7], vec![7]);
-        find_hints(&text, &mut tokens, &mut interrupts);
+        let (mut tokens, mut interrupts) = (vec![], vec![]);
+        find_hints(&text, 0, &mut tokens, &mut interrupts);
         assert_eq!(tokens, find(&[b"tokens"]), "{text:?}");
         assert_eq!(interrupts, find(&[b"nterrupt", b"NTERRUPT"]), "{text:?}");
+        // From a later position: only the words whose pair (`ke`, `ru`) starts there or after.
+        let from = usize::try_from(seed).unwrap_or(0) % (text.len() + 1);
+        let (mut tokens, mut interrupts) = (vec![], vec![]);
+        find_hints(&text, from, &mut tokens, &mut interrupts);
+        let later = |hits: Vec<usize>, pair_at: usize| -> Vec<usize> {
+            hits.into_iter().filter(|&s| s + pair_at >= from).collect()
+        };
+        assert_eq!(tokens, later(find(&[b"tokens"]), 2), "{text:?} from {from}");
+        assert_eq!(
+            interrupts,
+            later(find(&[b"nterrupt", b"NTERRUPT"]), 4),
+            "{text:?} from {from}"
+        );
     }
 }
 
@@ -192,9 +205,10 @@ fn count_visible_agrees_with_the_byte_by_byte_count() {
             run.extend_from_slice(&soup(len, seed));
         }
         for limit in [1, 2, 3, 100] {
+            let want = crate::patterns::count_visible_bytes(&run, limit);
             assert_eq!(
                 crate::patterns::count_visible(&run, limit),
-                crate::patterns::count_visible_bytes(&run, limit),
+                want,
                 "{run:?} {limit}"
             );
         }
