@@ -17,9 +17,6 @@ pub(crate) static INTERRUPT: LazyLock<memmem::Finder<'static>> =
     LazyLock::new(|| memmem::Finder::new(b"nterrupt"));
 pub(crate) static INTERRUPT_UPPER: LazyLock<memmem::Finder<'static>> =
     LazyLock::new(|| memmem::Finder::new(b"NTERRUPT"));
-static DOTS: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"..."));
-static ELLIPSIS: LazyLock<memmem::Finder<'static>> =
-    LazyLock::new(|| memmem::Finder::new("…".as_bytes()));
 
 /// What one stripped line of output announces.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -187,11 +184,8 @@ fn is_working_status(glyph: char, rest: &[u8]) -> bool {
     }
     let word_len = word_len(text);
     let word = &text[..word_len];
-    let ellipsis = ELLIPSIS.find(text).is_some() || DOTS.find(text).is_some();
-    if word.ends_with(b"ing") && ellipsis {
-        return true;
-    }
-    if ellipsis && has_timer_parenthesis(text) {
+    // `<Gerund>…` or `… (12s · …`: an ellipsis with either (the cheap tests first).
+    if (word.ends_with(b"ing") || has_timer_parenthesis(text)) && has_ellipsis(text) {
         return true;
     }
     if word == b"Waiting" {
@@ -228,6 +222,18 @@ fn word_len(text: &[u8]) -> usize {
         }
     }
     i
+}
+
+/// `true` when `text` holds `…` or `...`.
+fn has_ellipsis(text: &[u8]) -> bool {
+    // `…` is E2 80 A6: look for its last byte (rarer than its first) and for dots.
+    memchr::memchr2_iter(b'.', 0xa6, text).any(|p| {
+        if text[p] == b'.' {
+            text[p..].starts_with(b"...")
+        } else {
+            p >= 2 && text[p - 2..=p] == *"…".as_bytes()
+        }
+    })
 }
 
 /// `(12s · …`, `(2m 18s · …`, `(1s · thinking …`: the live timer Claude prints while working.

@@ -521,7 +521,11 @@ impl Sink for LineModel {
         }
     }
 
-    #[inline]
+    #[expect(
+        clippy::inline_always,
+        reason = "once per cursor or erase sequence; measured on the reference stream"
+    )]
+    #[inline(always)]
     fn csi(&mut self, params: &[u16], private: u8, final_byte: u8) {
         if private != 0 {
             return;

@@ -99,43 +99,46 @@ impl Tokenizer {
 
     /// Tokenizes `bytes`, continuing any sequence left open by the previous call.
     pub(crate) fn feed<S: Sink>(&mut self, bytes: &[u8], sink: &mut S) {
-        let mut i = 0;
         let len = bytes.len();
-        while i < len {
-            if self.state == State::Ground {
-                let rest = &bytes[i..];
-                match find_c0(rest) {
-                    None => {
-                        sink.text_in(bytes, i, len);
-                        return;
-                    }
-                    Some(n) => {
-                        if n > 0 {
-                            sink.text_in(bytes, i, i + n);
-                        }
-                        i += n;
-                        let b = bytes[i];
-                        i += 1;
-                        match b {
-                            0x1b => {
-                                // Most sequences are short CSIs that end in this chunk: parse
-                                // those in one tight loop instead of byte by byte.
-                                if let Some(n) = fast_csi(&bytes[i..], sink) {
-                                    i += n;
-                                } else {
-                                    self.enter_escape();
-                                }
-                            }
-                            0x18 | 0x1a => {}
-                            _ => sink.control(b),
-                        }
-                    }
-                }
-                continue;
+        let mut i = 0;
+        loop {
+            // A sequence left open (by the last chunk, or one the fast path below does not
+            // finish) goes byte by byte until the parser is back in the ground state.
+            while self.state != State::Ground {
+                let Some(&b) = bytes.get(i) else {
+                    return;
+                };
+                i += 1;
+                self.step(b, sink);
             }
-            let b = bytes[i];
-            i += 1;
-            self.step(b, sink);
+            // The ground state: text runs, controls and complete CSIs, found in bulk.
+            loop {
+                if i >= len {
+                    return;
+                }
+                let Some(n) = find_c0(&bytes[i..]) else {
+                    sink.text_in(bytes, i, len);
+                    return;
+                };
+                if n > 0 {
+                    sink.text_in(bytes, i, i + n);
+                }
+                i += n;
+                let b = bytes[i];
+                i += 1;
+                if b == 0x1b {
+                    // Most sequences are short CSIs that end in this chunk: parse those in one
+                    // tight loop instead of byte by byte.
+                    if let Some(n) = fast_csi(&bytes[i..], sink) {
+                        i += n;
+                    } else {
+                        self.enter_escape();
+                        break;
+                    }
+                } else if b != 0x18 && b != 0x1a {
+                    sink.control(b);
+                }
+            }
         }
     }
 
@@ -307,22 +310,22 @@ fn fast_csi<S: Sink>(rest: &[u8], sink: &mut S) -> Option<usize> {
     if rest.first() != Some(&b'[') {
         return None;
     }
-    let j = if let Some(n) = crate::scan::param_len(&rest[1..]) {
-        n + 1
+    let (j, final_byte) = if let Some(n) = crate::scan::param_len(&rest[1..]) {
+        // `param_len` checked that a final byte follows the parameters.
+        (n + 1, rest[n + 1])
     } else {
         let limit = rest.len().min(CSI_LIMIT);
         let mut j = 1;
         while j < limit && (0x20..=0x3f).contains(&rest[j]) {
             j += 1;
         }
-        if j >= limit {
+        if j >= limit || !(0x40..=0x7e).contains(&rest[j]) {
             return None;
         }
-        j
+        (j, rest[j])
     };
-    let final_byte = rest[j];
-    if !(0x40..=0x7e).contains(&final_byte) {
-        return None;
+    if final_byte == b'm' && !S::WANTS_ALL_CSI {
+        return Some(j + 1);
     }
     let body = &rest[1..j];
     let private = match body.first() {

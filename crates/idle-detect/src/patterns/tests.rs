@@ -214,3 +214,21 @@ fn the_fast_decimal_path_rounds_as_str_parse_does() {
         );
     }
 }
+
+#[test]
+fn ellipses_are_three_dots_or_the_ellipsis_character() {
+    for (text, want) in [
+        ("Thinking…", true),
+        ("Thinking...", true),
+        ("Thinking..", false),
+        ("a . . .", false),
+        ("…", true),
+        ("\u{2026}x", true),
+        // Other characters ending in A6, and a lone A6 byte.
+        ("\u{00a6}\u{02a6}", false),
+        ("", false),
+    ] {
+        assert_eq!(super::has_ellipsis(text.as_bytes()), want, "{text:?}");
+    }
+    assert!(!super::has_ellipsis(&[0xa6, b'.', b'.']));
+}
