@@ -396,28 +396,37 @@ impl LineModel {
     }
 
     /// Ends the current line (newline, carriage return or cursor movement).
-    #[inline]
+    ///
+    /// Kept small and out of line: most calls end an empty line (`\r\n`, `ESC[2K ESC[1A`)
+    /// and return at once, without saving registers for the work of a line with text.
+    #[inline(never)]
     fn end_line(&mut self) {
         if self.text.len() > self.cur {
-            // Both offsets are below `BATCH_BYTES + LINE_CAP`.
-            let span = (
-                u32::try_from(self.cur).unwrap_or(u32::MAX),
-                u32::try_from(self.text.len()).unwrap_or(u32::MAX),
-            );
-            // A line whose first bytes cannot announce anything is classified only if it
-            // holds a hint word, which the batch finds by itself.
-            if patterns::may_matter_without_hints(&self.text[self.cur..]) {
-                self.ended.push(span);
-            }
-            self.text.push(b'\n');
-            self.cur = self.text.len();
-            if self.text.len() >= BATCH_BYTES || self.ended.len() >= BATCH_LINES {
-                self.classify_batch();
-            }
+            self.end_text_line();
         } else if self.cur == 0 {
             // An empty line ends the line the batch continued: its facts are spent.
             self.continued = false;
             self.carried = LineFacts::default();
+        }
+    }
+
+    /// Ends a current line that holds text.
+    #[inline(never)]
+    fn end_text_line(&mut self) {
+        // Both offsets are below `BATCH_BYTES + LINE_CAP`.
+        let span = (
+            u32::try_from(self.cur).unwrap_or(u32::MAX),
+            u32::try_from(self.text.len()).unwrap_or(u32::MAX),
+        );
+        // A line whose first bytes cannot announce anything is classified only if it holds a
+        // hint word, which the batch finds by itself.
+        if patterns::may_matter_without_hints(&self.text[self.cur..]) {
+            self.ended.push(span);
+        }
+        self.text.push(b'\n');
+        self.cur = self.text.len();
+        if self.text.len() >= BATCH_BYTES || self.ended.len() >= BATCH_LINES {
+            self.classify_batch();
         }
     }
 
