@@ -116,7 +116,14 @@ impl Tokenizer {
                 if i >= len {
                     return;
                 }
-                let Some(n) = find_c0(&bytes[i..]) else {
+                // Sequences often follow each other (`ESC[2K ESC[1A`, `\r\n`): check the next
+                // byte before starting a scan.
+                let next = if bytes[i] < 0x20 {
+                    Some(0)
+                } else {
+                    find_c0(&bytes[i..])
+                };
+                let Some(n) = next else {
                     sink.text_in(bytes, i, len);
                     return;
                 };
