@@ -262,6 +262,12 @@ fn is_completion_after_glyph(rest: &[u8]) -> bool {
 
 /// `<Verb>ed for <n>[hms]…` at the start of `text`, with nothing but separators after it.
 fn is_completion_words(text: &[u8]) -> bool {
+    // The word ends at the first space at the latest, and must end there with `ed`: test that
+    // before reading the word letter by letter (most status lines are not completions).
+    let first_space = memchr::memchr(b' ', text).unwrap_or(text.len());
+    if first_space < 4 || !text[..first_space].ends_with(b"ed") {
+        return false;
+    }
     let word_len = word_len(text);
     let word = &text[..word_len];
     if word_len < 4 || !word.ends_with(b"ed") {

@@ -247,8 +247,8 @@ mod simd {
             splat(b'r'),
             splat(b'u'),
         );
-        let mut i = 0;
-        while let Some(block) = text.get(i..i + 33) {
+        // Bit `k` set when `block[k..k + 2]` is a pair, for `k < 32` (`block`: 33 bytes).
+        let mask = |block: &[u8]| {
             let first: &[u8; 32] = block.first_chunk().expect("a 32-byte block");
             let second: &[u8; 32] = block[1..].first_chunk().expect("a 33-byte block");
             // SAFETY: the loads read exactly the 32 bytes of `first` and of `second`, with no
@@ -264,7 +264,20 @@ mod simd {
                 _mm256_cmpeq_epi8(_mm256_or_si256(this, case), r_),
                 _mm256_cmpeq_epi8(_mm256_or_si256(next, case), u_),
             );
-            let mut m = _mm256_movemask_epi8(_mm256_or_si256(ke, ru)).cast_unsigned();
+            u64::from(_mm256_movemask_epi8(_mm256_or_si256(ke, ru)).cast_unsigned())
+        };
+        let mut i = 0;
+        // 64 positions a turn (pairs are rare: one test for both halves), then 32.
+        while let Some(block) = text.get(i..i + 65) {
+            let mut m = mask(block) | mask(&block[32..]) << 32;
+            while m != 0 {
+                found(i + m.trailing_zeros() as usize);
+                m &= m - 1;
+            }
+            i += 64;
+        }
+        if let Some(block) = text.get(i..i + 33) {
+            let mut m = mask(block);
             while m != 0 {
                 found(i + m.trailing_zeros() as usize);
                 m &= m - 1;
