@@ -9,6 +9,10 @@
 //!   with its `patterns` figure and counters.
 //! - `detector_verdict_every_64_chunks/4096`: a live-session pattern where a decision is made
 //!   regularly, so the screen emulator runs on most of the output.
+//!
+//! On a shared machine these timings move with the load; `examples/idle_detect_prefix.rs`
+//! runs a prefix of the stream through `Detector::output` for callgrind, whose instruction
+//! counts do not.
 
 use std::time::{Duration, Instant};
 

@@ -17,9 +17,6 @@ pub(crate) static INTERRUPT: LazyLock<memmem::Finder<'static>> =
     LazyLock::new(|| memmem::Finder::new(b"nterrupt"));
 pub(crate) static INTERRUPT_UPPER: LazyLock<memmem::Finder<'static>> =
     LazyLock::new(|| memmem::Finder::new(b"NTERRUPT"));
-static DOTS: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"..."));
-static ELLIPSIS: LazyLock<memmem::Finder<'static>> =
-    LazyLock::new(|| memmem::Finder::new("…".as_bytes()));
 
 /// What one stripped line of output announces.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -37,8 +34,8 @@ pub(crate) struct LineFacts {
 /// Which of the rarer substrings a line holds, found in bulk for a batch of lines.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Hints {
-    /// The line contains `tokens`.
-    pub(crate) tokens: bool,
+    /// Where the line's first `tokens` starts, if it has one.
+    pub(crate) tokens: Option<usize>,
     /// The line contains `nterrupt` or `NTERRUPT`.
     pub(crate) interrupt: bool,
 }
@@ -47,26 +44,45 @@ pub(crate) struct Hints {
 #[cfg(test)]
 pub(crate) fn scan_line(line: &[u8]) -> LineFacts {
     let hints = Hints {
-        tokens: TOKENS.find(line).is_some(),
+        tokens: TOKENS.find(line),
         interrupt: INTERRUPT.find(line).is_some() || INTERRUPT_UPPER.find(line).is_some(),
     };
     scan_line_hinted(line, hints)
 }
 
 /// Classifies one stripped line whose substring `hints` are already known.
+#[expect(
+    clippy::inline_always,
+    reason = "once per line, and most lines stop at the prefilter; measured on the reference stream"
+)]
+#[inline(always)]
 pub(crate) fn scan_line_hinted(line: &[u8], hints: Hints) -> LineFacts {
     let body = trim_start(line);
-    let Some(&lead) = body.first() else {
-        return LineFacts::default();
+    // The blanks trimmed cannot hold `tokens`: the first one is as far into `body`.
+    let hints = Hints {
+        tokens: hints.tokens.map(|at| at - (line.len() - body.len())),
+        ..hints
     };
-    // Most lines start with a plain lower-case word, a digit or punctuation: with no hint they
-    // cannot announce anything, and skipping them is most of the batch's saving.
-    if !hints.tokens
-        && !hints.interrupt
-        && lead < 0x80
-        && !lead.is_ascii_uppercase()
-        && lead != b'*'
-    {
+    // Most lines start with a plain lower-case word, a digit, punctuation or a box-drawing
+    // character: with no hint they cannot announce anything, and skipping them (inline, without
+    // a call) is most of the batch's saving.
+    if hints.tokens.is_some() || hints.interrupt || may_lead_a_signal(body) {
+        scan_body(body, hints)
+    } else {
+        LineFacts::default()
+    }
+}
+
+/// `false` when `line` can announce something only through a hint word (`tokens`,
+/// `interrupt`): then it needs classifying only if it holds one.
+#[inline]
+pub(crate) fn may_matter_without_hints(line: &[u8]) -> bool {
+    may_lead_a_signal(trim_start(line))
+}
+
+/// Classifies a line that starts with `body` (leading blanks trimmed).
+fn scan_body(body: &[u8], hints: Hints) -> LineFacts {
+    if body.is_empty() {
         return LineFacts::default();
     }
     let mut facts = LineFacts::default();
@@ -95,10 +111,29 @@ pub(crate) fn scan_line_hinted(line: &[u8], hints: Hints) -> LineFacts {
     if hints.interrupt && !facts.working {
         facts.working = contains_interrupt_hint(body);
     }
-    if hints.tokens {
-        facts.tokens = token_value(body);
+    if let Some(at) = hints.tokens {
+        facts.tokens = token_value_from(body, at);
     }
     facts
+}
+
+/// `false` when `body` cannot start with a character that line facts look at (an upper-case
+/// letter, a prompt or status glyph, `│` or `─`), from its first two bytes and without decoding
+/// it: every such glyph is `C2 B7` (`·`) or `E2 xx …` with `xx` one of a few values.
+#[inline]
+fn may_lead_a_signal(body: &[u8]) -> bool {
+    match body {
+        [lead, ..] if *lead < 0x80 => lead.is_ascii_uppercase() || *lead == b'*',
+        [0xc2, 0xb7, ..] => true,
+        // U+2000..U+203F (`•`, `›`), U+2200..U+223F (`∙`), U+23C0..U+23FF (`⏵`, `⏸`, `⏺`),
+        // U+2500..U+253F (`─`, `│`), U+25C0..U+25FF (`◐`…`◓`, `●`, `◦`), U+2700..U+277F
+        // (`✢`…`✽`, `❯`) and U+2800..U+28FF (braille spinner frames).
+        [0xe2, second, ..] => matches!(
+            second,
+            0x80 | 0x88 | 0x8f | 0x94 | 0x97 | 0x9c | 0x9d | 0xa0..=0xa3
+        ),
+        _ => false,
+    }
 }
 
 /// `… to interrupt` (Claude: `esc to interrupt`; Codex: `• esc to interrupt)`; others:
@@ -149,11 +184,8 @@ fn is_working_status(glyph: char, rest: &[u8]) -> bool {
     }
     let word_len = word_len(text);
     let word = &text[..word_len];
-    let ellipsis = ELLIPSIS.find(text).is_some() || DOTS.find(text).is_some();
-    if word.ends_with(b"ing") && ellipsis {
-        return true;
-    }
-    if ellipsis && has_timer_parenthesis(text) {
+    // `<Gerund>…` or `… (12s · …`: an ellipsis with either (the cheap tests first).
+    if (word.ends_with(b"ing") || has_timer_parenthesis(text)) && has_ellipsis(text) {
         return true;
     }
     if word == b"Waiting" {
@@ -192,6 +224,18 @@ fn word_len(text: &[u8]) -> usize {
     i
 }
 
+/// `true` when `text` holds `…` or `...`.
+fn has_ellipsis(text: &[u8]) -> bool {
+    // `…` is E2 80 A6: look for its last byte (rarer than its first) and for dots.
+    memchr::memchr2_iter(b'.', 0xa6, text).any(|p| {
+        if text[p] == b'.' {
+            text[p..].starts_with(b"...")
+        } else {
+            p >= 2 && text[p - 2..=p] == *"…".as_bytes()
+        }
+    })
+}
+
 /// `(12s · …`, `(2m 18s · …`, `(1s · thinking …`: the live timer Claude prints while working.
 fn has_timer_parenthesis(text: &[u8]) -> bool {
     let mut from = 0;
@@ -218,6 +262,12 @@ fn is_completion_after_glyph(rest: &[u8]) -> bool {
 
 /// `<Verb>ed for <n>[hms]…` at the start of `text`, with nothing but separators after it.
 fn is_completion_words(text: &[u8]) -> bool {
+    // The word ends at the first space at the latest, and must end there with `ed`: test that
+    // before reading the word letter by letter (most status lines are not completions).
+    let first_space = memchr::memchr(b' ', text).unwrap_or(text.len());
+    if first_space < 4 || !text[..first_space].ends_with(b"ed") {
+        return false;
+    }
     let word_len = word_len(text);
     let word = &text[..word_len];
     if word_len < 4 || !word.ends_with(b"ed") {
@@ -281,15 +331,18 @@ fn is_interrupt_hint_at(text: &[u8], start: usize) -> bool {
 /// The value of the first `TOKEN_PATTERN` match (`/(\d+(?:\.\d+)?)\s*([kKmM])?\s*tokens/`) in
 /// `text`, computed as Codeman does (`parseFloat`, × 1e3 or 1e6, rounded).
 pub(crate) fn token_value(text: &[u8]) -> Option<u64> {
-    let mut from = 0;
-    while let Some(p) = TOKENS.find(&text[from..]) {
-        let at = from + p;
+    token_value_from(text, TOKENS.find(text)?)
+}
+
+/// [`token_value`] when the first `tokens` in `text` is known to start at `first`.
+fn token_value_from(text: &[u8], first: usize) -> Option<u64> {
+    let mut at = first;
+    loop {
         if let Some(v) = token_number_before(&text[..at]) {
             return Some(v);
         }
-        from = at + 1;
+        at += 1 + TOKENS.find(&text[at + 1..])?;
     }
-    None
 }
 
 /// Parses `\d+(?:\.\d+)?\s*[kKmM]?\s*` backwards from the end of `before` (JavaScript `\s`),
@@ -325,7 +378,40 @@ fn parse_number_before(b: &[u8]) -> Option<f64> {
             start -= 1;
         }
     }
-    std::str::from_utf8(&b[start..end]).ok()?.parse().ok()
+    let digits = &b[start..end];
+    fast_decimal(digits).or_else(|| std::str::from_utf8(digits).ok()?.parse().ok())
+}
+
+/// `digits` (`\d+(?:\.\d+)?`) as the nearest `f64`, when that is one exact division: a
+/// mantissa below 2^53 and at most 22 decimals (Clinger's fast path, which rounds exactly as
+/// `str::parse` does); `None` otherwise.
+fn fast_decimal(digits: &[u8]) -> Option<f64> {
+    const POW10: [f64; 23] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+        1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+    ];
+    if digits.len() > 16 {
+        return None;
+    }
+    let mut mantissa: u64 = 0;
+    let mut decimals = None;
+    for (k, &d) in digits.iter().enumerate() {
+        if d == b'.' {
+            decimals = Some(digits.len() - k - 1);
+        } else {
+            mantissa = mantissa * 10 + u64::from(d - b'0');
+        }
+    }
+    // At most 16 digits: the mantissa is below 10^16, and exactly representable below 2^53.
+    if mantissa >= 1 << 53 {
+        return None;
+    }
+    #[expect(
+        clippy::cast_precision_loss,
+        reason = "the mantissa is below 2^53, so exact"
+    )]
+    let m = mantissa as f64;
+    Some(m / POW10[decimals.unwrap_or(0)])
 }
 
 /// The length of `b` without its trailing JavaScript whitespace.
@@ -385,8 +471,17 @@ pub(crate) fn js_round(x: f64) -> u64 {
 }
 
 /// Strips leading ASCII spaces and tabs (and JavaScript whitespace NBSP) from `s`.
+#[inline]
 pub(crate) fn trim_start(s: &[u8]) -> &[u8] {
-    let n = s.iter().take_while(|b| matches!(b, b' ' | b'\t')).count();
+    // Eight spaces at a time first: the inside of a prompt box is a long run of them.
+    let mut n = 0;
+    while s.get(n..).and_then(<[u8]>::first_chunk) == Some(&[b' '; 8]) {
+        n += 8;
+    }
+    n += s[n..]
+        .iter()
+        .take_while(|b| matches!(b, b' ' | b'\t'))
+        .count();
     &s[n..]
 }
 
@@ -420,8 +515,21 @@ pub(crate) fn split_first_char(s: &[u8]) -> (Option<char>, &[u8]) {
 
 /// Counts visible characters in `run`, stopping at `limit`: bytes that start a character and
 /// are neither whitespace nor box-drawing (a redrawn prompt box is not new content).
-#[inline]
+///
+/// Called only until a chunk has shown three: kept out of line, so that the tokenizer's loop
+/// stays small.
+#[inline(never)]
 pub(crate) fn count_visible(run: &[u8], limit: usize) -> usize {
+    let (n, done) = crate::scan::count_visible_blocks(run, limit);
+    if n >= limit {
+        return limit;
+    }
+    n + count_visible_bytes(&run[done..], limit - n)
+}
+
+/// [`count_visible`] one byte at a time: the definition the block kernel is checked against,
+/// and the way the tail of a run is counted.
+pub(crate) fn count_visible_bytes(run: &[u8], limit: usize) -> usize {
     let mut n = 0;
     let mut i = 0;
     while i < run.len() && n < limit {

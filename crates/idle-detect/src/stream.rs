@@ -9,6 +9,7 @@
 
 use crate::patterns::{self, LineFacts};
 use crate::ring::Ring;
+use crate::scan;
 use crate::signals::ChunkSignals;
 use crate::terminal::{Sink, Tokenizer};
 
@@ -41,11 +42,83 @@ struct ChunkFacts {
 const BATCH_BYTES: usize = 6 * 1024;
 const BATCH_LINES: usize = 256;
 
+/// A byte buffer of fixed capacity with slack at its end, so that short runs can be copied in
+/// with one fixed-size move instead of a call to `memcpy`.
+#[derive(Debug, Clone)]
+struct LineBuf {
+    buf: Box<[u8]>,
+    len: usize,
+}
+
+impl LineBuf {
+    fn new(capacity: usize) -> Self {
+        Self {
+            buf: vec![0; capacity].into_boxed_slice(),
+            len: 0,
+        }
+    }
+
+    fn capacity(&self) -> usize {
+        self.buf.len()
+    }
+
+    fn push(&mut self, byte: u8) {
+        self.buf[self.len] = byte;
+        self.len += 1;
+    }
+
+    fn extend_from_slice(&mut self, bytes: &[u8]) {
+        self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len();
+    }
+
+    /// Appends `chunk[start..start + n]`. When 16 or 32 bytes from `start` are readable and
+    /// writable, they are moved whole (the bytes past `n` are scratch, overwritten later).
+    #[inline]
+    fn extend_from_chunk(&mut self, chunk: &[u8], start: usize, n: usize) {
+        let len = self.len;
+        if n <= 16 {
+            if let (Some(src), Some(dst)) = (
+                chunk.get(start..start + 16),
+                self.buf.get_mut(len..len + 16),
+            ) {
+                dst.copy_from_slice(src);
+                self.len += n;
+                return;
+            }
+        } else if n <= 32
+            && let (Some(src), Some(dst)) = (
+                chunk.get(start..start + 32),
+                self.buf.get_mut(len..len + 32),
+            )
+        {
+            dst.copy_from_slice(src);
+            self.len += n;
+            return;
+        }
+        self.extend_from_slice(&chunk[start..start + n]);
+    }
+
+    /// Drops the first `n` bytes.
+    fn drain_front(&mut self, n: usize) {
+        self.buf.copy_within(n..self.len, 0);
+        self.len -= n;
+    }
+}
+
+impl std::ops::Deref for LineBuf {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
 #[derive(Debug, Clone)]
 struct LineModel {
     /// The batch's stripped text: the lines that ended since the last classification, each
     /// followed by `\n`, then the current line.
-    text: Vec<u8>,
+    text: LineBuf,
     /// `(start, end)` of each ended line in `text`.
     ended: Vec<(u32, u32)>,
     /// Where the current line starts in `text`.
@@ -58,6 +131,8 @@ struct LineModel {
     /// Positions of `tokens` / `interrupt` in `text`, found in bulk (reused buffers).
     token_hits: Vec<usize>,
     interrupt_hits: Vec<usize>,
+    /// How much of `text` (the line carried over) the hint words were searched in.
+    scanned: usize,
     /// The stripped-text window, kept only when building context.
     window: Option<Ring>,
     /// Logical window position where the current line starts.
@@ -85,13 +160,14 @@ impl StreamScanner {
             tokenizer: Tokenizer::default(),
             drew_prompt: false,
             lines: LineModel {
-                text: Vec::with_capacity(BATCH_BYTES + LINE_CAP + 64),
+                text: LineBuf::new(BATCH_BYTES + LINE_CAP + 64),
                 ended: Vec::with_capacity(BATCH_LINES),
                 cur: 0,
                 carried: LineFacts::default(),
                 continued: false,
                 token_hits: Vec::with_capacity(16),
                 interrupt_hits: Vec::with_capacity(16),
+                scanned: 0,
                 window,
                 line_start: 0,
                 replace_pending: false,
@@ -172,23 +248,47 @@ pub(crate) fn strip_for_context(raw: &[u8], max_chars: usize) -> String {
     text.chars().skip(count.saturating_sub(max_chars)).collect()
 }
 
-/// Finds every occurrence of each finder's needle in `text`, in order, into `out`.
-fn find_all(text: &[u8], finders: &[&memchr::memmem::Finder<'_>], out: &mut Vec<usize>) {
-    out.clear();
-    for f in finders {
-        out.extend(f.find_iter(text));
+/// The line of the batch `text` around position `at` (it ends with a `\n`), without its `\n`.
+fn line_around(text: &[u8], at: usize) -> (usize, usize) {
+    let start = memchr::memrchr(b'\n', &text[..at]).map_or(0, |p| p + 1);
+    let end = memchr::memchr(b'\n', &text[at..]).map_or(text.len(), |p| at + p);
+    (start, end)
+}
+
+/// Keeps the hits (sorted) that start before `end`.
+fn keep_before(hits: &mut Vec<usize>, end: usize) {
+    let n = hits.partition_point(|&h| h < end);
+    hits.truncate(n);
+}
+
+/// Drops the hits (sorted) before `start` and makes the others relative to it.
+fn shift_back(hits: &mut Vec<usize>, start: usize) {
+    let n = hits.partition_point(|&h| h < start);
+    hits.drain(..n);
+    for h in hits {
+        *h -= start;
     }
-    if finders.len() > 1 {
-        out.sort_unstable();
+}
+
+/// Moves `next` past the hits in `hits` (sorted) that start before `end`.
+fn skip_hits(hits: &[usize], next: &mut usize, end: usize) {
+    while *next < hits.len() && hits[*next] < end {
+        *next += 1;
     }
 }
 
 /// `true` when a hit in `hits` (sorted) starts in `[start, end)`; `next` walks forward.
 fn has_hit(hits: &[usize], next: &mut usize, start: usize, end: usize) -> bool {
+    first_hit(hits, next, start, end).is_some()
+}
+
+/// The first hit in `hits` (sorted) in `[start, end)`, relative to `start`; `next` walks forward.
+fn first_hit(hits: &[usize], next: &mut usize, start: usize, end: usize) -> Option<usize> {
     while *next < hits.len() && hits[*next] < start {
         *next += 1;
     }
-    *next < hits.len() && hits[*next] < end
+    let hit = *hits.get(*next)?;
+    (hit < end).then(|| hit - start)
 }
 
 impl LineModel {
@@ -198,33 +298,68 @@ impl LineModel {
         if self.text.is_empty() {
             return;
         }
-        find_all(&self.text, &[&patterns::TOKENS], &mut self.token_hits);
-        find_all(
+        // The line carried over from the last batch was searched then, up to `scanned`: keep
+        // the words found well inside it and search only from a little before its end (a word
+        // may straddle it).
+        let from = self.scanned.saturating_sub(8);
+        keep_before(&mut self.token_hits, from.saturating_sub(2));
+        keep_before(&mut self.interrupt_hits, from.saturating_sub(4));
+        scan::find_hints(
             &self.text,
-            &[&patterns::INTERRUPT, &patterns::INTERRUPT_UPPER],
+            from,
+            &mut self.token_hits,
             &mut self.interrupt_hits,
         );
         let (mut nt, mut ni) = (0, 0);
-        let mut carried = if self.continued {
+        let carried = if self.continued {
             self.carried
         } else {
             LineFacts::default()
         };
-        for k in 0..self.ended.len() {
-            let (start, end) = self.ended[k];
-            let (start, end) = (start as usize, end as usize);
+        // The ended lines, in order: those recorded by `end_line` (their first bytes may
+        // announce something) and those holding a hint word (found around each hit).
+        let mut k = 0;
+        loop {
+            let recorded = self.ended.get(k).map(|&(s, e)| (s as usize, e as usize));
+            let hit = [self.token_hits.get(nt), self.interrupt_hits.get(ni)]
+                .into_iter()
+                .flatten()
+                .copied()
+                .filter(|&h| h < self.cur)
+                .min();
+            let (start, end) = match (recorded, hit) {
+                (Some(line), None) => line,
+                (Some(line), Some(h)) if h >= line.0 => line,
+                (_, Some(h)) => line_around(&self.text, h),
+                (None, None) => break,
+            };
+            if recorded.is_some_and(|line| line.0 == start) {
+                k += 1;
+            }
             let hints = patterns::Hints {
-                tokens: has_hit(&self.token_hits, &mut nt, start, end),
+                tokens: first_hit(&self.token_hits, &mut nt, start, end),
                 interrupt: has_hit(&self.interrupt_hits, &mut ni, start, end),
             };
             let facts = patterns::scan_line_hinted(&self.text[start..end], hints);
-            self.report(facts, carried);
-            carried = LineFacts::default();
+            // The facts carried over apply to the line the batch continued, which starts it.
+            let already = if start == 0 {
+                carried
+            } else {
+                LineFacts::default()
+            };
+            self.report(facts, already);
+            skip_hits(&self.token_hits, &mut nt, end);
+            skip_hits(&self.interrupt_hits, &mut ni, end);
         }
+        let carried = if self.cur == 0 {
+            carried
+        } else {
+            LineFacts::default()
+        };
         let (start, end) = (self.cur, self.text.len());
         if end > start {
             let hints = patterns::Hints {
-                tokens: has_hit(&self.token_hits, &mut nt, start, end),
+                tokens: first_hit(&self.token_hits, &mut nt, start, end),
                 interrupt: has_hit(&self.interrupt_hits, &mut ni, start, end),
             };
             let mut facts = patterns::scan_line_hinted(&self.text[start..end], hints);
@@ -242,7 +377,10 @@ impl LineModel {
             self.carried = LineFacts::default();
             self.continued = false;
         }
-        self.text.drain(..start);
+        self.text.drain_front(start);
+        shift_back(&mut self.token_hits, start);
+        shift_back(&mut self.interrupt_hits, start);
+        self.scanned = self.text.len();
         self.ended.clear();
         self.cur = 0;
     }
@@ -258,33 +396,49 @@ impl LineModel {
     }
 
     /// Ends the current line (newline, carriage return or cursor movement).
+    ///
+    /// Kept small and out of line: most calls end an empty line (`\r\n`, `ESC[2K ESC[1A`)
+    /// and return at once, without saving registers for the work of a line with text.
+    #[inline(never)]
     fn end_line(&mut self) {
         if self.text.len() > self.cur {
-            // Both offsets are below `BATCH_BYTES + LINE_CAP`.
-            let span = (
-                u32::try_from(self.cur).unwrap_or(u32::MAX),
-                u32::try_from(self.text.len()).unwrap_or(u32::MAX),
-            );
-            self.ended.push(span);
-            self.text.push(b'\n');
-            self.cur = self.text.len();
-            if self.text.len() >= BATCH_BYTES || self.ended.len() >= BATCH_LINES {
-                self.classify_batch();
-            }
-        } else if self.ended.is_empty() {
+            self.end_text_line();
+        } else if self.cur == 0 {
             // An empty line ends the line the batch continued: its facts are spent.
             self.continued = false;
             self.carried = LineFacts::default();
         }
     }
 
+    /// Ends a current line that holds text.
+    #[inline(never)]
+    fn end_text_line(&mut self) {
+        // Both offsets are below `BATCH_BYTES + LINE_CAP`.
+        let span = (
+            u32::try_from(self.cur).unwrap_or(u32::MAX),
+            u32::try_from(self.text.len()).unwrap_or(u32::MAX),
+        );
+        // A line whose first bytes cannot announce anything is classified only if it holds a
+        // hint word, which the batch finds by itself.
+        if patterns::may_matter_without_hints(&self.text[self.cur..]) {
+            self.ended.push(span);
+        }
+        self.text.push(b'\n');
+        self.cur = self.text.len();
+        if self.text.len() >= BATCH_BYTES || self.ended.len() >= BATCH_LINES {
+            self.classify_batch();
+        }
+    }
+
     /// A carriage return (or an equivalent): the line ends, and new text will overwrite it.
+    #[inline]
     fn carriage_return(&mut self) {
         self.end_line();
         self.replace_pending = true;
     }
 
     /// A line feed: the line is committed to the window.
+    #[inline]
     fn line_feed(&mut self) {
         self.end_line();
         self.replace_pending = false;
@@ -295,6 +449,7 @@ impl LineModel {
     }
 
     /// A cursor movement to another row: like a line feed, without blank lines in the window.
+    #[inline]
     fn row_change(&mut self) {
         self.end_line();
         self.replace_pending = false;
@@ -321,6 +476,11 @@ impl LineModel {
     fn append(&mut self, run: &[u8]) {
         let room = LINE_CAP.saturating_sub(self.text.len() - self.cur);
         self.text.extend_from_slice(&run[..run.len().min(room)]);
+        self.append_to_window(run);
+    }
+
+    #[inline]
+    fn append_to_window(&mut self, run: &[u8]) {
         if let Some(w) = &mut self.window {
             if self.replace_pending {
                 self.replace_pending = false;
@@ -344,6 +504,23 @@ impl Sink for LineModel {
         self.append(run);
     }
 
+    #[expect(
+        clippy::inline_always,
+        reason = "the per-run hot path; measured on the reference stream"
+    )]
+    #[inline(always)]
+    fn text_in(&mut self, chunk: &[u8], start: usize, end: usize) {
+        let run = &chunk[start..end];
+        if self.chunk.visible < 3 {
+            self.chunk.visible += patterns::count_visible(run, 3 - self.chunk.visible);
+        }
+        let room = LINE_CAP.saturating_sub(self.text.len() - self.cur);
+        self.text
+            .extend_from_chunk(chunk, start, run.len().min(room));
+        self.append_to_window(run);
+    }
+
+    #[inline]
     fn control(&mut self, byte: u8) {
         match byte {
             b'\n' | 0x0b | 0x0c => self.line_feed(),
@@ -353,6 +530,11 @@ impl Sink for LineModel {
         }
     }
 
+    #[expect(
+        clippy::inline_always,
+        reason = "once per cursor or erase sequence; measured on the reference stream"
+    )]
+    #[inline(always)]
     fn csi(&mut self, params: &[u16], private: u8, final_byte: u8) {
         if private != 0 {
             return;

@@ -9,6 +9,8 @@
 //! passed on as bytes, so a character split across reads is rejoined by whoever appends the
 //! runs (see `stream.rs`).
 
+use crate::scan::find_c0;
+
 /// OSC payload bytes kept for the sink (window titles are short; the rest is dropped).
 pub(crate) const OSC_KEEP: usize = 512;
 /// A string sequence longer than this is abandoned and the parser returns to text.
@@ -27,6 +29,12 @@ pub(crate) trait Sink {
     /// A run of printable bytes (no C0 control); may contain UTF-8 multi-byte sequences, possibly
     /// cut at either end when a character straddles two reads.
     fn text(&mut self, run: &[u8]);
+    /// The text run `chunk[start..end]`, for sinks that copy runs faster knowing the bytes
+    /// around them; the same as [`Sink::text`] otherwise.
+    #[inline]
+    fn text_in(&mut self, chunk: &[u8], start: usize, end: usize) {
+        self.text(&chunk[start..end]);
+    }
     /// A C0 control byte other than ESC, CAN and SUB (`\r`, `\n`, `\b`, `\t`, BEL, NUL, …).
     fn control(&mut self, byte: u8);
     /// A complete CSI sequence. `private` is the leading `?`, `<`, `=` or `>` (or 0).
@@ -91,43 +99,53 @@ impl Tokenizer {
 
     /// Tokenizes `bytes`, continuing any sequence left open by the previous call.
     pub(crate) fn feed<S: Sink>(&mut self, bytes: &[u8], sink: &mut S) {
-        let mut i = 0;
         let len = bytes.len();
-        while i < len {
-            if self.state == State::Ground {
-                let rest = &bytes[i..];
-                match find_c0(rest) {
-                    None => {
-                        sink.text(rest);
-                        return;
-                    }
-                    Some(n) => {
-                        if n > 0 {
-                            sink.text(&rest[..n]);
-                        }
-                        i += n;
-                        let b = bytes[i];
-                        i += 1;
-                        match b {
-                            0x1b => {
-                                // Most sequences are short CSIs that end in this chunk: parse
-                                // those in one tight loop instead of byte by byte.
-                                if let Some(n) = fast_csi(&bytes[i..], sink) {
-                                    i += n;
-                                } else {
-                                    self.enter_escape();
-                                }
-                            }
-                            0x18 | 0x1a => {}
-                            _ => sink.control(b),
-                        }
-                    }
-                }
-                continue;
+        let mut i = 0;
+        loop {
+            // A sequence left open (by the last chunk, or one the fast path below does not
+            // finish) goes byte by byte until the parser is back in the ground state.
+            while self.state != State::Ground {
+                let Some(&b) = bytes.get(i) else {
+                    return;
+                };
+                i += 1;
+                self.step(b, sink);
             }
-            let b = bytes[i];
-            i += 1;
-            self.step(b, sink);
+            // The ground state: text runs, controls and complete CSIs, found in bulk.
+            loop {
+                if i >= len {
+                    return;
+                }
+                // Sequences often follow each other (`ESC[2K ESC[1A`, `\r\n`): check the next
+                // byte before starting a scan.
+                let next = if bytes[i] < 0x20 {
+                    Some(0)
+                } else {
+                    find_c0(&bytes[i..])
+                };
+                let Some(n) = next else {
+                    sink.text_in(bytes, i, len);
+                    return;
+                };
+                if n > 0 {
+                    sink.text_in(bytes, i, i + n);
+                }
+                i += n;
+                let b = bytes[i];
+                i += 1;
+                if b == 0x1b {
+                    // Most sequences are short CSIs that end in this chunk: parse those in one
+                    // tight loop instead of byte by byte.
+                    if let Some(n) = fast_csi(&bytes[i..], sink) {
+                        i += n;
+                    } else {
+                        self.enter_escape();
+                        break;
+                    }
+                } else if b != 0x18 && b != 0x1a {
+                    sink.control(b);
+                }
+            }
         }
     }
 
@@ -299,17 +317,22 @@ fn fast_csi<S: Sink>(rest: &[u8], sink: &mut S) -> Option<usize> {
     if rest.first() != Some(&b'[') {
         return None;
     }
-    let limit = rest.len().min(CSI_LIMIT);
-    let mut j = 1;
-    while j < limit && (0x20..=0x3f).contains(&rest[j]) {
-        j += 1;
-    }
-    if j >= limit {
-        return None;
-    }
-    let final_byte = rest[j];
-    if !(0x40..=0x7e).contains(&final_byte) {
-        return None;
+    let (j, final_byte) = if let Some(n) = crate::scan::param_len(&rest[1..]) {
+        // `param_len` checked that a final byte follows the parameters.
+        (n + 1, rest[n + 1])
+    } else {
+        let limit = rest.len().min(CSI_LIMIT);
+        let mut j = 1;
+        while j < limit && (0x20..=0x3f).contains(&rest[j]) {
+            j += 1;
+        }
+        if j >= limit || !(0x40..=0x7e).contains(&rest[j]) {
+            return None;
+        }
+        (j, rest[j])
+    };
+    if final_byte == b'm' && !S::WANTS_ALL_CSI {
+        return Some(j + 1);
     }
     let body = &rest[1..j];
     let private = match body.first() {
@@ -357,32 +380,6 @@ fn parse_params(body: &[u8], params: &mut [u16; MAX_PARAMS]) -> usize {
         n += 1;
     }
     n
-}
-
-/// Returns the index of the first C0 control byte (`< 0x20`) in `bytes`.
-///
-/// Eight bytes at a time: `(w - 0x20…20) & !w & 0x80…80` flags every byte below 0x20, and a
-/// borrow can only flag bytes after a true hit, so the lowest flag is the first control byte.
-#[inline(always)]
-pub(crate) fn find_c0(bytes: &[u8]) -> Option<usize> {
-    const LOW: u64 = 0x2020_2020_2020_2020;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let mut i = 0;
-    let len = bytes.len();
-    while i + 16 <= len {
-        let a = u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap_or([0xff; 8]));
-        let b = u64::from_le_bytes(bytes[i + 8..i + 16].try_into().unwrap_or([0xff; 8]));
-        let ta = a.wrapping_sub(LOW) & !a & HIGH;
-        let tb = b.wrapping_sub(LOW) & !b & HIGH;
-        if ta | tb != 0 {
-            if ta != 0 {
-                return Some(i + (ta.trailing_zeros() / 8) as usize);
-            }
-            return Some(i + 8 + (tb.trailing_zeros() / 8) as usize);
-        }
-        i += 16;
-    }
-    bytes[i..].iter().position(|&b| b < 0x20).map(|p| i + p)
 }
 
 #[cfg(test)]

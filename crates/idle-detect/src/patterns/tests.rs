@@ -145,3 +145,90 @@ fn visible_characters_skip_spaces_and_box_drawing() {
     assert_eq!(count_visible("a ✻ b c".as_bytes(), 3), 3);
     assert_eq!(count_visible("\u{a0}\u{a0}x".as_bytes(), 3), 1);
 }
+
+#[test]
+fn every_glyph_the_facts_look_at_passes_the_lead_prefilter() {
+    for c in ('\u{80}'..=char::MAX)
+        .filter(|&c| super::is_prompt_glyph(c) || super::is_status_glyph(c) || c == '│' || c == '─')
+    {
+        let mut buf = [0; 4];
+        let bytes = c.encode_utf8(&mut buf).as_bytes();
+        assert!(super::may_lead_a_signal(bytes), "{c:?}");
+    }
+    for lead in b'A'..=b'Z' {
+        assert!(super::may_lead_a_signal(&[lead]));
+    }
+    assert!(super::may_lead_a_signal(b"*"));
+    assert!(!super::may_lead_a_signal("╭──".as_bytes()));
+    assert!(!super::may_lead_a_signal("⎿  Read".as_bytes()));
+    assert!(!super::may_lead_a_signal(b"lower case"));
+}
+
+#[test]
+fn the_fast_decimal_path_rounds_as_str_parse_does() {
+    let mut cases: Vec<String> = [
+        "0",
+        "7",
+        "28.2",
+        "1.5",
+        "0.1",
+        "0.3",
+        "9007199254740991",
+        "9007199254740993",
+        "9999999999999999",
+        "1234567.891",
+        "3.14159265358979",
+        "0.000000000000001",
+        "127.8",
+        "99999999999999999",
+        "1.2345678901234567",
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
+    let mut x: u64 = 1;
+    for _ in 0..20_000 {
+        x = x
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        let digits = (x >> 60) as usize + 1;
+        let mut s: String = (0..digits)
+            .map(|k| char::from(b'0' + u8::try_from((x >> (k * 3)) % 10).unwrap_or(0)))
+            .collect();
+        let dot = (x >> 20) as usize % (digits + 1);
+        if dot > 0 && dot < digits {
+            s.insert(dot, '.');
+        }
+        cases.push(s);
+    }
+    for s in cases {
+        let want: f64 = s.parse().expect("a decimal");
+        if let Some(got) = super::fast_decimal(s.as_bytes()) {
+            assert_eq!(got.to_bits(), want.to_bits(), "{s}");
+        }
+        let before = format!("x {s}");
+        assert_eq!(
+            super::parse_number_before(before.as_bytes()).map(f64::to_bits),
+            Some(want.to_bits()),
+            "{s}"
+        );
+    }
+}
+
+#[test]
+fn ellipses_are_three_dots_or_the_ellipsis_character() {
+    for (text, want) in [
+        ("Thinking…", true),
+        ("Thinking...", true),
+        ("Thinking..", false),
+        ("a . . .", false),
+        ("…", true),
+        ("\u{2026}x", true),
+        // Other characters ending in A6, and a lone A6 byte.
+        ("\u{00a6}\u{02a6}", false),
+        ("", false),
+    ] {
+        assert_eq!(super::has_ellipsis(text.as_bytes()), want, "{text:?}");
+    }
+    assert!(!super::has_ellipsis(&[0xa6, b'.', b'.']));
+}
