@@ -146,7 +146,7 @@ pub(crate) async fn run_eval(
         keep: ctx.keep,
         starter: spec.starter.clone(),
         inject: spec.phases.files.clone(),
-        owner: ctx.tracker.owner().to_string(),
+        owner: marker_owner(ctx),
     })?;
     let home = if spec.phases.isolate_home {
         Some(isolated_home(ctx, &spec.eval_id)?)
@@ -394,7 +394,7 @@ fn isolated_home(ctx: &RunContext, eval_id: &EvalId) -> Result<TempWorkspace, Wo
         keep: KeepPolicy::Never,
         starter: None,
         inject: Vec::new(),
-        owner: ctx.tracker.owner().to_string(),
+        owner: marker_owner(ctx),
     })?;
     if let Err(err) = ctx.tracker.record_workspace(home_id.as_str(), home.path()) {
         tracing::warn!(error = %err, "cannot record the isolated home in the ledger");
@@ -853,4 +853,13 @@ async fn tail_jsonl(
     }
     splitter.finish(|line, oversized| handle(line, oversized, &mut bad));
     (0, bad)
+}
+
+/// The owner recorded in a workspace's marker: `<pid> <start_ticks>`, short enough for the
+/// marker to stay in the inode (`hyoka-workspace`'s `marker` docs). The boot id is left out:
+/// after a reboot a dead owner could only be taken for alive (its workspace is kept), never
+/// the other way round.
+fn marker_owner(ctx: &RunContext) -> String {
+    let owner = ctx.tracker.owner();
+    format!("{} {}", owner.proc_ref.pid, owner.proc_ref.start_ticks)
 }

@@ -6,7 +6,6 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
 use rustix::io::Errno;
@@ -183,13 +182,6 @@ impl TempWorkspace {
             Mode::empty(),
         )
         .map_err(|e| WorkspaceError::io("open", &path, e.into()))?;
-        #[expect(
-            clippy::disallowed_methods,
-            reason = "the marker records wall-clock creation time for humans and clean"
-        )]
-        let created_unix = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
         marker::write(
             &dir,
             &path,
@@ -200,7 +192,8 @@ impl TempWorkspace {
                     .as_ref()
                     .map_or_else(|| "main".to_owned(), ToString::to_string),
                 owner: options.owner.clone(),
-                created_unix,
+                // The directory's own birth time stands for it (`read_marker`).
+                created_unix: 0,
             },
         )?;
         let mut starter = match &options.starter {

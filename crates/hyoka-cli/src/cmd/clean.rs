@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use hyoka_proctrack::{
-    CleanOptions, CleanReport, Identity, LockState, NativeProcTable, ProcTable, clean_run,
+    CleanOptions, CleanReport, Identity, LockState, NativeProcTable, ProcRef, ProcTable, clean_run,
     list_runs,
 };
 use hyoka_workspace::{read_marker, remove_tree};
@@ -195,17 +195,29 @@ fn remove_workspace(path: &Path, run_id: &str, dry_run: bool) -> WorkspaceResult
 
 /// Whether the process named by a marker's owner identity still runs. An owner that cannot
 /// be parsed counts as alive: what cannot be proven abandoned is not touched.
+/// Whether a workspace marker's owner (`<pid> <start_ticks>`, or a full identity with the
+/// boot id) still runs. Anything unreadable counts as alive: the workspace is kept.
 fn owner_alive(owner: &str) -> bool {
-    let Ok(identity) = owner.parse::<Identity>() else {
-        return true;
-    };
     let table = NativeProcTable::new();
-    if table.boot_id().is_ok_and(|boot| boot != identity.boot_id) {
-        return false;
-    }
+    let proc_ref = if let Ok(identity) = owner.parse::<Identity>() {
+        if table.boot_id().is_ok_and(|boot| boot != identity.boot_id) {
+            return false;
+        }
+        identity.proc_ref
+    } else {
+        let mut fields = owner.split_ascii_whitespace();
+        let (Some(Ok(pid)), Some(Ok(start_ticks)), None) = (
+            fields.next().map(str::parse::<i32>),
+            fields.next().map(str::parse::<u64>),
+            fields.next(),
+        ) else {
+            return true;
+        };
+        ProcRef { pid, start_ticks }
+    };
     table
-        .process(identity.pid())
-        .is_some_and(|p| p.start_ticks == identity.proc_ref.start_ticks && !p.is_gone())
+        .process(proc_ref.pid)
+        .is_some_and(|p| p.start_ticks == proc_ref.start_ticks && !p.is_gone())
 }
 
 fn print(output: &Output, json: bool) {
