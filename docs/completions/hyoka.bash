@@ -400,7 +400,7 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__hook)
-            opts="-v -q -h -V --install-claude-hooks --dir --socket --verbose --quiet --help --version"
+            opts="-v -q -h -V --install-claude-hooks --dir --json --socket --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -522,7 +522,7 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__respawn)
-            opts="-v -q -h -V --backend --headless --events --reports --max-cycles --max-cycles-per-hour --update-prompt --no-clear --no-init --kickstart --completion-confirm --no-output-timeout --inter-step-delay --no-auto-accept --auto-accept-delay --ai-check-command --plan-check-command --check-timeout --profile --dry-run --human-lock --grace --tmux-session --install-claude-hooks --verbose --quiet --help --version"
+            opts="-v -q -h -V --backend --headless --events --reports --max-cycles --max-cycles-per-hour --update-prompt --no-clear --no-init --kickstart --completion-confirm --no-output-timeout --inter-step-delay --no-auto-accept --auto-accept-delay --ai-check-command --plan-check-command --check-timeout --profile --dry-run --human-lock --grace --tmux-session --install-claude-hooks --json --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

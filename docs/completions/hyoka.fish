@@ -163,6 +163,7 @@ complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l no-init -d 'Do n
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l no-auto-accept -d 'Never press Enter on a plan-approval menu'
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l dry-run -d 'Decide and log, never type'
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l install-claude-hooks -d 'Write Claude Code hook entries (Stop, Notification) into ./.claude/settings.local.json before starting'
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l json -d 'When the session ends, print a JSON summary on stdout (outcome, cycles, exit, teardown). Needs --headless: otherwise stdout is the session\'s screen'
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -s q -l quiet -d 'Only errors on stderr'
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -170,6 +171,7 @@ complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -s V -l version -d 
 complete -c hyoka -n "__fish_hyoka_using_subcommand hook" -l dir -d 'With --install-claude-hooks: the project directory (default: the current one)' -r -F
 complete -c hyoka -n "__fish_hyoka_using_subcommand hook" -l socket -d 'The controller\'s socket. Default: $HYOKA_RESPAWN_SOCKET, which `hyoka respawn` sets for its agent' -r -F
 complete -c hyoka -n "__fish_hyoka_using_subcommand hook" -l install-claude-hooks -d 'Write the hook entries into .claude/settings.local.json instead (merged, never clobbered)'
+complete -c hyoka -n "__fish_hyoka_using_subcommand hook" -l json -d 'With --install-claude-hooks: report what was written as JSON. (A forwarded hook prints nothing: Claude Code reads a hook\'s stdout.)'
 complete -c hyoka -n "__fish_hyoka_using_subcommand hook" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c hyoka -n "__fish_hyoka_using_subcommand hook" -s q -l quiet -d 'Only errors on stderr'
 complete -c hyoka -n "__fish_hyoka_using_subcommand hook" -s h -l help -d 'Print help'

@@ -130,6 +130,11 @@ pub struct RespawnArgs {
     #[arg(long)]
     pub install_claude_hooks: bool,
 
+    /// When the session ends, print a JSON summary on stdout (outcome, cycles, exit,
+    /// teardown). Needs --headless: otherwise stdout is the session's screen.
+    #[arg(long, requires = "headless")]
+    pub json: bool,
+
     /// The agent command and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,
@@ -151,6 +156,11 @@ pub struct HookArgs {
     /// With --install-claude-hooks: the project directory (default: the current one).
     #[arg(long, value_name = "DIR", requires = "install_claude_hooks")]
     pub dir: Option<PathBuf>,
+
+    /// With --install-claude-hooks: report what was written as JSON. (A forwarded hook
+    /// prints nothing: Claude Code reads a hook's stdout.)
+    #[arg(long, requires = "install_claude_hooks")]
+    pub json: bool,
 
     /// The controller's socket. Default: $HYOKA_RESPAWN_SOCKET, which `hyoka respawn` sets
     /// for its agent.

@@ -36,6 +36,12 @@ const HOOKS: &[(&str, Option<&str>, &str)] = &[
 ];
 
 pub(crate) async fn exec(args: HookArgs) -> Result<ExitStatus, Fail> {
+    // clap lets `requires` pass when the required flag conflicts with a given EVENT.
+    if !args.install_claude_hooks && (args.json || args.dir.is_some()) {
+        return Err(Fail::usage(
+            "--json and --dir go with --install-claude-hooks, not with a hook EVENT",
+        ));
+    }
     if args.install_claude_hooks {
         let dir = match args.dir {
             Some(dir) => dir,
@@ -43,7 +49,11 @@ pub(crate) async fn exec(args: HookArgs) -> Result<ExitStatus, Fail> {
                 .map_err(|e| Fail::failure(format!("cannot find the current directory: {e}")))?,
         };
         let report = install(&dir)?;
-        print_install(&report);
+        if args.json {
+            crate::out::json(&report);
+        } else {
+            print_install(&report);
+        }
         return Ok(ExitStatus::Success);
     }
     let event = args.event.unwrap_or_default();
@@ -74,6 +84,7 @@ fn read_payload() -> Value {
 }
 
 /// What `install` did.
+#[derive(serde::Serialize)]
 pub(crate) struct Installed {
     pub(crate) path: PathBuf,
     pub(crate) added: usize,

@@ -238,7 +238,12 @@ pub(crate) async fn exec(args: RespawnArgs) -> Result<ExitStatus, Fail> {
     if args.install_claude_hooks {
         let cwd = std::env::current_dir()
             .map_err(|e| Fail::failure(format!("cannot find the current directory: {e}")))?;
-        crate::cmd::hook::print_install(&crate::cmd::hook::install(&cwd)?);
+        let installed = crate::cmd::hook::install(&cwd)?;
+        if args.json {
+            tracing::info!(path = %installed.path.display(), added = installed.added, "installed Claude Code hooks");
+        } else {
+            crate::cmd::hook::print_install(&installed);
+        }
     }
     let session = match start(&args).await {
         Ok(session) => session,
@@ -267,7 +272,39 @@ pub(crate) async fn exec(args: RespawnArgs) -> Result<ExitStatus, Fail> {
         None => sweep(&run_id, root, args.grace).await,
     };
     let report = result.map_err(|e| Fail::failure(format!("cannot stop the session: {e}")))?;
-    if let Some(events) = &events {
+    record_end(&args, events.as_deref(), &run_id, &report, &sweep);
+    if sweep.survivors > 0 {
+        return Err(Fail::failure(format!(
+            "{} process(es) of the session survived teardown",
+            sweep.survivors
+        )));
+    }
+    match report.outcome {
+        Outcome::Interrupted => Ok(signalled.map_or(ExitStatus::Success, Sig::exit_status)),
+        Outcome::BudgetExhausted { .. } => Ok(ExitStatus::Success),
+        Outcome::SessionEnded if report.exit.code == Some(0) => Ok(ExitStatus::Success),
+        Outcome::SessionEnded => Err(Fail::failure(
+            match (report.exit.code, report.exit.signal) {
+                (Some(code), _) => format!("the agent exited with code {code}"),
+                (None, Some(signal)) => format!("the agent was killed by signal {signal}"),
+                (None, None) => "the agent's session ended".to_owned(),
+            },
+        )),
+        Outcome::SessionLost { error } => Err(Fail::failure(format!("lost the session: {error}"))),
+        _ => Ok(ExitStatus::Failure),
+    }
+}
+
+/// Writes how the session ended: the last two `--events` lines, a log line, and the
+/// `--json` summary.
+fn record_end(
+    args: &RespawnArgs,
+    events: Option<&Mutex<EventLog>>,
+    run_id: &str,
+    report: &hyoka_respawn::Report,
+    sweep: &TeardownReport,
+) {
+    if let Some(events) = events {
         let mut log = events.lock().unwrap_or_else(PoisonError::into_inner);
         let now = Instant::now();
         log.write(
@@ -296,25 +333,20 @@ pub(crate) async fn exec(args: RespawnArgs) -> Result<ExitStatus, Fail> {
         survivors = sweep.survivors,
         "respawn finished"
     );
-    if sweep.survivors > 0 {
-        return Err(Fail::failure(format!(
-            "{} process(es) of the session survived teardown",
-            sweep.survivors
-        )));
-    }
-    match report.outcome {
-        Outcome::Interrupted => Ok(signalled.map_or(ExitStatus::Success, Sig::exit_status)),
-        Outcome::BudgetExhausted { .. } => Ok(ExitStatus::Success),
-        Outcome::SessionEnded if report.exit.code == Some(0) => Ok(ExitStatus::Success),
-        Outcome::SessionEnded => Err(Fail::failure(
-            match (report.exit.code, report.exit.signal) {
-                (Some(code), _) => format!("the agent exited with code {code}"),
-                (None, Some(signal)) => format!("the agent was killed by signal {signal}"),
-                (None, None) => "the agent's session ended".to_owned(),
+    if args.json {
+        crate::out::json(&json!({
+            "run_id": run_id,
+            "outcome": outcome_name(&report.outcome),
+            "cycles": report.cycles,
+            "exit_code": report.exit.code,
+            "exit_signal": report.exit.signal,
+            "teardown": {
+                "processes_seen": sweep.processes_seen,
+                "processes_killed": sweep.processes_killed,
+                "survivors": sweep.survivors,
             },
-        )),
-        Outcome::SessionLost { error } => Err(Fail::failure(format!("lost the session: {error}"))),
-        _ => Ok(ExitStatus::Failure),
+            "events": &args.events,
+        }));
     }
 }
 

@@ -77,7 +77,17 @@ impl Drop for Running {
 
 struct Finished {
     code: Option<i32>,
+    stdout: String,
     stderr: String,
+}
+
+impl Finished {
+    /// The `--json` summary on stdout.
+    #[track_caller]
+    fn summary(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not one JSON summary ({e}): {:?}", self.stdout))
+    }
 }
 
 impl Case {
@@ -131,7 +141,7 @@ impl Case {
             .args(agent)
             .env("HYOKA_TEST_MARK", &self.mark)
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         Running {
             child: Some(cmd.spawn().unwrap()),
@@ -148,12 +158,16 @@ impl Case {
         let started = Instant::now();
         loop {
             if let Some(status) = child.try_wait().unwrap() {
-                let mut stderr = String::new();
+                let (mut stdout, mut stderr) = (String::new(), String::new());
+                if let Some(mut pipe) = child.stdout.take() {
+                    let _ = std::io::Read::read_to_string(&mut pipe, &mut stdout);
+                }
                 if let Some(mut pipe) = child.stderr.take() {
                     let _ = std::io::Read::read_to_string(&mut pipe, &mut stderr);
                 }
                 return Finished {
                     code: status.code(),
+                    stdout,
                     stderr,
                 };
             }
@@ -269,10 +283,15 @@ fn submits(case: &Case) -> Vec<String> {
 fn full_cycle(backend: &str) {
     let case = Case::new();
     let done = case.run(
-        &["--backend", backend, "--max-cycles", "1"],
+        &["--backend", backend, "--max-cycles", "1", "--json"],
         &case.sim(&["--start-working", "600ms", "--work", "600ms"]),
     );
     assert_eq!(done.code, Some(0), "{}\n{:#?}", done.stderr, case.events());
+    let summary = done.summary();
+    assert_eq!(summary["outcome"], "budget_exhausted", "{summary:#}");
+    assert_eq!(summary["cycles"], 1, "{summary:#}");
+    assert_eq!(summary["teardown"]["survivors"], 0, "{summary:#}");
+    assert!(summary["run_id"].as_str().unwrap().starts_with("respawn-"));
     assert_eq!(
         submits(&case),
         [
@@ -408,8 +427,17 @@ fn an_agent_that_exits_at_once() {
     let done = case.run(&[], &["true".to_owned()]);
     assert_eq!(done.code, Some(0), "{}", done.stderr);
     assert!(case.has(event("session_exited")));
-    let done = case.run(&[], &["false".to_owned()]);
+    assert!(
+        done.stdout.is_empty(),
+        "no summary without --json: {}",
+        done.stdout
+    );
+    let done = case.run(&["--json"], &["false".to_owned()]);
     assert_eq!(done.code, Some(1), "{}", done.stderr);
+    let summary = done.summary();
+    assert_eq!(summary["outcome"], "session_ended", "{summary:#}");
+    assert_eq!(summary["exit_code"], 1, "{summary:#}");
+    assert_eq!(summary["events"], case.events_path().display().to_string());
     let errors: Vec<_> = done
         .stderr
         .lines()
@@ -609,9 +637,29 @@ fn installing_hooks_merges_and_never_clobbers() {
         matchers,
         ["idle_prompt", "permission_prompt", "elicitation_dialog"]
     );
-    // Twice is the same as once.
-    assert_eq!(install().status.code(), Some(0));
+    // Twice is the same as once; --json says so.
+    let out = hyoka()
+        .args(["hook", "--install-claude-hooks", "--json", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["added"], 0, "{report:#}");
+    assert_eq!(report["present"], 4, "{report:#}");
+    assert_eq!(report["path"], settings.display().to_string());
     assert_eq!(std::fs::read_to_string(&settings).unwrap(), first);
+    // --json belongs to the install; a forwarded hook prints nothing.
+    for extra in [&["--json"][..], &["--dir", "/tmp"]] {
+        let out = hyoka()
+            .args(["hook", "stop"])
+            .args(extra)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{extra:?}");
+        assert!(out.stdout.is_empty());
+    }
     // A file that is not JSON is left alone, with exit 2.
     std::fs::write(&settings, "{ not json").unwrap();
     let out = install();
