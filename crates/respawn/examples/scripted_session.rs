@@ -1,17 +1,22 @@
-//! Drives one full respawn cycle against a scripted agent on an in-memory terminal, and
-//! prints every event and everything typed, with its virtual time.
+//! Drives one full respawn cycle against a scripted agent on an in-memory terminal, with a
+//! mock AI idle checker, and prints every event and everything typed, with its virtual time.
 //!
 //! `cargo run -p hyoka-respawn --features mock --example scripted_session`
 //!
 //! The agent is a few lines of script behind [`FakeTerminal`]: it draws Claude Code's
-//! completion message and prompt, and answers each Enter with a second of work. Tokio's clock
-//! is paused, so the cycle (update prompt, `/clear`, `/init`) takes minutes of virtual time
-//! and runs instantly. Swap [`FakeTerminal`] for `PtyTerminal::spawn` and the same driver
-//! controls a real session.
+//! completion message and prompt, and answers each Enter with a second of work. The idle
+//! checker is a `mockall` mock (`hyoka-idle-detect`'s `mock` feature) that answers IDLE and
+//! records the context it was shown. Tokio's clock is paused, so the cycle (AI check, update
+//! prompt, `/clear`, `/init`) takes minutes of virtual time and runs instantly. Swap
+//! [`FakeTerminal`] for `PtyTerminal::spawn` and the mock for `CommandChecker` and the same
+//! driver controls a real session.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hyoka_idle_detect::{Detector, DetectorConfig, Profile};
+use hyoka_idle_detect::{
+    CheckReply, Detector, DetectorConfig, IdleAnswer, MockIdleChecker, Profile,
+};
 use hyoka_respawn::{
     AiCheckers, DetectorModel, Driver, DriverInputs, DriverOptions, Event, FakeHandle,
     FakeTerminal, Machine, Observer, RespawnConfig, Written,
@@ -68,9 +73,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             max_cycles: Some(1),
             ..RespawnConfig::default()
         };
-        // No AI checker in this example: idle is confirmed by silence after the completion.
-        config.idle_check.enabled = false;
+        // Silence after the completion message starts an AI idle check; its IDLE starts the
+        // cycle. (No plan check: this agent never shows a plan menu.)
+        config.idle_check.enabled = true;
         config.plan_check.enabled = false;
+        let mut checker = MockIdleChecker::new();
+        checker.expect_check_idle().times(1).returning(|context| {
+            println!(
+                "  idle checker asked about {} chars of output",
+                context.len()
+            );
+            Ok(CheckReply {
+                verdict: IdleAnswer::Idle,
+                reasoning: "a completion message above an empty prompt".to_owned(),
+            })
+        });
+        let checkers = AiCheckers {
+            idle: Some(Arc::new(checker)),
+            plan: None,
+        };
 
         let (terminal, handle) = FakeTerminal::new(None);
         let profile = Profile::builtin("claude-code")?;
@@ -81,7 +102,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             terminal,
             model,
             Print(start),
-            AiCheckers::default(),
+            checkers,
             DriverOptions::default(),
         );
         let script = tokio::spawn(agent(handle.clone()));
