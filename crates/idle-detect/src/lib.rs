@@ -53,6 +53,35 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! # Testing with mocks
+//!
+//! With the `mock` feature, `MockIdleChecker` and `MockPlanChecker` (`mockall`) stand in for
+//! the AI checkers, so code that asks them is tested without a model:
+//!
+//! ```
+//! # #[cfg(feature = "mock")] {
+//! use hyoka_idle_detect::{CheckReply, IdleAnswer, IdleChecker, MockIdleChecker};
+//!
+//! // Downstream code, written against the trait.
+//! async fn finished(checker: &dyn IdleChecker, tail: &str) -> bool {
+//!     matches!(
+//!         checker.check_idle(tail).await,
+//!         Ok(CheckReply { verdict: IdleAnswer::Idle, .. })
+//!     )
+//! }
+//!
+//! let mut checker = MockIdleChecker::new();
+//! checker
+//!     .expect_check_idle()
+//!     .withf(|context| context.contains("Worked for"))
+//!     .times(1)
+//!     .returning(|_| Ok(CheckReply { verdict: IdleAnswer::Idle, reasoning: String::new() }));
+//! let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+//! assert!(runtime.block_on(finished(&checker, "✻ Worked for 2m 46s\n❯ ")));
+//! # }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! # Theory of operation
 //!
 //! **Per chunk** (the hot path, bounded work and no allocation per byte) the detector runs a

@@ -46,6 +46,42 @@
 //! # }
 //! ```
 //!
+//! # Testing with fakes and mocks
+//!
+//! With the `mock` feature, [`teardown`] and the other decisions run against `FakeSystem`, a
+//! process table and signaller in memory, on a `FakeClock`: a downstream crate tests its
+//! policy on exact timelines, without a real process. (`MockProcTable`, `MockSignaller` and
+//! `MockClock` are `mockall` mocks of the same seams.)
+//!
+//! ```
+//! # #[cfg(feature = "mock")] {
+//! use std::time::{Duration, Instant};
+//! use hyoka_proctrack::{
+//!     FakeClock, FakeSystem, OnTerm, Outcome, Scope, Seams, TeardownOptions, teardown,
+//! };
+//!
+//! let fake = FakeSystem::new();
+//! # #[expect(clippy::disallowed_methods, reason = "the fake clock starts somewhere")]
+//! let clock = FakeClock::new(Instant::now());
+//! // An agent (its own group) with a child that ignores SIGTERM.
+//! let agent = fake.spawn(100, true, "agent", None);
+//! let stubborn = fake.spawn(agent.pid, false, "stubborn", None);
+//! fake.set_on_term(stubborn.pid, OnTerm::Ignore);
+//!
+//! let seams = Seams { table: &fake, signaller: &fake, clock: &clock };
+//! let scope = Scope { roots: vec![agent], ..Scope::default() };
+//! let report = teardown(seams, &scope, &[], &TeardownOptions::with_grace(Duration::from_secs(2)));
+//!
+//! let outcome = |pid| report.processes.iter().find(|p| p.pid == pid).map(|p| p.outcome);
+//! assert_eq!(outcome(agent.pid), Some(Outcome::Terminated));
+//! assert_eq!(outcome(stubborn.pid), Some(Outcome::Killed));
+//! assert_eq!(report.survivors, 0);
+//! // SIGKILL came exactly when the grace period ran out, in virtual time.
+//! assert!(clock.elapsed() >= Duration::from_secs(2));
+//! assert!(fake.alive().is_empty());
+//! # }
+//! ```
+//!
 //! # Theory of operation
 //!
 //! A run takes `reports/<run_id>/owner.lock` (`flock`, close-on-exec) and writes the ledger

@@ -51,6 +51,34 @@
 //! assert_eq!(machine.state(), State::WaitingUpdate);
 //! ```
 //!
+//! # Testing with fakes and mocks
+//!
+//! With the `mock` feature, [`FakeTerminal`] is an in-memory session a test scripts (it
+//! records every write and produces the output you give it), and `MockTerminal` is a
+//! `mockall` mock of [`Terminal`]; `hyoka-idle-detect`'s mocks stand in for the AI checkers.
+//! On tokio's paused clock a whole cycle through the [`Driver`] runs in virtual time; the
+//! `scripted_session` example does exactly that. A smaller check:
+//!
+//! ```
+//! # #[cfg(feature = "mock")] {
+//! use hyoka_respawn::{FakeTerminal, Terminal, Written};
+//!
+//! let (mut terminal, handle) = FakeTerminal::new(Some(4242));
+//! let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+//! runtime.block_on(async {
+//!     handle.output("✻ Worked for 1m 2s\r\n❯ ");
+//!     let mut buf = [0u8; 64];
+//!     let n = terminal.read(&mut buf).await?;
+//!     assert!(std::str::from_utf8(&buf[..n])?.contains("Worked for"));
+//!     terminal.send_text("/clear").await?;
+//!     terminal.send_enter().await?;
+//!     Ok::<_, Box<dyn std::error::Error>>(())
+//! })?;
+//! assert_eq!(handle.written(), [Written::Text("/clear".to_owned()), Written::Enter]);
+//! # }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! # Theory of operation
 //!
 //! **Time is an argument.** The machine reads no clock: every input carries its instant,
