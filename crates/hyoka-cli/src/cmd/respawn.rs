@@ -216,6 +216,9 @@ struct Session {
     /// The run's tracker and the adopted session (pty backend): ledger, owner lock,
     /// containment and teardown.
     adopted: Option<(Tracker, Arc<Mutex<Agent>>)>,
+    /// The run's ledger directory (pty backend), removed when nothing survives teardown,
+    /// whether or not the session could be adopted.
+    ledger_dir: Option<PathBuf>,
     size: Size,
     interactive: bool,
 }
@@ -255,22 +258,35 @@ pub(crate) async fn exec(args: RespawnArgs) -> Result<ExitStatus, Fail> {
             return Err(fail);
         }
     };
-    let (result, signalled, run_id, root, adopted) = drive(&args, session, events.clone()).await?;
+    let Driven {
+        result,
+        signalled,
+        run_id,
+        root,
+        adopted,
+        ledger_dir,
+    } = drive(&args, session, events.clone()).await?;
+    let mut closed = true;
     let sweep = match adopted {
         Some((tracker, agent)) => {
-            let report = stop_tracked(agent, args.grace).await;
-            let run_dir = tracker.run_dir().to_owned();
-            match tracker.close() {
-                // The ledger exists only so `hyoka clean` can repair a crash; a session torn
-                // down without survivors leaves no directory behind, only its `--events` file.
-                Ok(()) if report.survivors == 0 => remove_ledger_dir(&run_dir),
-                Ok(()) => {}
-                Err(err) => tracing::error!(error = %err, "cannot close the session's ledger"),
+            let report = stop_tracked(agent, &run_id, root, args.grace).await;
+            if let Err(err) = tracker.close() {
+                tracing::error!(error = %err, "cannot close the session's ledger");
+                closed = false;
             }
             report
         }
+        // Not adopted (tmux, or an agent gone before it could be): the marker sweep.
         None => sweep(&run_id, root, args.grace).await,
     };
+    // The ledger exists only so `hyoka clean` can repair a crash; a session torn down
+    // without survivors leaves no directory behind, only its `--events` file.
+    if closed
+        && sweep.survivors == 0
+        && let Some(dir) = &ledger_dir
+    {
+        remove_ledger_dir(dir);
+    }
     let report = result.map_err(|e| Fail::failure(format!("cannot stop the session: {e}")))?;
     record_end(&args, events.as_deref(), &run_id, &report, &sweep);
     if sweep.survivors > 0 {
@@ -417,6 +433,7 @@ async fn start(args: &RespawnArgs) -> Result<Session, Fail> {
     } else {
         None
     };
+    let ledger_dir = tracker.as_ref().map(|t| t.run_dir().to_owned());
     let mut env: Vec<(OsString, OsString)> = vec![
         ("HYOKA_RUN_ID".into(), run_id.clone().into()),
         ("HYOKA_EVAL_ID".into(), SESSION_EVAL.into()),
@@ -435,8 +452,12 @@ async fn start(args: &RespawnArgs) -> Result<Session, Fail> {
     let terminal = match start_terminal(args, &spawn, &session).await {
         Ok(terminal) => terminal,
         Err(fail) => {
-            if let Some(tracker) = tracker {
-                let _ = tracker.close();
+            // Nothing started: the ledger has nothing to repair.
+            if let Some(tracker) = tracker
+                && tracker.close().is_ok()
+                && let Some(dir) = &ledger_dir
+            {
+                remove_ledger_dir(dir);
             }
             return Err(fail);
         }
@@ -469,18 +490,21 @@ async fn start(args: &RespawnArgs) -> Result<Session, Fail> {
         terminal,
         root,
         adopted,
+        ledger_dir,
         size,
         interactive,
     })
 }
 
-type Driven = (
-    Result<hyoka_respawn::Report, hyoka_respawn::RespawnError>,
-    Option<Sig>,
-    String,
-    Option<hyoka_proctrack::ProcRef>,
-    Option<(Tracker, Arc<Mutex<Agent>>)>,
-);
+/// What is left to stop and record once the driver returns.
+struct Driven {
+    result: Result<hyoka_respawn::Report, hyoka_respawn::RespawnError>,
+    signalled: Option<Sig>,
+    run_id: String,
+    root: Option<hyoka_proctrack::ProcRef>,
+    adopted: Option<(Tracker, Arc<Mutex<Agent>>)>,
+    ledger_dir: Option<PathBuf>,
+}
 
 /// Runs the driver until the end, then stops everything but the marker sweep.
 async fn drive(
@@ -495,28 +519,21 @@ async fn drive(
         terminal,
         root,
         adopted,
+        ledger_dir,
         size,
         interactive,
     } = session;
-    let refresher = adopted
-        .as_ref()
-        .map(|(_, agent)| spawn_refresher(Arc::clone(agent)));
+    let refresher = adopted.as_ref().map(|(_, agent)| {
+        let (stop, stopped) = oneshot::channel();
+        (stop, spawn_refresher(Arc::clone(agent), stopped))
+    });
     let (hook_tx, hook_rx) = mpsc::channel(16);
     let (stop_hooks, hooks_stopped) = oneshot::channel::<()>();
     let hook_task = tokio::spawn(listener.serve(hook_tx, async {
         let _ = hooks_stopped.await;
     }));
     let (user, keys_rx, detach_rx, resize_rx) = user_terminal(interactive);
-    let checkers = AiCheckers {
-        idle: args
-            .ai_check_command
-            .as_deref()
-            .map(|command| shell_checker(command, args.check_timeout) as Arc<dyn IdleChecker>),
-        plan: args
-            .plan_check_command
-            .as_deref()
-            .map(|command| shell_checker(command, args.check_timeout) as Arc<dyn PlanChecker>),
-    };
+    let checkers = ai_checkers(args);
     let model = detector_model(args, size)?;
     let observer = CliObserver {
         mirror: (!args.headless).then(std::io::stdout),
@@ -574,15 +591,36 @@ async fn drive(
     }
     force_task.abort();
     let _ = force_task.await;
-    if let Some(refresher) = refresher {
-        refresher.abort();
+    if let Some((stop, refresher)) = refresher {
+        let _ = stop.send(());
         let _ = refresher.await;
     }
     signal_task.abort();
     let _ = signal_task.await;
     drop(socket_dir);
     let signalled = *signalled.lock().unwrap_or_else(PoisonError::into_inner);
-    Ok((result, signalled, run_id, root, adopted))
+    Ok(Driven {
+        result,
+        signalled,
+        run_id,
+        root,
+        adopted,
+        ledger_dir,
+    })
+}
+
+/// The `--ai-check-command` and `--plan-check-command` checkers.
+fn ai_checkers(args: &RespawnArgs) -> AiCheckers {
+    AiCheckers {
+        idle: args
+            .ai_check_command
+            .as_deref()
+            .map(|command| shell_checker(command, args.check_timeout) as Arc<dyn IdleChecker>),
+        plan: args
+            .plan_check_command
+            .as_deref()
+            .map(|command| shell_checker(command, args.check_timeout) as Arc<dyn PlanChecker>),
+    }
 }
 
 /// A checker that runs `command` through `/bin/sh -c` (the prompt goes to its stdin).
@@ -711,11 +749,21 @@ async fn forward_resizes(tx: mpsc::Sender<Size>) {
 }
 
 /// Keeps the ledger current while the session runs (one `/proc` scan every half second).
-fn spawn_refresher(agent: Arc<Mutex<Agent>>) -> tokio::task::JoinHandle<()> {
+///
+/// Stopped through `stop`, never aborted: an aborted task would leave its `/proc` scan
+/// running on the blocking pool, still holding the agent, and the teardown that follows
+/// needs the agent to itself.
+fn spawn_refresher(
+    agent: Arc<Mutex<Agent>>,
+    mut stop: oneshot::Receiver<()>,
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut every = tokio::time::interval(std::time::Duration::from_millis(500));
         loop {
-            every.tick().await;
+            tokio::select! {
+                _ = &mut stop => return,
+                _ = every.tick() => {}
+            }
             let agent = Arc::clone(&agent);
             let _ = tokio::task::spawn_blocking(move || {
                 agent
@@ -729,12 +777,20 @@ fn spawn_refresher(agent: Arc<Mutex<Agent>>) -> tokio::task::JoinHandle<()> {
 }
 
 /// Stops the adopted session's whole tree (cgroup, descendants, marker) through its tracker.
-async fn stop_tracked(agent: Arc<Mutex<Agent>>, grace: std::time::Duration) -> TeardownReport {
+///
+/// Should the agent still be shared (a bug), the session's marker sweep stands in, so the
+/// tree is stopped all the same.
+async fn stop_tracked(
+    agent: Arc<Mutex<Agent>>,
+    run_id: &str,
+    root: Option<hyoka_proctrack::ProcRef>,
+    grace: std::time::Duration,
+) -> TeardownReport {
     let Ok(agent) =
         Arc::try_unwrap(agent).map(|m| m.into_inner().unwrap_or_else(PoisonError::into_inner))
     else {
-        tracing::error!("the session is still shared; falling back to nothing");
-        return TeardownReport::default();
+        tracing::error!("the session's tracker is still shared; sweeping by marker instead");
+        return sweep(run_id, root, grace).await;
     };
     let mut agent = agent;
     agent
