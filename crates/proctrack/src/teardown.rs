@@ -190,6 +190,20 @@ struct Record {
     errno: Option<i32>,
 }
 
+impl Record {
+    /// The process is gone: by our SIGKILL, our SIGTERM, or on its own. A first outcome
+    /// stays.
+    fn settle(&mut self) {
+        self.outcome.get_or_insert(if self.kill {
+            Outcome::Killed
+        } else if self.term {
+            Outcome::Terminated
+        } else {
+            Outcome::Vanished
+        });
+    }
+}
+
 struct Engine<'a> {
     seams: Seams<'a>,
     scope: &'a Scope,
@@ -307,13 +321,7 @@ impl Engine<'_> {
                 Delivery::Gone | Delivery::Mismatch => {
                     // Gone between the scan and this signal: by our earlier signal (or the
                     // cgroup kill just issued), or on its own.
-                    record.outcome.get_or_insert(if record.kill {
-                        Outcome::Killed
-                    } else if record.term {
-                        Outcome::Terminated
-                    } else {
-                        Outcome::Vanished
-                    });
+                    record.settle();
                 }
                 Delivery::Refused(_) => record.errno = Some(libc::EPERM),
                 Delivery::Failed(errno) => record.errno = Some(errno),
@@ -356,13 +364,7 @@ impl Engine<'_> {
 
     fn settle(&mut self, r: ProcRef) {
         if let Some(record) = self.seen.get_mut(&r) {
-            record.outcome.get_or_insert(if record.kill {
-                Outcome::Killed
-            } else if record.term {
-                Outcome::Terminated
-            } else {
-                Outcome::Vanished
-            });
+            record.settle();
         }
     }
 

@@ -424,27 +424,7 @@ impl Tracker {
                 None
             }
         });
-        let mut agent = Agent {
-            eval_id: eval_id.to_owned(),
-            shared: Arc::clone(shared),
-            child: None,
-            process: info.proc_ref(),
-            shim: None,
-            report: None,
-            leaf,
-            stdin: None,
-            stdout: None,
-            stderr: None,
-            exit: None,
-            known: Vec::new(),
-            history: std::collections::BTreeMap::new(),
-            torn_down: false,
-        };
-        if let Some(leaf) = &agent.leaf {
-            shared.update(|l| {
-                let _ = l.set_cgroup(eval_id, leaf.path());
-            })?;
-        }
+        let mut agent = Agent::new(shared, eval_id, info.proc_ref(), leaf)?;
         agent.refresh()?;
         Ok(agent)
     }
@@ -463,30 +443,11 @@ impl Tracker {
             },
             None => None,
         };
-        let mut agent = Agent {
-            eval_id: eval_id.to_owned(),
-            shared: Arc::clone(shared),
-            child: None,
-            process: ProcRef {
-                pid: 0,
-                start_ticks: 0,
-            },
-            shim: None,
-            report: None,
-            leaf,
-            stdin: None,
-            stdout: None,
-            stderr: None,
-            exit: None,
-            known: Vec::new(),
-            history: std::collections::BTreeMap::new(),
-            torn_down: false,
+        let placeholder = ProcRef {
+            pid: 0,
+            start_ticks: 0,
         };
-        if let Some(leaf) = &agent.leaf {
-            shared.update(|l| {
-                let _ = l.set_cgroup(eval_id, leaf.path());
-            })?;
-        }
+        let mut agent = Agent::new(shared, eval_id, placeholder, leaf)?;
         let procs_fd = agent.leaf.as_ref().map(CgroupLeaf::procs_fd).transpose()?;
         let (report_read, report_write) = if shared.shim.is_some() {
             let (r, w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
@@ -795,6 +756,39 @@ impl std::fmt::Debug for Agent {
 }
 
 impl Agent {
+    /// A tracked agent with nothing observed yet; its cgroup leaf, if any, is recorded in the
+    /// ledger at once so `clean` finds it even if the run dies before the first refresh.
+    fn new(
+        shared: &Arc<Shared>,
+        eval_id: &str,
+        process: ProcRef,
+        leaf: Option<CgroupLeaf>,
+    ) -> Result<Self, ProcTrackError> {
+        // Built first, so a failed ledger write drops (and so tears down) a real agent.
+        let agent = Self {
+            eval_id: eval_id.to_owned(),
+            shared: Arc::clone(shared),
+            child: None,
+            process,
+            shim: None,
+            report: None,
+            leaf,
+            stdin: None,
+            stdout: None,
+            stderr: None,
+            exit: None,
+            known: Vec::new(),
+            history: std::collections::BTreeMap::new(),
+            torn_down: false,
+        };
+        if let Some(leaf) = &agent.leaf {
+            shared.update(|l| {
+                let _ = l.set_cgroup(eval_id, leaf.path());
+            })?;
+        }
+        Ok(agent)
+    }
+
     /// The eval id.
     pub fn eval_id(&self) -> &str {
         &self.eval_id
