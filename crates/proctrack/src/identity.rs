@@ -212,6 +212,21 @@ pub fn parse_stat(text: &str) -> Option<ProcInfo> {
     })
 }
 
+/// The CPU a process and its waited-for children used, in clock ticks (`utime + stime +
+/// cutime + cstime`, fields 14–17 of `/proc/<pid>/stat`), or `None` for a malformed line.
+pub fn parse_stat_cpu_ticks(text: &str) -> Option<u64> {
+    let close = text.rfind(')')?;
+    // Field 14 is the 12th field after the command name (fields 3..=13 precede it).
+    let mut fields = text[close + 1..].split_ascii_whitespace().skip(11);
+    let mut total: u64 = 0;
+    for _ in 0..4 {
+        // cutime and cstime are signed in the kernel's format; never negative in practice.
+        let ticks: i64 = fields.next()?.parse().ok()?;
+        total = total.saturating_add(u64::try_from(ticks).unwrap_or(0));
+    }
+    Some(total)
+}
+
 /// Validates a run or eval id: `[A-Za-z0-9][A-Za-z0-9._-]{0,63}` (the CLI's contract).
 pub(crate) fn validate_id(kind: &'static str, id: &str) -> Result<(), ProcTrackError> {
     let bytes = id.as_bytes();

@@ -142,7 +142,7 @@ pub use crate::discover::{Found, Marker, Scope, Source, discover};
 pub use crate::error::ProcTrackError;
 #[cfg(feature = "mock")]
 pub use crate::fake::{FAKE_BOOT_ID, FAKE_SELF_PID, FakeCall, FakeClock, FakeSystem, OnTerm};
-pub use crate::identity::{BootId, Identity, ProcInfo, ProcRef, parse_stat};
+pub use crate::identity::{BootId, Identity, ProcInfo, ProcRef, parse_stat, parse_stat_cpu_ticks};
 pub use crate::ledger::{EvalPath, LEDGER_FILE, Ledger, LedgerEntry, LedgerProblem, ParsedLedger};
 pub use crate::lock::{LOCK_FILE, LockState, OwnerLock};
 #[cfg(feature = "mock")]
@@ -157,5 +157,5 @@ pub use crate::teardown::{
 };
 pub use crate::tracker::{
     Agent, AgentCommand, AgentExit, CgroupMode, Launcher, Refresh, StdioMode, Tracker,
-    TrackerOptions,
+    TrackerOptions, TreeSample,
 };

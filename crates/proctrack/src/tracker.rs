@@ -22,7 +22,7 @@ use crate::caps::{Capabilities, Layers};
 use crate::cgroup::{CgroupLeaf, CgroupRoot};
 use crate::clock::{SystemClock, unix_now};
 use crate::discover::{Marker, Scope, discover};
-use crate::identity::{Identity, ProcRef, validate_id};
+use crate::identity::{Identity, ProcRef, parse_stat, parse_stat_cpu_ticks, validate_id};
 use crate::ledger::{LEDGER_FILE, Ledger, LedgerEntry};
 use crate::lock::{LOCK_FILE, OwnerLock};
 use crate::proc_table::{NativeProcTable, ProcTable};
@@ -719,6 +719,31 @@ fn report_lines(fd: OwnedFd) -> std::io::Result<Lines<BufReader<pipe::Receiver>>
     Ok(BufReader::new(receiver).lines())
 }
 
+/// One sample of an agent's tree, for telling an agent at work from an idle one (for
+/// example `hyoka-idle-detect`'s `ProcessActivity`, from the difference of two samples).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TreeSample {
+    /// CPU the tree has used so far, in clock ticks (`sysconf(_SC_CLK_TCK)`, usually 100
+    /// per second). From the cgroup leaf's `cpu.stat` when the agent has one (every process
+    /// that ever ran in it, exited ones included); otherwise the sum over the live tracked
+    /// processes and the shim of their own and their waited-for children's ticks, which
+    /// drops when a process exits before anyone waits for it, so compare samples with a
+    /// saturating difference.
+    pub cpu_ticks: u64,
+    /// Tracked processes other than the agent and the shim that were running or in
+    /// uninterruptible sleep (`R`, `D`) when sampled: a build or a test run, not an idle
+    /// shell.
+    pub busy_children: u32,
+}
+
+/// `usage_usec` from a cgroup's `cpu.stat`.
+fn cgroup_usage_usec(leaf: &Path) -> Option<u64> {
+    let text = std::fs::read_to_string(leaf.join("cpu.stat")).ok()?;
+    text.lines()
+        .find_map(|line| line.strip_prefix("usage_usec "))
+        .and_then(|v| v.trim().parse().ok())
+}
+
 /// One eval's agent: its streams, its exit, discovery of its tree, and teardown.
 ///
 /// Dropping an `Agent` that was not torn down SIGKILLs its tree synchronously (no grace) as a
@@ -827,6 +852,52 @@ impl Agent {
     /// The processes tracked for this eval (as in the ledger).
     pub fn tracked(&self) -> &[LedgerEntry] {
         &self.known
+    }
+
+    /// Samples the CPU the agent's tree has used and its busy children, from the processes
+    /// the last [`Agent::refresh`] found (and the cgroup leaf). Reads one `/proc/<pid>/stat`
+    /// per tracked process; a process whose identity changed is skipped.
+    pub fn sample(&self) -> TreeSample {
+        let mut refs: Vec<ProcRef> = self
+            .known
+            .iter()
+            .map(|e| ProcRef {
+                pid: e.pid,
+                start_ticks: e.start_ticks,
+            })
+            .collect();
+        refs.push(self.process);
+        refs.extend(self.shim);
+        refs.sort_unstable();
+        refs.dedup();
+        let (mut own_ticks, mut busy_children) = (0u64, 0u32);
+        for r in refs {
+            let Ok(text) = std::fs::read_to_string(format!("/proc/{}/stat", r.pid)) else {
+                continue;
+            };
+            let Some(info) = parse_stat(&text) else {
+                continue;
+            };
+            if info.start_ticks != r.start_ticks || info.is_gone() {
+                continue;
+            }
+            own_ticks = own_ticks.saturating_add(parse_stat_cpu_ticks(&text).unwrap_or(0));
+            let ours = r == self.process || Some(r) == self.shim;
+            if !ours && matches!(info.state, 'R' | 'D') {
+                busy_children += 1;
+            }
+        }
+        let cpu_ticks = self
+            .leaf
+            .as_ref()
+            .and_then(|leaf| cgroup_usage_usec(leaf.path()))
+            .map_or(own_ticks, |usec| {
+                usec.saturating_mul(rustix::param::clock_ticks_per_second()) / 1_000_000
+            });
+        TreeSample {
+            cpu_ticks,
+            busy_children,
+        }
     }
 
     /// The agent's exit, if already known.

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use hyoka_idle_detect::{
     CheckError, CheckReply, HookEvent, IdleAnswer, IdleChecker, PlanAnswer, PlanChecker,
+    ProcessActivity,
 };
 use tokio::sync::mpsc;
 use tokio::task::{AbortHandle, JoinSet};
@@ -48,6 +49,10 @@ pub struct DriverInputs {
     pub keys: Option<mpsc::Receiver<Vec<u8>>>,
     /// Size changes of the user's terminal.
     pub resize: Option<mpsc::Receiver<Size>>,
+    /// Samples of the agent's process tree (for example one per half second from
+    /// `hyoka-proctrack`): a tree that burns CPU or has busy children keeps the verdict
+    /// `working`, so nothing is typed while the agent runs a build behind an idle prompt.
+    pub activity: Option<mpsc::Receiver<ProcessActivity>>,
 }
 
 /// How a driven session ended.
@@ -218,6 +223,9 @@ impl<T: Terminal, M: SessionModel, O: Observer> Driver<T, M, O> {
                     }
                     self.model.user_input(at);
                     self.step(Input::UserTyped, at).await;
+                }
+                activity = recv(&mut inputs.activity) => {
+                    self.model.process_activity(now(), activity);
                 }
                 size = recv(&mut inputs.resize) => {
                     self.model.resize(size.rows, size.cols);

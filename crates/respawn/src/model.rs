@@ -10,7 +10,7 @@ mod detector;
 
 use std::time::Instant;
 
-use hyoka_idle_detect::{ChunkSignals, HookEvent, Verdict};
+use hyoka_idle_detect::{ChunkSignals, HookEvent, ProcessActivity, Verdict};
 
 pub use self::detector::DetectorModel;
 
@@ -28,6 +28,12 @@ pub trait SessionModel: Send {
 
     /// The terminal was resized.
     fn resize(&mut self, rows: u16, cols: u16);
+
+    /// Observes a sample of the agent's process tree (CPU used since the previous sample,
+    /// busy children). Models that do not weigh process activity ignore it.
+    fn process_activity(&mut self, now: Instant, activity: ProcessActivity) {
+        let _ = (now, activity);
+    }
 
     /// The fused verdict at `now`.
     fn verdict(&mut self, now: Instant) -> Verdict;

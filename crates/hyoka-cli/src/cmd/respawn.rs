@@ -16,7 +16,7 @@ use std::time::{Instant, SystemTime};
 
 use hyoka_idle_detect::{
     CommandChecker, CommandCheckerOptions, Detector, DetectorConfig, IdleChecker, PlanChecker,
-    Profile,
+    ProcessActivity, Profile,
 };
 use hyoka_proctrack::{Agent, ProcTrackError, Tracker, TrackerOptions};
 use hyoka_proctrack::{
@@ -206,6 +206,10 @@ fn valid_session(name: &str) -> bool {
 /// The eval id under which a respawn session is tracked (and its processes marked).
 const SESSION_EVAL: &str = "session";
 
+/// The eval id the AI checkers' processes carry: outside the session's tree (a checker on
+/// the CPU is not the agent at work), inside the run's final sweep.
+const CHECKER_EVAL: &str = "session.check";
+
 /// Everything started before the driver runs.
 struct Session {
     run_id: String,
@@ -269,7 +273,12 @@ pub(crate) async fn exec(args: RespawnArgs) -> Result<ExitStatus, Fail> {
     let mut closed = true;
     let sweep = match adopted {
         Some((tracker, agent)) => {
-            let report = stop_tracked(agent, &run_id, root, args.grace).await;
+            let mut report = stop_tracked(agent, &run_id, root, args.grace).await;
+            // Whatever else carries the run's marker (a checker's leftovers) goes too.
+            let rest = sweep(&run_id, None, args.grace).await;
+            report.processes_seen += rest.processes_seen;
+            report.processes_killed += rest.processes_killed;
+            report.survivors += rest.survivors;
             if let Err(err) = tracker.close() {
                 tracing::error!(error = %err, "cannot close the session's ledger");
                 closed = false;
@@ -523,9 +532,13 @@ async fn drive(
         size,
         interactive,
     } = session;
+    let (activity_tx, activity_rx) = mpsc::channel(4);
     let refresher = adopted.as_ref().map(|(_, agent)| {
         let (stop, stopped) = oneshot::channel();
-        (stop, spawn_refresher(Arc::clone(agent), stopped))
+        (
+            stop,
+            spawn_refresher(Arc::clone(agent), activity_tx, stopped),
+        )
     });
     let (hook_tx, hook_rx) = mpsc::channel(16);
     let (stop_hooks, hooks_stopped) = oneshot::channel::<()>();
@@ -533,7 +546,7 @@ async fn drive(
         let _ = hooks_stopped.await;
     }));
     let (user, keys_rx, detach_rx, resize_rx) = user_terminal(interactive);
-    let checkers = ai_checkers(args);
+    let checkers = ai_checkers(args, &run_id);
     let model = detector_model(args, size)?;
     let observer = CliObserver {
         mirror: (!args.headless).then(std::io::stdout),
@@ -551,6 +564,7 @@ async fn drive(
         hooks: Some(hook_rx),
         keys: keys_rx,
         resize: resize_rx,
+        activity: refresher.is_some().then_some(activity_rx),
     };
     let (interrupt, signal_task) = interrupt::install()
         .map_err(|e| Fail::failure(format!("cannot install signal handlers: {e}")))?;
@@ -610,22 +624,29 @@ async fn drive(
 }
 
 /// The `--ai-check-command` and `--plan-check-command` checkers.
-fn ai_checkers(args: &RespawnArgs) -> AiCheckers {
+fn ai_checkers(args: &RespawnArgs, run_id: &str) -> AiCheckers {
+    let checker = |command: &str| shell_checker(command, args.check_timeout, run_id);
     AiCheckers {
         idle: args
             .ai_check_command
             .as_deref()
-            .map(|command| shell_checker(command, args.check_timeout) as Arc<dyn IdleChecker>),
+            .map(|command| checker(command) as Arc<dyn IdleChecker>),
         plan: args
             .plan_check_command
             .as_deref()
-            .map(|command| shell_checker(command, args.check_timeout) as Arc<dyn PlanChecker>),
+            .map(|command| checker(command) as Arc<dyn PlanChecker>),
     }
 }
 
 /// A checker that runs `command` through `/bin/sh -c` (the prompt goes to its stdin).
-fn shell_checker(command: &str, timeout: std::time::Duration) -> Arc<CommandChecker> {
+///
+/// It carries the session's marker, so the final sweep stops anything it left behind.
+fn shell_checker(command: &str, timeout: std::time::Duration, run_id: &str) -> Arc<CommandChecker> {
     let mut options = CommandCheckerOptions::new("/bin/sh", ["-c", command]);
+    options.env = vec![
+        ("HYOKA_RUN_ID".to_owned(), run_id.to_owned()),
+        ("HYOKA_EVAL_ID".to_owned(), CHECKER_EVAL.to_owned()),
+    ];
     // The machine enforces the limit; the checker's own is a backstop just behind it.
     options.timeout = timeout + std::time::Duration::from_secs(1);
     Arc::new(CommandChecker::new(options))
@@ -748,30 +769,46 @@ async fn forward_resizes(tx: mpsc::Sender<Size>) {
     }
 }
 
-/// Keeps the ledger current while the session runs (one `/proc` scan every half second).
+/// Keeps the ledger current while the session runs (one `/proc` scan every half second)
+/// and sends the detector what the tree did since the previous scan: the CPU it used and
+/// its busy children, so an agent running a build behind an idle prompt counts as working.
 ///
 /// Stopped through `stop`, never aborted: an aborted task would leave its `/proc` scan
 /// running on the blocking pool, still holding the agent, and the teardown that follows
 /// needs the agent to itself.
 fn spawn_refresher(
     agent: Arc<Mutex<Agent>>,
+    activity: mpsc::Sender<ProcessActivity>,
     mut stop: oneshot::Receiver<()>,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut every = tokio::time::interval(std::time::Duration::from_millis(500));
+        let mut last: Option<(u64, Instant)> = None;
         loop {
             tokio::select! {
                 _ = &mut stop => return,
                 _ = every.tick() => {}
             }
             let agent = Arc::clone(&agent);
-            let _ = tokio::task::spawn_blocking(move || {
-                agent
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .refresh()
+            let Ok(sample) = tokio::task::spawn_blocking(move || {
+                let mut agent = agent.lock().unwrap_or_else(PoisonError::into_inner);
+                let _ = agent.refresh();
+                agent.sample()
             })
-            .await;
+            .await
+            else {
+                continue;
+            };
+            let at = Instant::now();
+            if let Some((ticks, then)) = last {
+                // Never blocks: a sample the driver has not taken yet is simply superseded.
+                let _ = activity.try_send(ProcessActivity {
+                    cpu_ticks: sample.cpu_ticks.saturating_sub(ticks),
+                    interval: at.saturating_duration_since(then),
+                    busy_children: sample.busy_children,
+                });
+            }
+            last = Some((sample.cpu_ticks, at));
         }
     })
 }

@@ -330,6 +330,36 @@ fn tmux_a_full_cycle_in_order() {
 }
 
 #[test]
+fn a_busy_tree_behind_an_idle_prompt_is_left_alone() {
+    // The agent finishes its task and shows its prompt, but a child it started keeps a
+    // core busy (a build in the background): the tree's CPU keeps the verdict `working`,
+    // so the idle screen is rejected and nothing is typed.
+    let case = Case::new();
+    let sim: Vec<String> = case
+        .sim(&["--start-working", "300ms"])
+        .iter()
+        .map(|a| format!("'{}'", a.replace('\'', r"'\''")))
+        .collect();
+    let script = format!("while :; do :; done & exec {}", sim.join(" "));
+    let mut running = case.start(
+        &["--completion-confirm", "3s", "--no-output-timeout", "3s"],
+        &["sh".to_owned(), "-c".to_owned(), script],
+    );
+    case.wait_for(&mut running, "idle_rejected or step_sent", |e| {
+        e["event"] == "idle_rejected" || e["event"] == "step_sent"
+    });
+    let done = case.interrupt(&mut running);
+    assert_eq!(done.code, Some(130), "{}", done.stderr);
+    assert!(
+        submits(&case).is_empty(),
+        "typed while the tree was busy: {:#?}",
+        case.inputs()
+    );
+    assert!(!case.has(event("step_sent")), "{:#?}", case.events());
+    case.assert_nothing_left();
+}
+
+#[test]
 fn nothing_is_typed_while_the_agent_is_busy() {
     // Three seconds of work at the start, then two seconds per step: every input must
     // arrive while the agent is idle, and none before the first task ended.
@@ -535,10 +565,19 @@ fn checkers_that_hang_crash_or_print_garbage() {
         ("sleep 100", "timed out"),
         ("echo boom >&2; exit 3", "boom"),
         ("echo 'hello there'", "could not parse"),
+        // A checker that leaves a daemon in a session of its own (answering only once the
+        // daemon is set up): out of the checker's group, but it carries the run's marker,
+        // so the final sweep stops it.
+        (
+            "setsid sh -c 'touch \"$0\"; exec sleep 300' \"$DIR/daemon\" </dev/null >/dev/null 2>&1 & \
+             while [ ! -e \"$DIR/daemon\" ]; do sleep 0.01; done; echo 'not a verdict'",
+            "could not parse",
+        ),
     ] {
         let case = Case::new();
+        let checker = checker.replace("$DIR", &case.dir.path().display().to_string());
         let mut running = case.start(
-            &["--ai-check-command", checker, "--check-timeout", "1s"],
+            &["--ai-check-command", &checker, "--check-timeout", "1s"],
             &case.sim(&["--start-working", "300ms"]),
         );
         case.wait_for(&mut running, "check failure", |e| {

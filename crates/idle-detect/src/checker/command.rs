@@ -28,6 +28,9 @@ pub struct CommandCheckerOptions {
     pub program: String,
     /// Its arguments (the prompt is never among them).
     pub args: Vec<String>,
+    /// Variables added to the inherited environment, for example the run's
+    /// `HYOKA_RUN_ID`, so a sweep by marker finds whatever the checker leaves behind.
+    pub env: Vec<(String, String)>,
     /// How long one check may take (Codeman: 90 s idle, 60 s plan).
     pub timeout: Duration,
     /// Output bytes kept from stdout and from stderr (64 KiB).
@@ -41,6 +44,7 @@ impl fmt::Debug for CommandCheckerOptions {
         f.debug_struct("CommandCheckerOptions")
             .field("program", &self.program)
             .field("args", &self.args)
+            .field("env", &self.env)
             .field("timeout", &self.timeout)
             .field("max_output_bytes", &self.max_output_bytes)
             .field("on_spawn", &self.on_spawn.is_some())
@@ -57,6 +61,7 @@ impl CommandCheckerOptions {
         Self {
             program: program.into(),
             args: args.into_iter().map(Into::into).collect(),
+            env: Vec::new(),
             timeout: Duration::from_secs(90),
             max_output_bytes: 64 * 1024,
             on_spawn: None,
@@ -103,6 +108,7 @@ impl CommandChecker {
         let o = &self.options;
         let mut command = CommandWrap::with_new(&o.program, |c| {
             c.args(&o.args)
+                .envs(o.env.iter().map(|(k, v)| (k, v)))
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())

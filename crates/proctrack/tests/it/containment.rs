@@ -42,6 +42,10 @@ pub(crate) const TESTS: &[Test] = &[
         "containment::an_adopted_process_tree_is_tracked_and_stopped",
         an_adopted_process_tree_is_tracked_and_stopped,
     ),
+    (
+        "containment::tree_samples_show_cpu_and_busy_children",
+        tree_samples_show_cpu_and_busy_children,
+    ),
 ];
 
 /// What one scenario run returned, for per-test assertions.
@@ -345,5 +349,74 @@ fn an_adopted_process_tree_is_tracked_and_stopped() {
             );
         }
         assert_nothing_left(&run_id, &refs, &context);
+    }
+}
+
+/// A tree of sleepers samples as quiet; a child on the CPU shows as a busy child and its
+/// ticks add up, under every layer (cgroup `cpu.stat`, or the tracked processes' own).
+fn tree_samples_show_cpu_and_busy_children() {
+    for config in configs() {
+        let sandbox = Sandbox::new();
+        let context = format!("samples under {config}");
+        let rt = runtime();
+        let run_id = sandbox.run_id("u");
+        rt.block_on(async {
+            let tracker = tracker(&sandbox.reports(), &run_id, config);
+            let quiet_dir = sandbox.subdir("quiet");
+            let mut quiet = tracker
+                .spawn("quiet", agent_command(&quiet_dir, "stay", "tree", 0))
+                .await
+                .expect("spawn");
+            let mut names = scenario_names("tree");
+            names.push("agent");
+            wait_ready(&quiet_dir, &names);
+            quiet.refresh().expect("refresh");
+            // Sleepers may still be on their way from writing the ready file to sleeping.
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            while quiet.sample().busy_children > 0 {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "{context}: sleepers count as busy: {:?}",
+                    quiet.sample()
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+
+            let busy_dir = sandbox.subdir("busy");
+            let mut busy = tracker
+                .spawn("busy", agent_command(&busy_dir, "stay", "tree+burn", 0))
+                .await
+                .expect("spawn");
+            let mut names = scenario_names("tree+burn");
+            names.push("agent");
+            wait_ready(&busy_dir, &names);
+            busy.refresh().expect("refresh");
+            let first = busy.sample();
+            // The burner is on the CPU (or runnable) whenever it is sampled; its ticks
+            // grow by at least a tenth of a second well within the deadline.
+            let deadline = std::time::Instant::now() + Duration::from_secs(30);
+            let last = loop {
+                let now = busy.sample();
+                if now.cpu_ticks >= first.cpu_ticks + 10 {
+                    break now;
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "{context}: ticks stuck at {now:?} (first {first:?})"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            };
+            assert!(last.busy_children >= 1, "{context}: {last:?}");
+            for agent in [quiet, busy] {
+                let mut agent = agent;
+                let report = agent
+                    .teardown(TeardownOptions::with_grace(Duration::ZERO))
+                    .await
+                    .expect("teardown");
+                assert_eq!(report.survivors, 0, "{context}: {report:#?}");
+            }
+            tracker.close().expect("close");
+        });
+        assert_nothing_left(&run_id, &[], &context);
     }
 }

@@ -23,6 +23,7 @@ pub(crate) fn scenario_names(scenario: &str) -> Vec<&'static str> {
             "timeout" => vec!["tm"],
             "restarter" => vec!["restarter", "r0"],
             "storm" => vec!["storm"],
+            "burn" => vec!["b"],
             _ => vec![],
         })
         .collect()
@@ -118,6 +119,14 @@ pub(crate) fn run(args: &[OsString]) -> ExitCode {
             ready(&dir, "storm");
             forever()
         }
+        "burner" => {
+            ready(&dir, &arg(2));
+            // A build or a test run: on the CPU until killed.
+            let mut x = 0u64;
+            loop {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
+        }
         "agent" => agent(&dir, &arg(2), &arg(3), &arg(4)),
         "echo" => {
             use std::io::{BufRead as _, Write as _};
@@ -178,6 +187,7 @@ fn agent(dir: &Path, mode: &str, scenario: &str, n: &str) -> ExitCode {
                     .expect("spawn restarter"),
             ),
             "storm" => drop(role("storm", dir, &[n]).spawn().expect("spawn storm")),
+            "burn" => drop(role("burner", dir, &["b"]).spawn().expect("spawn burner")),
             _ => {}
         }
     }

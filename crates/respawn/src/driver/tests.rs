@@ -1,11 +1,13 @@
 //! The driver against the in-memory fake terminal on tokio's paused clock (no real I/O, so
 //! auto-advance cannot race anything): a scripted agent that reacts to what is typed.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hyoka_idle_detect::{
-    CheckError, CheckReply, Detector, DetectorConfig, HookEvent, IdleAnswer, IdleChecker, Profile,
+    CheckError, CheckReply, Detector, DetectorConfig, HookEvent, IdleAnswer, IdleChecker,
+    ProcessActivity, Profile,
 };
 use tokio::sync::mpsc;
 
@@ -384,4 +386,58 @@ async fn checks_get_the_stripped_context() {
         }
     )));
     assert!(run.written.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_busy_process_tree_holds_an_idle_screen() {
+    // The screen shows a finished turn at once, but for 20 s the agent's tree burns a core
+    // (a build behind the prompt): nothing may be typed until the samples go quiet.
+    let (tx, rx) = mpsc::channel(8);
+    let inputs = DriverInputs {
+        activity: Some(rx),
+        ..DriverInputs::default()
+    };
+    let typed_while_busy = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&typed_while_busy);
+    let run = run(
+        config(),
+        inputs,
+        AiCheckers::default(),
+        move |h| {
+            tokio::spawn(async move {
+                let feed = async {
+                    let sample = |cpu_ticks, busy_children| ProcessActivity {
+                        cpu_ticks,
+                        interval: ms(500),
+                        busy_children,
+                    };
+                    for _ in 0..40 {
+                        tx.send(sample(50, 1)).await.unwrap();
+                        if !h.written().is_empty() {
+                            flag.store(true, Ordering::SeqCst);
+                        }
+                        tokio::time::sleep(ms(500)).await;
+                    }
+                    loop {
+                        tx.send(sample(0, 0)).await.unwrap();
+                        tokio::time::sleep(ms(500)).await;
+                    }
+                };
+                tokio::join!(agent(h.clone()), feed);
+            })
+        },
+        Duration::from_mins(2),
+    )
+    .await;
+    assert!(
+        !typed_while_busy.load(Ordering::SeqCst),
+        "typed while the tree was busy"
+    );
+    assert!(
+        run.events.iter().any(|e| matches!(e, Event::IdleRejected)),
+        "the busy tree vetoes the idle screen: {:?}",
+        run.events
+    );
+    assert_eq!(run.report.outcome, Outcome::BudgetExhausted { cycles: 1 });
+    assert_eq!(run.written.len(), 6, "{:?}", run.written);
 }

@@ -2,13 +2,13 @@
 
 use std::time::Instant;
 
-use hyoka_idle_detect::{ChunkSignals, Detector, HookEvent, Verdict};
+use hyoka_idle_detect::{ChunkSignals, Detector, HookEvent, ProcessActivity, Verdict};
 
 use super::SessionModel;
 
 /// A [`SessionModel`] over `hyoka-idle-detect`'s [`Detector`]: per-chunk signals from its
 /// stream scanner, verdicts from its arbiter (screen rules of the profile, hooks, silence,
-/// AI verdicts), AI-check context from its stripped tail.
+/// the process tree's activity, AI verdicts), AI-check context from its stripped tail.
 ///
 /// The detector's tail cannot be cut at a step boundary the way Codeman clears its buffer;
 /// the context is instead limited to as many characters as bytes arrived since the last
@@ -51,6 +51,10 @@ impl SessionModel for DetectorModel {
 
     fn resize(&mut self, rows: u16, cols: u16) {
         self.detector.resize(rows, cols);
+    }
+
+    fn process_activity(&mut self, now: Instant, activity: ProcessActivity) {
+        self.detector.process_activity(now, activity);
     }
 
     fn verdict(&mut self, now: Instant) -> Verdict {
