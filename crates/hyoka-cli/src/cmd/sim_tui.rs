@@ -8,7 +8,8 @@
 //! prompt (0: the task of `--start-working`) ends in a plan-approval menu (Enter accepts it
 //! and the work goes on), with `--permission-on N` in a permission prompt, which it waits on until a digit or Enter
 //! answers it. `--record FILE` appends one JSON line per input (what arrived and in which
-//! state) so tests can check what was typed when.
+//! state) so tests can check what was typed when, and one per change of its terminal's size
+//! (`"kind": "resize"`, `"input": "ROWSxCOLS"`).
 
 use std::io::{Read, Write};
 use std::path::Path;
@@ -72,6 +73,7 @@ struct Agent {
     record: Option<std::fs::File>,
     out: std::io::Stdout,
     interrupts: u32,
+    size: Option<hyoka_respawn::Size>,
 }
 
 pub(crate) fn exec(args: &InteractiveArgs) -> Result<ExitStatus, Fail> {
@@ -94,6 +96,7 @@ pub(crate) fn exec(args: &InteractiveArgs) -> Result<ExitStatus, Fail> {
         record,
         out: std::io::stdout(),
         interrupts: 0,
+        size: crate::tty::size(),
         args: args.clone(),
     };
     if args.start_working.is_zero() {
@@ -272,6 +275,13 @@ impl Agent {
     }
 
     fn tick(&mut self) {
+        let size = crate::tty::size();
+        if size != self.size {
+            self.size = size;
+            if let Some(size) = size {
+                self.record(&format!("{}x{}", size.rows, size.cols), "resize");
+            }
+        }
         if let Mode::Working { until, then } = self.mode {
             self.frame += 1;
             self.tokens += 37;

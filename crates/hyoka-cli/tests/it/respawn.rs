@@ -197,8 +197,21 @@ impl Case {
         read_lines(&self.events_path())
     }
 
+    /// What reached the simulated agent as input (its size changes left out).
     fn inputs(&self) -> Vec<Value> {
         read_lines(&self.record_path())
+            .into_iter()
+            .filter(|i| i["kind"] != "resize")
+            .collect()
+    }
+
+    /// The simulated agent's terminal sizes after the first, as `ROWSxCOLS`.
+    fn resizes(&self) -> Vec<String> {
+        read_lines(&self.record_path())
+            .iter()
+            .filter(|i| i["kind"] == "resize")
+            .map(|i| i["input"].as_str().unwrap_or_default().to_owned())
+            .collect()
     }
 
     /// Waits (real time, bounded) until an event matching `pred` is written; fails at once
@@ -808,4 +821,129 @@ fn clean_repairs_a_sigkilled_controller() {
         !crate::support::pid_alive(escapee),
         "clean did not stop the escapee"
     );
+}
+
+/// The mirrored session (no `--headless`) on a real terminal: raw mode while it runs, the
+/// agent's screen shown, your keys reaching the agent and pausing automation, resizes
+/// forwarded, Ctrl-] detaching, and the terminal restored afterwards.
+#[test]
+fn a_mirrored_session_on_a_real_terminal() {
+    use std::os::fd::{AsFd as _, BorrowedFd};
+    use std::os::unix::process::CommandExt as _;
+    use std::sync::{Arc, Mutex};
+
+    use rustix::fs::{Mode, OFlags};
+    use rustix::pty::OpenptFlags;
+    use rustix::termios::{LocalModes, Winsize, tcgetattr, tcsetwinsize};
+
+    let case = Case::new();
+    let master =
+        rustix::pty::openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC)
+            .unwrap();
+    rustix::pty::grantpt(&master).unwrap();
+    rustix::pty::unlockpt(&master).unwrap();
+    let name = rustix::pty::ptsname(&master, Vec::new()).unwrap();
+    let slave = rustix::fs::open(
+        name.as_c_str(),
+        OFlags::RDWR | OFlags::NOCTTY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .unwrap();
+    let size = |rows, cols| Winsize {
+        ws_row: rows,
+        ws_col: cols,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    tcsetwinsize(&master, size(30, 100)).unwrap();
+    let cooked = LocalModes::ICANON | LocalModes::ECHO;
+    assert!(tcgetattr(&master).unwrap().local_modes.contains(cooked));
+
+    let stderr = std::fs::File::create(case.dir.path().join("stderr.log")).unwrap();
+    let mut cmd = hyoka();
+    cmd.arg("respawn")
+        .arg("--reports")
+        .arg(case.dir.path().join("reports"))
+        .arg("--events")
+        .arg(case.events_path())
+        .args(["--completion-confirm", "60s", "--no-output-timeout", "60s"])
+        .args(["--grace", "2s", "--"])
+        .args(case.sim(&[]))
+        .env("HYOKA_TEST_MARK", &case.mark)
+        .stdin(Stdio::from(slave.try_clone().unwrap()))
+        .stdout(Stdio::from(slave.try_clone().unwrap()))
+        .stderr(Stdio::from(stderr));
+    // SAFETY: `setsid` and the TIOCSCTTY ioctl are async-signal-safe; they make the terminal
+    // hyoka's controlling terminal, so resizes reach it as SIGWINCH.
+    unsafe {
+        cmd.pre_exec(|| {
+            rustix::process::setsid()?;
+            rustix::process::ioctl_tiocsctty(BorrowedFd::borrow_raw(0))?;
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    // The command holds copies of the terminal too: only hyoka may keep it open.
+    drop(cmd);
+    drop(slave);
+
+    // The terminal's output, read until hyoka and everything on the terminal are gone.
+    let screen = Arc::new(Mutex::new(Vec::new()));
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let reader = {
+        let (master, screen) = (master.try_clone().unwrap(), Arc::clone(&screen));
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n @ 1..) = rustix::io::read(&master, &mut buf) {
+                screen.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+            let _ = done_tx.send(());
+        })
+    };
+    let shown = |text: &str| String::from_utf8_lossy(&screen.lock().unwrap()).contains(text);
+
+    crate::support::wait_until("raw mode", || {
+        !tcgetattr(master.as_fd())
+            .unwrap()
+            .local_modes
+            .intersects(cooked)
+    });
+    crate::support::wait_until("the agent's screen mirrored", || {
+        shown("Welcome to the hyoka simulated agent")
+    });
+
+    rustix::io::write(&master, b"hi\r").unwrap();
+    crate::support::wait_until("the typed line to reach the agent", || {
+        submits(&case) == ["hi"]
+    });
+    crate::support::wait_until("automation to pause for the human", || {
+        case.has(event("human_present"))
+    });
+
+    tcsetwinsize(&master, size(33, 101)).unwrap();
+    crate::support::wait_until("the resize to reach the agent", || {
+        case.resizes().contains(&"33x101".to_owned())
+    });
+
+    rustix::io::write(&master, &[0x1d]).unwrap();
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(started.elapsed() < DEADLINE, "Ctrl-] did not detach");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let log = std::fs::read_to_string(case.dir.path().join("stderr.log")).unwrap_or_default();
+    assert_eq!(status.code(), Some(0), "{log}");
+    assert!(
+        tcgetattr(&master).unwrap().local_modes.contains(cooked),
+        "the terminal was left in raw mode"
+    );
+    done_rx
+        .recv_timeout(DEADLINE)
+        .expect("the terminal closed after the detach");
+    reader.join().unwrap();
+    assert_eq!(submits(&case), ["hi"], "only the human's line was typed");
+    case.assert_nothing_left();
 }
