@@ -947,3 +947,55 @@ fn a_mirrored_session_on_a_real_terminal() {
     assert_eq!(submits(&case), ["hi"], "only the human's line was typed");
     case.assert_nothing_left();
 }
+
+#[test]
+fn tmux_reports_how_the_agent_exited() {
+    if !tmux_installed() {
+        eprintln!("skipped: tmux is not installed");
+        return;
+    }
+    // Each agent waits for the controller's first line (so it is attached), then ends.
+    for (end, code, signal, error) in [
+        ("exit 0", Some(0), None, None),
+        (
+            "exit 3",
+            Some(3),
+            None,
+            Some("the agent exited with code 3"),
+        ),
+        (
+            "kill -TERM $$",
+            None,
+            Some(15),
+            Some("the agent was killed by signal 15"),
+        ),
+    ] {
+        let case = Case::new();
+        let script = format!("printf 'ready\\n'; read line; {end}");
+        let done = case.run(
+            &["--backend", "tmux", "--json"],
+            &["sh".to_owned(), "-c".to_owned(), script],
+        );
+        let summary = done.summary();
+        assert_eq!(summary["outcome"], "session_ended", "{end}: {summary:#}");
+        assert_eq!(summary["exit_code"].as_i64(), code, "{end}: {summary:#}");
+        assert_eq!(
+            summary["exit_signal"].as_i64(),
+            signal,
+            "{end}: {summary:#}"
+        );
+        let errors: Vec<_> = done
+            .stderr
+            .lines()
+            .filter_map(|l| l.strip_prefix("error: "))
+            .collect();
+        assert_eq!(errors, error.into_iter().collect::<Vec<_>>(), "{end}");
+        assert_eq!(
+            done.code,
+            Some(i32::from(error.is_some())),
+            "{end}: {}",
+            done.stderr
+        );
+        case.assert_nothing_left();
+    }
+}

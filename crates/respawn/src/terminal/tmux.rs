@@ -39,6 +39,44 @@ impl TmuxOptions {
     }
 }
 
+/// The pane runs the agent under this wrapper, which reports the agent's exit status in
+/// band (tmux tells a control client only that the session ended, not how): after the
+/// agent, it prints the private OSC `ESC ] hyoka-exit ; STATUS BEL`, which the terminal
+/// takes out of the output. `trap : INT` keeps the wrapper waiting through a Ctrl-C meant
+/// for the agent (a caught signal is reset to its default in the agent at exec).
+const EXIT_WRAPPER: &str =
+    r#"trap : INT; "$@"; s=$?; printf '\033]hyoka-exit;%s\007' "$s"; exit "$s""#;
+
+/// The start of the wrapper's report, as decoded output.
+const EXIT_MARK: &[u8] = b"\x1b]hyoka-exit;";
+
+/// The agent's exit from the wrapper's status (`128 + N` is signal `N`, as in `sh`).
+fn exit_from_status(status: &[u8]) -> Option<Exit> {
+    let status: i32 = std::str::from_utf8(status).ok()?.parse().ok()?;
+    Some(match status {
+        129..=192 => Exit {
+            code: None,
+            signal: Some(status - 128),
+        },
+        code => Exit {
+            code: Some(code),
+            signal: None,
+        },
+    })
+}
+
+/// Takes the wrapper's exit report out of `out[from..]`, if it is there whole.
+pub(crate) fn take_exit_report(out: &mut VecDeque<u8>, from: usize) -> Option<Exit> {
+    let tail = &out.make_contiguous()[from..];
+    let at = memchr::memmem::find(tail, EXIT_MARK)?;
+    let status_at = at + EXIT_MARK.len();
+    let len = memchr::memchr(0x07, &tail[status_at..])?;
+    let exit = exit_from_status(&tail[status_at..status_at + len]);
+    let (start, end) = (from + at, from + status_at + len + 1);
+    out.drain(start..end);
+    exit
+}
+
 /// An agent in a tmux session on a private server.
 pub struct TmuxTerminal {
     socket: String,
@@ -55,6 +93,8 @@ pub struct TmuxTerminal {
     line: Vec<u8>,
     pending: VecDeque<u8>,
     closed: bool,
+    /// The agent's exit, as the pane's wrapper reported it.
+    exit: Option<Exit>,
     stopped: bool,
 }
 
@@ -161,9 +201,10 @@ impl TmuxTerminal {
         }
     }
 
-    /// Starts a new private server with one session running `options.spawn`, and attaches
-    /// to it. A program that exits at once gives a terminal whose first read reports the
-    /// end of the session.
+    /// Starts a new private server with one session running `options.spawn` (under
+    /// `/bin/sh`, which reports its exit status), and attaches to it. A program that exits
+    /// at once gives a terminal whose first read reports the end of the session, with an
+    /// unknown exit.
     ///
     /// # Errors
     /// A bad session name, tmux missing, or tmux refusing the session (for example because
@@ -197,6 +238,8 @@ impl TmuxTerminal {
             args.push(pair);
         }
         args.push("--".into());
+        args.extend(["/bin/sh".into(), "-c".into(), EXIT_WRAPPER.into()]);
+        args.push("hyoka-agent".into());
         args.push(spawn.program.clone());
         args.extend(spawn.args.iter().cloned());
         // The server inherits this client's environment, so the run marker reaches it and
@@ -210,7 +253,9 @@ impl TmuxTerminal {
             )
             .await;
         }
-        Self::connect(&options.socket, &options.session, spawn.env.clone(), false).await
+        // Seeded like a re-attached session: what the program drew before the control
+        // client attached is not sent as output.
+        Self::connect(&options.socket, &options.session, spawn.env.clone()).await
     }
 
     /// Attaches to an existing session (after a restart of hyoka); the current screen is
@@ -225,14 +270,13 @@ impl TmuxTerminal {
                 socket: socket.to_owned(),
             });
         }
-        Self::connect(socket, session, Vec::new(), true).await
+        Self::connect(socket, session, Vec::new()).await
     }
 
     async fn connect(
         socket: &str,
         session: &str,
         env: Vec<(OsString, OsString)>,
-        seed_screen: bool,
     ) -> Result<Self, RespawnError> {
         let mut terminal = Self {
             socket: socket.to_owned(),
@@ -248,6 +292,7 @@ impl TmuxTerminal {
             line: Vec::new(),
             pending: VecDeque::new(),
             closed: false,
+            exit: None,
             stopped: false,
         };
         let Ok(ids) = terminal
@@ -268,16 +313,16 @@ impl TmuxTerminal {
         terminal.pane = ids.next().unwrap_or_default().to_owned();
         terminal.pid = ids.next().and_then(|p| p.parse().ok());
         terminal.socket_path = ids.next().map(std::path::PathBuf::from);
-        if seed_screen {
-            let screen = terminal
-                .run(["capture-pane", "-p", "-e", "-t", &terminal.pane.clone()])
-                .await
-                .unwrap_or_default();
-            terminal.pending.extend(b"\x1b[H\x1b[2J");
-            terminal
-                .pending
-                .extend(screen.trim_end_matches('\n').replace('\n', "\r\n").bytes());
-        }
+        // The current screen is the first output (a control client gets only what is drawn
+        // after it attached); captured first, so later output always draws over it.
+        let screen = terminal
+            .run(["capture-pane", "-p", "-e", "-t", &terminal.pane.clone()])
+            .await
+            .unwrap_or_default();
+        terminal.pending.extend(b"\x1b[H\x1b[2J");
+        terminal
+            .pending
+            .extend(screen.trim_end_matches('\n').replace('\n', "\r\n").bytes());
         let mut client = Command::new("tmux")
             .arg("-L")
             .arg(socket)
@@ -333,7 +378,14 @@ impl TmuxTerminal {
                 return;
             };
             if &rest[..space] == self.pane.as_bytes() {
-                decode_output(&rest[space + 1..], &mut self.pending);
+                let data = &rest[space + 1..];
+                let from = self.pending.len();
+                decode_output(data, &mut self.pending);
+                if memchr::memmem::find(data, b"]hyoka-exit;").is_some()
+                    && let Some(exit) = take_exit_report(&mut self.pending, from)
+                {
+                    self.exit = Some(exit);
+                }
             }
         } else if line.starts_with(b"%exit") {
             self.closed = true;
@@ -460,8 +512,9 @@ impl Terminal for TmuxTerminal {
     }
 
     fn exit(&mut self) -> Option<Exit> {
-        // tmux does not tell a control client how the pane's process ended.
-        self.closed.then(Exit::default)
+        // Unknown (the default) when the wrapper could not report: a session started by
+        // something else, or a pane killed from outside.
+        self.closed.then(|| self.exit.unwrap_or_default())
     }
 
     async fn stop_with_signal(
@@ -489,7 +542,7 @@ impl Terminal for TmuxTerminal {
             let _ = client.kill().await;
         }
         self.closed = true;
-        Ok(Exit::default())
+        Ok(self.exit.unwrap_or_default())
     }
 }
 

@@ -2,7 +2,7 @@
 
 use std::collections::VecDeque;
 
-use super::{decode_output, valid_name};
+use super::{Exit, decode_output, take_exit_report, valid_name};
 
 #[track_caller]
 fn check(input: &[u8], expected: &[u8]) {
@@ -32,4 +32,53 @@ fn session_names_are_restricted() {
     assert!(!valid_name("a:b"));
     assert!(!valid_name("a.b"));
     assert!(!valid_name(&"x".repeat(65)));
+}
+
+/// Decodes `line` after `before` is already pending, then takes the exit report out.
+fn report(before: &[u8], line: &[u8]) -> (Option<Exit>, Vec<u8>) {
+    let mut out: VecDeque<u8> = before.iter().copied().collect();
+    let from = out.len();
+    decode_output(line, &mut out);
+    let exit = take_exit_report(&mut out, from);
+    (exit, out.into_iter().collect())
+}
+
+#[test]
+fn the_wrappers_exit_report_is_taken_out_of_the_output() {
+    let code = |code| Exit {
+        code: Some(code),
+        signal: None,
+    };
+    assert_eq!(
+        report(b"screen", b"bye\\015\\012\\033]hyoka-exit;3\\007"),
+        (Some(code(3)), b"screenbye\r\n".to_vec())
+    );
+    assert_eq!(
+        report(b"", b"\\033]hyoka-exit;0\\007\\033[?25h"),
+        (Some(code(0)), b"\x1b[?25h".to_vec())
+    );
+    // 128 + N is signal N, as the shell reports it.
+    assert_eq!(
+        report(b"", b"\\033]hyoka-exit;137\\007").0,
+        Some(Exit {
+            code: None,
+            signal: Some(9),
+        })
+    );
+}
+
+#[test]
+fn a_partial_or_garbled_report_is_left_as_output() {
+    // Split across two lines (no BEL yet): nothing is taken, nothing is lost.
+    let (exit, out) = report(b"", b"\\033]hyoka-exit;1");
+    assert_eq!(exit, None);
+    assert_eq!(out, b"\x1b]hyoka-exit;1");
+    // A mark before `from` (already delivered output) is not looked at.
+    let (exit, out) = report(b"\x1b]hyoka-exit;5\x07", b"x");
+    assert_eq!(exit, None);
+    assert_eq!(out, b"\x1b]hyoka-exit;5\x07x");
+    // A status that is not a number: the report is removed, the exit stays unknown.
+    let (exit, out) = report(b"", b"a\\033]hyoka-exit;oops\\007b");
+    assert_eq!(exit, None);
+    assert_eq!(out, b"ab");
 }
