@@ -42,10 +42,12 @@ impl TmuxOptions {
 /// The pane runs the agent under this wrapper, which reports the agent's exit status in
 /// band (tmux tells a control client only that the session ended, not how): after the
 /// agent, it prints the private OSC `ESC ] hyoka-exit ; STATUS BEL`, which the terminal
-/// takes out of the output. `trap : INT` keeps the wrapper waiting through a Ctrl-C meant
-/// for the agent (a caught signal is reset to its default in the agent at exec).
-const EXIT_WRAPPER: &str =
-    r#"trap : INT; "$@"; s=$?; printf '\033]hyoka-exit;%s\007' "$s"; exit "$s""#;
+/// takes out of the output, and keeps the pane open until the terminal acknowledges it on
+/// the tmux channel `hyoka-exit-<pane>` (at most 5 s, for a session nobody is attached
+/// to): tmux drops the last output of a pane whose program has exited. `trap : INT` keeps
+/// the wrapper waiting through a Ctrl-C meant for the agent (a caught signal is reset to
+/// its default in the agent at exec).
+const EXIT_WRAPPER: &str = r#"trap : INT; "$@"; s=$?; printf '\033]hyoka-exit;%s\007' "$s"; timeout 5 tmux wait-for "hyoka-exit-$TMUX_PANE" 2>/dev/null; exit "$s""#;
 
 /// The start of the wrapper's report, as decoded output.
 const EXIT_MARK: &[u8] = b"\x1b]hyoka-exit;";
@@ -95,6 +97,8 @@ pub struct TmuxTerminal {
     closed: bool,
     /// The agent's exit, as the pane's wrapper reported it.
     exit: Option<Exit>,
+    /// The wrapper waits for its report to be acknowledged.
+    exit_unacknowledged: bool,
     stopped: bool,
 }
 
@@ -293,6 +297,7 @@ impl TmuxTerminal {
             pending: VecDeque::new(),
             closed: false,
             exit: None,
+            exit_unacknowledged: false,
             stopped: false,
         };
         let Ok(ids) = terminal
@@ -385,6 +390,7 @@ impl TmuxTerminal {
                     && let Some(exit) = take_exit_report(&mut self.pending, from)
                 {
                     self.exit = Some(exit);
+                    self.exit_unacknowledged = true;
                 }
             }
         } else if line.starts_with(b"%exit") {
@@ -454,6 +460,10 @@ impl Terminal for TmuxTerminal {
                 }
             }
             self.line.extend_from_slice(&chunk[start..]);
+            if std::mem::take(&mut self.exit_unacknowledged) {
+                let channel = format!("hyoka-exit-{}", self.pane);
+                let _ = self.run(["wait-for", "-S", &channel]).await;
+            }
         }
     }
 
