@@ -75,7 +75,13 @@ evals:
     );
     let log = std::fs::read_to_string(s.reports().join("svc/svc/services/api.log")).unwrap();
     assert!(log.contains("starting"), "{log}");
-    assert!(report["cleanup"]["processes_seen"].as_u64().unwrap() >= 2);
+    // The service was still running at teardown, so the cleanup stopped it (how many exited
+    // processes it still saw on the way varies with timing).
+    assert!(
+        report["cleanup"]["processes_killed"].as_u64().unwrap() >= 1,
+        "{:#}",
+        report["cleanup"]
+    );
     s.assert_no_workspaces();
 }
 
