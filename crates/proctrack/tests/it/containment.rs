@@ -352,6 +352,24 @@ fn an_adopted_process_tree_is_tracked_and_stopped() {
     }
 }
 
+/// Spawns `scenario`'s agent as `eval`, waits until its whole tree is up, and refreshes it.
+async fn spawn_ready(
+    tracker: &hyoka_proctrack::Tracker,
+    eval: &str,
+    dir: &std::path::Path,
+    scenario: &str,
+) -> hyoka_proctrack::Agent {
+    let mut agent = tracker
+        .spawn(eval, agent_command(dir, "stay", scenario, 0))
+        .await
+        .expect("spawn");
+    let mut names = scenario_names(scenario);
+    names.push("agent");
+    wait_ready(dir, &names);
+    agent.refresh().expect("refresh");
+    agent
+}
+
 /// A tree of sleepers samples as quiet; a child on the CPU shows as a busy child and its
 /// ticks add up, under every layer (cgroup `cpu.stat`, or the tracked processes' own).
 fn tree_samples_show_cpu_and_busy_children() {
@@ -362,15 +380,7 @@ fn tree_samples_show_cpu_and_busy_children() {
         let run_id = sandbox.run_id("u");
         rt.block_on(async {
             let tracker = tracker(&sandbox.reports(), &run_id, config);
-            let quiet_dir = sandbox.subdir("quiet");
-            let mut quiet = tracker
-                .spawn("quiet", agent_command(&quiet_dir, "stay", "tree", 0))
-                .await
-                .expect("spawn");
-            let mut names = scenario_names("tree");
-            names.push("agent");
-            wait_ready(&quiet_dir, &names);
-            quiet.refresh().expect("refresh");
+            let quiet = spawn_ready(&tracker, "quiet", &sandbox.subdir("quiet"), "tree").await;
             // Sleepers may still be on their way from writing the ready file to sleeping.
             let deadline = std::time::Instant::now() + Duration::from_secs(10);
             while quiet.sample().busy_children > 0 {
@@ -382,15 +392,7 @@ fn tree_samples_show_cpu_and_busy_children() {
                 std::thread::sleep(Duration::from_millis(20));
             }
 
-            let busy_dir = sandbox.subdir("busy");
-            let mut busy = tracker
-                .spawn("busy", agent_command(&busy_dir, "stay", "tree+burn", 0))
-                .await
-                .expect("spawn");
-            let mut names = scenario_names("tree+burn");
-            names.push("agent");
-            wait_ready(&busy_dir, &names);
-            busy.refresh().expect("refresh");
+            let busy = spawn_ready(&tracker, "busy", &sandbox.subdir("busy"), "tree+burn").await;
             let first = busy.sample();
             // The burner is on the CPU (or runnable) whenever it is sampled; its ticks
             // grow by at least a tenth of a second well within the deadline.
