@@ -157,5 +157,5 @@ pub use crate::teardown::{
 };
 pub use crate::tracker::{
     Agent, AgentCommand, AgentExit, CgroupMode, Launcher, Refresh, StdioMode, Tracker,
-    TrackerOptions, TreeSample,
+    TrackerOptions, TreeSample, sample_tree,
 };

@@ -736,6 +736,63 @@ pub struct TreeSample {
     pub busy_children: u32,
 }
 
+/// Samples a process tree that is not tracked by an [`Agent`] (a tmux pane's, for
+/// example): `root` and every descendant, found by one `/proc` scan. The CPU is the sum of
+/// their own and their waited-for children's ticks; processes deeper than `agent_depth`
+/// (0: the root is the agent; 1: the root is a wrapper whose children are the agent) count
+/// as busy children when running.
+///
+/// # Errors
+/// [`ProcTrackError::ProcTable`] when `/proc` cannot be read.
+pub fn sample_tree(root: ProcRef, agent_depth: u32) -> Result<TreeSample, ProcTrackError> {
+    let table = NativeProcTable::new();
+    let snapshot = table.snapshot()?;
+    let scope = Scope {
+        roots: vec![root],
+        ..Scope::default()
+    };
+    let found = discover(
+        &snapshot,
+        &[],
+        &scope,
+        &|_| None,
+        table.self_pid(),
+        table.self_pgid(),
+    );
+    let (cpu_ticks, busy_children) = sample_processes(
+        found
+            .iter()
+            .map(|f| (f.info.proc_ref(), f.depth > agent_depth)),
+    );
+    Ok(TreeSample {
+        cpu_ticks,
+        busy_children,
+    })
+}
+
+/// Reads each process's `stat` once: the sum of their CPU ticks (own and waited-for
+/// children's), and how many of those flagged as children are running (`R`, `D`). A process
+/// whose identity changed, or that is gone, counts for nothing.
+fn sample_processes(processes: impl Iterator<Item = (ProcRef, bool)>) -> (u64, u32) {
+    let (mut ticks, mut busy) = (0u64, 0u32);
+    for (r, child) in processes {
+        let Ok(text) = std::fs::read_to_string(format!("/proc/{}/stat", r.pid)) else {
+            continue;
+        };
+        let Some(info) = parse_stat(&text) else {
+            continue;
+        };
+        if info.start_ticks != r.start_ticks || info.is_gone() {
+            continue;
+        }
+        ticks = ticks.saturating_add(parse_stat_cpu_ticks(&text).unwrap_or(0));
+        if child && matches!(info.state, 'R' | 'D') {
+            busy += 1;
+        }
+    }
+    (ticks, busy)
+}
+
 /// `usage_usec` from a cgroup's `cpu.stat`.
 fn cgroup_usage_usec(leaf: &Path) -> Option<u64> {
     let text = std::fs::read_to_string(leaf.join("cpu.stat")).ok()?;
@@ -870,23 +927,10 @@ impl Agent {
         refs.extend(self.shim);
         refs.sort_unstable();
         refs.dedup();
-        let (mut own_ticks, mut busy_children) = (0u64, 0u32);
-        for r in refs {
-            let Ok(text) = std::fs::read_to_string(format!("/proc/{}/stat", r.pid)) else {
-                continue;
-            };
-            let Some(info) = parse_stat(&text) else {
-                continue;
-            };
-            if info.start_ticks != r.start_ticks || info.is_gone() {
-                continue;
-            }
-            own_ticks = own_ticks.saturating_add(parse_stat_cpu_ticks(&text).unwrap_or(0));
-            let ours = r == self.process || Some(r) == self.shim;
-            if !ours && matches!(info.state, 'R' | 'D') {
-                busy_children += 1;
-            }
-        }
+        let (own_ticks, busy_children) = sample_processes(
+            refs.iter()
+                .map(|&r| (r, r != self.process && Some(r) != self.shim)),
+        );
         let cpu_ticks = self
             .leaf
             .as_ref()

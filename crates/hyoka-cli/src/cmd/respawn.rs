@@ -533,12 +533,9 @@ async fn drive(
         interactive,
     } = session;
     let (activity_tx, activity_rx) = mpsc::channel(4);
-    let refresher = adopted.as_ref().map(|(_, agent)| {
+    let refresher = sampler(args.backend, adopted.as_ref(), root).map(|sample| {
         let (stop, stopped) = oneshot::channel();
-        (
-            stop,
-            spawn_refresher(Arc::clone(agent), activity_tx, stopped),
-        )
+        (stop, spawn_refresher(sample, activity_tx, stopped))
     });
     let (hook_tx, hook_rx) = mpsc::channel(16);
     let (stop_hooks, hooks_stopped) = oneshot::channel::<()>();
@@ -769,15 +766,42 @@ async fn forward_resizes(tx: mpsc::Sender<Size>) {
     }
 }
 
-/// Keeps the ledger current while the session runs (one `/proc` scan every half second)
-/// and sends the detector what the tree did since the previous scan: the CPU it used and
-/// its busy children, so an agent running a build behind an idle prompt counts as working.
+/// Samples the agent's tree (and, for a tracked session, refreshes its ledger first).
+type Sample = Arc<dyn Fn() -> Option<hyoka_proctrack::TreeSample> + Send + Sync>;
+
+/// How the session's tree is sampled: through the tracker (PTY), or from the pane's root
+/// (tmux, whose wrapper `sh` is the root and the agent its child).
+fn sampler(
+    backend: Backend,
+    adopted: Option<&(Tracker, Arc<Mutex<Agent>>)>,
+    root: Option<hyoka_proctrack::ProcRef>,
+) -> Option<Sample> {
+    match (adopted, root) {
+        (Some((_, agent)), _) => {
+            let agent = Arc::clone(agent);
+            Some(Arc::new(move || {
+                let mut agent = agent.lock().unwrap_or_else(PoisonError::into_inner);
+                let _ = agent.refresh();
+                Some(agent.sample())
+            }))
+        }
+        (None, Some(root)) if backend == Backend::Tmux => {
+            Some(Arc::new(move || hyoka_proctrack::sample_tree(root, 1).ok()))
+        }
+        (None, _) => None,
+    }
+}
+
+/// Every half second, samples the session's tree (keeping a tracked session's ledger
+/// current on the way) and sends the detector what the tree did since the previous sample:
+/// the CPU it used and its busy children, so an agent running a build behind an idle prompt
+/// counts as working.
 ///
 /// Stopped through `stop`, never aborted: an aborted task would leave its `/proc` scan
 /// running on the blocking pool, still holding the agent, and the teardown that follows
 /// needs the agent to itself.
 fn spawn_refresher(
-    agent: Arc<Mutex<Agent>>,
+    sample: Sample,
     activity: mpsc::Sender<ProcessActivity>,
     mut stop: oneshot::Receiver<()>,
 ) -> tokio::task::JoinHandle<()> {
@@ -789,26 +813,20 @@ fn spawn_refresher(
                 _ = &mut stop => return,
                 _ = every.tick() => {}
             }
-            let agent = Arc::clone(&agent);
-            let Ok(sample) = tokio::task::spawn_blocking(move || {
-                let mut agent = agent.lock().unwrap_or_else(PoisonError::into_inner);
-                let _ = agent.refresh();
-                agent.sample()
-            })
-            .await
-            else {
+            let sample = Arc::clone(&sample);
+            let Ok(Some(now)) = tokio::task::spawn_blocking(move || sample()).await else {
                 continue;
             };
             let at = Instant::now();
             if let Some((ticks, then)) = last {
                 // Never blocks: a sample the driver has not taken yet is simply superseded.
                 let _ = activity.try_send(ProcessActivity {
-                    cpu_ticks: sample.cpu_ticks.saturating_sub(ticks),
+                    cpu_ticks: now.cpu_ticks.saturating_sub(ticks),
                     interval: at.saturating_duration_since(then),
-                    busy_children: sample.busy_children,
+                    busy_children: now.busy_children,
                 });
             }
-            last = Some((sample.cpu_ticks, at));
+            last = Some((now.cpu_ticks, at));
         }
     })
 }

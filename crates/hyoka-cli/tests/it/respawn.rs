@@ -343,7 +343,20 @@ fn tmux_a_full_cycle_in_order() {
 }
 
 #[test]
-fn a_busy_tree_behind_an_idle_prompt_is_left_alone() {
+fn pty_a_busy_tree_behind_an_idle_prompt_is_left_alone() {
+    busy_tree_left_alone("pty");
+}
+
+#[test]
+fn tmux_a_busy_tree_behind_an_idle_prompt_is_left_alone() {
+    if !tmux_installed() {
+        eprintln!("skipped: tmux is not installed");
+        return;
+    }
+    busy_tree_left_alone("tmux");
+}
+
+fn busy_tree_left_alone(backend: &str) {
     // The agent finishes its task and shows its prompt, but a child it started keeps a
     // core busy (a build in the background): the tree's CPU keeps the verdict `working`,
     // so the idle screen is rejected and nothing is typed.
@@ -355,7 +368,14 @@ fn a_busy_tree_behind_an_idle_prompt_is_left_alone() {
         .collect();
     let script = format!("while :; do :; done & exec {}", sim.join(" "));
     let mut running = case.start(
-        &["--completion-confirm", "3s", "--no-output-timeout", "3s"],
+        &[
+            "--backend",
+            backend,
+            "--completion-confirm",
+            "3s",
+            "--no-output-timeout",
+            "3s",
+        ],
         &["sh".to_owned(), "-c".to_owned(), script],
     );
     case.wait_for(&mut running, "idle_rejected or step_sent", |e| {

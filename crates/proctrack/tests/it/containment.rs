@@ -46,6 +46,10 @@ pub(crate) const TESTS: &[Test] = &[
         "containment::tree_samples_show_cpu_and_busy_children",
         tree_samples_show_cpu_and_busy_children,
     ),
+    (
+        "containment::an_untracked_tree_is_sampled_from_its_root",
+        an_untracked_tree_is_sampled_from_its_root,
+    ),
 ];
 
 /// What one scenario run returned, for per-test assertions.
@@ -421,4 +425,50 @@ fn tree_samples_show_cpu_and_busy_children() {
         });
         assert_nothing_left(&run_id, &[], &context);
     }
+}
+
+/// `sample_tree` (a tmux pane's tree, which no tracker owns): the burner below the root is a
+/// busy child unless the agent's depth reaches it, and its ticks add up.
+fn an_untracked_tree_is_sampled_from_its_root() {
+    let sandbox = Sandbox::new();
+    let dir = sandbox.subdir("pane");
+    let run_id = sandbox.run_id("p");
+    let command = agent_command(&dir, "stay", "tree+burn", 0);
+    let mut child = std::process::Command::new(&command.program)
+        .args(&command.args)
+        .env("HYOKA_RUN_ID", &run_id)
+        .process_group(0)
+        .spawn()
+        .expect("spawn the tree");
+    let mut names = scenario_names("tree+burn");
+    names.push("agent");
+    let refs = wait_ready(&dir, &names);
+    let root = refs.iter().find(|(n, _)| n == "agent").unwrap().1;
+    let first = hyoka_proctrack::sample_tree(root, 0).expect("sample");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let last = loop {
+        let now = hyoka_proctrack::sample_tree(root, 0).expect("sample");
+        if now.cpu_ticks >= first.cpu_ticks + 10 {
+            break now;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "ticks stuck at {now:?} (first {first:?})"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(last.busy_children >= 1, "{last:?}");
+    // With the whole tree counted as the agent, nothing is a busy child.
+    assert_eq!(
+        hyoka_proctrack::sample_tree(root, 10)
+            .expect("sample")
+            .busy_children,
+        0
+    );
+    let pgid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+    rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL).expect("kill");
+    let _ = child.wait();
+    let left = wait_gone(&refs, Duration::from_secs(10));
+    assert!(left.is_empty(), "still running: {left:?}");
+    assert_nothing_left(&run_id, &refs, "an untracked tree");
 }
