@@ -356,6 +356,29 @@ fn an_adopted_process_tree_is_tracked_and_stopped() {
     }
 }
 
+/// Samples until the tree's ticks grew by a tenth of a second (the burner is on the CPU, or
+/// runnable, whenever it is sampled, so this comes well within the deadline); returns that
+/// sample.
+#[track_caller]
+fn burning(
+    context: &str,
+    sample: impl Fn() -> hyoka_proctrack::TreeSample,
+) -> hyoka_proctrack::TreeSample {
+    let first = sample();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let now = sample();
+        if now.cpu_ticks >= first.cpu_ticks + 10 {
+            return now;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{context}: ticks stuck at {now:?} (first {first:?})"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Spawns `scenario`'s agent as `eval`, waits until its whole tree is up, and refreshes it.
 async fn spawn_ready(
     tracker: &hyoka_proctrack::Tracker,
@@ -397,21 +420,7 @@ fn tree_samples_show_cpu_and_busy_children() {
             }
 
             let busy = spawn_ready(&tracker, "busy", &sandbox.subdir("busy"), "tree+burn").await;
-            let first = busy.sample();
-            // The burner is on the CPU (or runnable) whenever it is sampled; its ticks
-            // grow by at least a tenth of a second well within the deadline.
-            let deadline = std::time::Instant::now() + Duration::from_secs(30);
-            let last = loop {
-                let now = busy.sample();
-                if now.cpu_ticks >= first.cpu_ticks + 10 {
-                    break now;
-                }
-                assert!(
-                    std::time::Instant::now() < deadline,
-                    "{context}: ticks stuck at {now:?} (first {first:?})"
-                );
-                std::thread::sleep(Duration::from_millis(20));
-            };
+            let last = burning(&context, || busy.sample());
             assert!(last.busy_children >= 1, "{context}: {last:?}");
             for agent in [quiet, busy] {
                 let mut agent = agent;
@@ -444,19 +453,9 @@ fn an_untracked_tree_is_sampled_from_its_root() {
     names.push("agent");
     let refs = wait_ready(&dir, &names);
     let root = refs.iter().find(|(n, _)| n == "agent").unwrap().1;
-    let first = hyoka_proctrack::sample_tree(root, 0).expect("sample");
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    let last = loop {
-        let now = hyoka_proctrack::sample_tree(root, 0).expect("sample");
-        if now.cpu_ticks >= first.cpu_ticks + 10 {
-            break now;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "ticks stuck at {now:?} (first {first:?})"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let last = burning("an untracked tree", || {
+        hyoka_proctrack::sample_tree(root, 0).expect("sample")
+    });
     assert!(last.busy_children >= 1, "{last:?}");
     // With the whole tree counted as the agent, nothing is a busy child.
     assert_eq!(
