@@ -8,7 +8,7 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::support::{Scratch, escapee_pids, hyoka, hyoka_path, pid_alive, send, stderr};
+use crate::support::{Scratch, escapee_pids, hyoka_path, pid_alive, send, stderr};
 
 const RUNS: usize = 12;
 
@@ -59,18 +59,9 @@ fn chaos_round(rng: &mut fastrand::Rng, round: u32) {
     let mut runs = Vec::new();
     for i in 0..RUNS {
         let pids = s.path().join(format!("{i}.pids"));
-        let child = hyoka()
-            .args([
-                "run",
-                "--run-id",
-                &format!("{prefix}-{i}"),
-                "--grace",
-                "1s",
-                "--reports",
-            ])
-            .arg(s.reports())
-            .arg("--workspace-root")
-            .arg(s.ws_root())
+        let child = s
+            .hyoka("run")
+            .args(["--run-id", &format!("{prefix}-{i}"), "--grace", "1s"])
             .args([
                 "--events",
                 "stream-json",
@@ -143,13 +134,7 @@ fn chaos_round(rng: &mut fastrand::Rng, round: u32) {
             }
         }
     }
-    let out = hyoka()
-        .args(["clean", "--grace", "1s", "--reports"])
-        .arg(s.reports())
-        .arg("--workspace-root")
-        .arg(s.ws_root())
-        .output()
-        .unwrap();
+    let out = s.hyoka("clean").args(["--grace", "1s"]).output().unwrap();
     assert_eq!(
         out.status.code(),
         Some(0),

@@ -18,11 +18,9 @@ fn escapee(file: &Path, role: &str) -> u32 {
 /// escapees exist and the ledger lists them.
 fn start_lingering(s: &Scratch, run_id: &str) -> (Child, PathBuf) {
     let pids = s.path().join(format!("{run_id}.pids"));
-    let child = hyoka()
-        .args(["run", "--run-id", run_id, "--grace", "30s", "--reports"])
-        .arg(s.reports())
-        .arg("--workspace-root")
-        .arg(s.ws_root())
+    let child = s
+        .hyoka("run")
+        .args(["--run-id", run_id, "--grace", "30s"])
         .args([
             "--",
             hyoka_path(),
@@ -51,11 +49,8 @@ fn start_lingering(s: &Scratch, run_id: &str) -> (Child, PathBuf) {
 }
 
 fn clean(s: &Scratch, extra: &[&str]) -> std::process::Output {
-    hyoka()
-        .args(["clean", "--grace", "1s", "--reports"])
-        .arg(s.reports())
-        .arg("--workspace-root")
-        .arg(s.ws_root())
+    s.hyoka("clean")
+        .args(["--grace", "1s"])
         .args(extra)
         .output()
         .unwrap()
@@ -269,11 +264,9 @@ fn strangers_hostile_lines_and_foreign_paths_are_left_alone() {
 fn an_agent_that_empties_its_workspace_does_not_hide_it_from_clean() {
     let s = Scratch::new();
     let ready = s.path().join("emptied.ready");
-    let mut child = hyoka()
-        .args(["run", "--run-id", "emptied", "--reports"])
-        .arg(s.reports())
-        .arg("--workspace-root")
-        .arg(s.ws_root())
+    let mut child = s
+        .hyoka("run")
+        .args(["--run-id", "emptied"])
         .args([
             "--",
             "sh",
@@ -322,18 +315,9 @@ fn sixteen_concurrent_runs_leave_nothing() {
     let children: Vec<(Child, PathBuf)> = (0..16)
         .map(|i| {
             let pids = s.path().join(format!("c{i}.pids"));
-            let child = hyoka()
-                .args([
-                    "run",
-                    "--run-id",
-                    &format!("c{i}"),
-                    "--grace",
-                    "1s",
-                    "--reports",
-                ])
-                .arg(s.reports())
-                .arg("--workspace-root")
-                .arg(s.ws_root())
+            let child = s
+                .hyoka("run")
+                .args(["--run-id", &format!("c{i}"), "--grace", "1s"])
                 .args(["--", hyoka_path(), "sim-agent", "--escapees", "--pid-file"])
                 .arg(&pids)
                 .stdout(Stdio::null())

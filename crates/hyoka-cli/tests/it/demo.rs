@@ -5,14 +5,7 @@ use crate::support::{Scratch, hyoka, stderr};
 #[test]
 fn the_demo_runs_and_cleans_up() {
     let s = Scratch::new();
-    let out = hyoka()
-        .arg("demo")
-        .arg("--reports")
-        .arg(s.reports())
-        .arg("--workspace-root")
-        .arg(s.ws_root())
-        .output()
-        .unwrap();
+    let out = s.hyoka("demo").output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("all good"), "{stdout}");
@@ -69,13 +62,7 @@ fn doctor_reports_every_layer_as_json_and_text() {
 #[test]
 fn the_demo_speaks_json_too() {
     let s = Scratch::new();
-    let out = hyoka()
-        .args(["demo", "--json", "--reports"])
-        .arg(s.reports())
-        .arg("--workspace-root")
-        .arg(s.ws_root())
-        .output()
-        .unwrap();
+    let out = s.hyoka("demo").args(["--json"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(summary["ok"], true);

@@ -33,11 +33,8 @@ fn suite(s: &Scratch, yaml: &str) -> String {
 }
 
 fn run_suite(s: &Scratch, id: &str, suite: &str) -> std::process::Output {
-    hyoka()
-        .args(["run", "--run-id", id, "--suite", suite, "--reports"])
-        .arg(s.reports())
-        .arg("--workspace-root")
-        .arg(s.ws_root())
+    s.hyoka("run")
+        .args(["--run-id", id, "--suite", suite])
         .output()
         .unwrap()
 }
@@ -297,19 +294,15 @@ fn an_isolated_home_is_seen_by_the_agent_and_gone_afterwards() {
         "echo \"$HOME\" > {seen}; test \"$XDG_CONFIG_HOME\" = \"$HOME/.config\" && test -d \"$XDG_CONFIG_HOME\" && test -z \"$HYOKA_TEST_SECRET\" && test \"$HYOKA_TEST_PASSED\" = yes && test -n \"$PATH\" && echo cfg > \"$XDG_CONFIG_HOME/agent.json\"",
         seen = seen.display()
     );
-    let out = hyoka()
+    let out = s
+        .hyoka("run")
         .args([
-            "run",
             "--run-id",
             "home",
             "--isolate-home",
             "--pass-env",
             "HYOKA_TEST_PASSED",
-            "--reports",
         ])
-        .arg(s.reports())
-        .arg("--workspace-root")
-        .arg(s.ws_root())
         .args(["--", "sh", "-c", &script])
         .env("HYOKA_TEST_SECRET", "must not leak")
         .env("HYOKA_TEST_PASSED", "yes")
@@ -358,13 +351,7 @@ fn sigkill_of_the_owner_during_the_build_then_clean() {
     let owner = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
     rustix::process::kill_process(owner, rustix::process::Signal::KILL).unwrap();
     child.wait().unwrap();
-    let out = hyoka()
-        .args(["clean", "--grace", "1s", "--reports"])
-        .arg(s.reports())
-        .arg("--workspace-root")
-        .arg(s.ws_root())
-        .output()
-        .unwrap();
+    let out = s.hyoka("clean").args(["--grace", "1s"]).output().unwrap();
     assert_eq!(
         out.status.code(),
         Some(0),

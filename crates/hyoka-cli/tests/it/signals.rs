@@ -4,7 +4,7 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{Scratch, hyoka, pid_alive, read_pid, send, wait_until};
+use crate::support::{Scratch, pid_alive, read_pid, send, wait_until};
 
 /// Waits (bounded) until `path` exists: the agent's readiness marker.
 #[track_caller]
@@ -13,11 +13,8 @@ fn wait_for(path: &Path) {
 }
 
 fn start(s: &Scratch, run_id: &str, script: &str) -> Child {
-    hyoka()
-        .args(["run", "--run-id", run_id, "--grace", "10s", "--reports"])
-        .arg(s.reports())
-        .arg("--workspace-root")
-        .arg(s.ws_root())
+    s.hyoka("run")
+        .args(["--run-id", run_id, "--grace", "10s"])
         .args(["--", "sh", "-c", script])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -117,13 +114,10 @@ fn evals_not_yet_started_are_recorded_as_interrupted() {
         ),
     )
     .unwrap();
-    let child = hyoka()
-        .args(["run", "--run-id", "queued", "--workers", "1", "--suite"])
+    let child = s
+        .hyoka("run")
+        .args(["--run-id", "queued", "--workers", "1", "--suite"])
         .arg(&suite)
-        .arg("--reports")
-        .arg(s.reports())
-        .arg("--workspace-root")
-        .arg(s.ws_root())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -151,11 +145,9 @@ fn evals_not_yet_started_are_recorded_as_interrupted() {
 fn sigterm_with_a_short_grace_stops_everything_in_time() {
     let s = Scratch::new();
     let pids = s.path().join("pod.pids");
-    let child = hyoka()
-        .args(["run", "--run-id", "pod", "--grace", "1s", "--reports"])
-        .arg(s.reports())
-        .arg("--workspace-root")
-        .arg(s.ws_root())
+    let child = s
+        .hyoka("run")
+        .args(["--run-id", "pod", "--grace", "1s"])
         .args([
             "--",
             crate::support::hyoka_path(),

@@ -42,20 +42,9 @@ evals:
     command: [sh, -c, "exit 7"]
 "#,
     );
-    let out = hyoka()
-        .args([
-            "run",
-            "--run-id",
-            "suite-1",
-            "--workers",
-            "4",
-            "--suite",
-            &suite,
-            "--reports",
-        ])
-        .arg(s.reports())
-        .arg("--workspace-root")
-        .arg(s.ws_root())
+    let out = s
+        .hyoka("run")
+        .args(["--run-id", "suite-1", "--workers", "4", "--suite", &suite])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
@@ -107,20 +96,9 @@ evals:
   - { id: a, command: [test, 5, -eq, 5], limits: { max_files: 9 } }
 "#,
     );
-    let out = hyoka()
-        .args([
-            "run",
-            "--run-id",
-            "prec",
-            "--max-turns",
-            "2",
-            "--suite",
-            &suite,
-            "--reports",
-        ])
-        .arg(s.reports())
-        .arg("--workspace-root")
-        .arg(s.ws_root())
+    let out = s
+        .hyoka("run")
+        .args(["--run-id", "prec", "--max-turns", "2", "--suite", &suite])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -199,13 +177,7 @@ fn shards_partition_the_suite_and_merge_back() {
 #[track_caller]
 fn check_bad(s: &Scratch, yaml: &str, mentions: &[&str]) {
     let suite = write_suite(s, "bad.yaml", yaml);
-    let out = hyoka()
-        .args(["run", "--suite", &suite, "--reports"])
-        .arg(s.reports())
-        .arg("--workspace-root")
-        .arg(s.ws_root())
-        .output()
-        .unwrap();
+    let out = s.hyoka("run").args(["--suite", &suite]).output().unwrap();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{yaml}\n{err}");
     let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();

@@ -30,16 +30,20 @@ impl Scratch {
         self.dir.path().join("ws")
     }
 
-    /// `hyoka run --reports … --workspace-root … <args>`.
-    pub(crate) fn run(&self, args: &[&str]) -> Output {
+    /// `hyoka <subcommand> --reports … --workspace-root …`, for more arguments.
+    pub(crate) fn hyoka(&self, subcommand: &str) -> Command {
         let mut cmd = hyoka();
-        cmd.arg("run")
+        cmd.arg(subcommand)
             .arg("--reports")
             .arg(self.reports())
             .arg("--workspace-root")
-            .arg(self.ws_root())
-            .args(args);
-        cmd.output().unwrap()
+            .arg(self.ws_root());
+        cmd
+    }
+
+    /// `hyoka run --reports … --workspace-root … <args>`.
+    pub(crate) fn run(&self, args: &[&str]) -> Output {
+        self.hyoka("run").args(args).output().unwrap()
     }
 
     pub(crate) fn report(&self, run_id: &str, eval_id: &str) -> serde_json::Value {
