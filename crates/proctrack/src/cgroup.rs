@@ -119,24 +119,56 @@ impl CgroupRoot {
         })
     }
 
+    /// Where [`CgroupRoot::create_leaf`] puts eval `eval_id`'s leaf, so it can be recorded
+    /// before it exists.
+    pub fn leaf_path(&self, run_id: &str, eval_id: &str) -> PathBuf {
+        self.base.join(format!("hyoka-{run_id}")).join(eval_id)
+    }
+
     /// Creates the leaf `<base>/hyoka-<run_id>/<eval_id>` (ids must already be validated).
     ///
     /// # Errors
     /// [`ProcTrackError::Io`] when a directory cannot be created (an existing leaf is an error:
     /// it would mean two trackers share one eval).
     pub fn create_leaf(&self, run_id: &str, eval_id: &str) -> Result<CgroupLeaf, ProcTrackError> {
+        let path = self.leaf_path(run_id, eval_id);
         let run_dir = self.base.join(format!("hyoka-{run_id}"));
         match std::fs::create_dir(&run_dir) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(ProcTrackError::io("create cgroup", run_dir, e)),
         }
-        let path = run_dir.join(eval_id);
         std::fs::create_dir(&path).map_err(|e| ProcTrackError::io("create cgroup", &path, e))?;
         Ok(CgroupLeaf {
             path,
             has_kill: self.has_kill,
         })
+    }
+}
+
+/// Whether a recorded leaf path looks like one of ours: absolute, no `..`, under the cgroup2
+/// mount, named `…/hyoka-<run_id>/<eval_id>`.
+fn looks_ours(path: &Path, run_id: &str, mount: &Path) -> bool {
+    let clean = path.is_absolute()
+        && path
+            .components()
+            .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
+    let parent_ok = path
+        .parent()
+        .and_then(Path::file_name)
+        .is_some_and(|n| n == OsStr::new(&format!("hyoka-{run_id}")));
+    clean && parent_ok && path.starts_with(mount)
+}
+
+/// For a recorded leaf that does not exist (its owner died after recording it, before or
+/// while creating it): removes the run's `hyoka-<run_id>` directory if it was left empty.
+pub(crate) fn remove_empty_run_dir(path: &Path, run_id: &str, mount: &Path) {
+    if looks_ours(path, run_id, mount)
+        && !path.exists()
+        && let Some(run_dir) = path.parent()
+    {
+        // rmdir: a run directory that still holds a leaf stays.
+        let _ = std::fs::remove_dir(run_dir);
     }
 }
 
@@ -151,15 +183,7 @@ impl CgroupLeaf {
     /// Opens an existing leaf (for `clean`), after checking that `path` looks like one of ours:
     /// absolute, no `..`, under a cgroup2 mount, named `…/hyoka-<run_id>/<eval_id>`.
     pub fn open_recorded(path: &Path, run_id: &str, mount: &Path) -> Option<Self> {
-        let clean = path.is_absolute()
-            && path
-                .components()
-                .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
-        let parent_ok = path
-            .parent()
-            .and_then(Path::file_name)
-            .is_some_and(|n| n == OsStr::new(&format!("hyoka-{run_id}")));
-        if !(clean && parent_ok && path.starts_with(mount) && path.join("cgroup.procs").is_file()) {
+        if !(looks_ours(path, run_id, mount) && path.join("cgroup.procs").is_file()) {
             return None;
         }
         Some(Self {

@@ -304,6 +304,11 @@ pub fn clean_run_with(
         .collect();
     report.killed = torn.processes_killed;
     report.survivors = torn.survivors;
+    if let Some(mount) = cgroup_mount.filter(|_| !other_boot) {
+        for cleanup in report.cgroups.iter().filter(|c| !c.found) {
+            crate::cgroup::remove_empty_run_dir(&cleanup.leaf.path, &run_id, mount);
+        }
+    }
     finish(
         &mut report,
         &mut ledger,

@@ -219,6 +219,31 @@ impl Shared {
         f(&mut ledger);
         self.write_ledger(&ledger)
     }
+
+    /// Creates eval `eval_id`'s cgroup leaf, when the run has the layer. The leaf is in the
+    /// ledger before it exists, so an owner killed in between leaves nothing `clean` does
+    /// not know of; a leaf that could not be made is forgotten again.
+    fn create_leaf(&self, eval_id: &str) -> Option<Result<CgroupLeaf, ProcTrackError>> {
+        let root = self.cgroup.as_ref()?;
+        let path = root.leaf_path(&self.run_id, eval_id);
+        if let Err(e) = self.update(|l| {
+            let _ = l.set_cgroup(eval_id, &path);
+        }) {
+            return Some(Err(e));
+        }
+        let created = root.create_leaf(&self.run_id, eval_id);
+        if created.is_err() {
+            let _ = self.update(|l| l.cgroups.retain(|c| c.eval_id != eval_id));
+        }
+        Some(created)
+    }
+
+    /// Removes a leaf no agent joined, and its ledger record.
+    fn forget_leaf(&self, leaf: &CgroupLeaf, eval_id: &str) {
+        if leaf.remove(Duration::ZERO, &SystemClock) {
+            let _ = self.update(|l| l.cgroups.retain(|c| c.eval_id != eval_id));
+        }
+    }
 }
 
 /// One run's process tracking: the owner lock, the ledger, and the evals' agents.
@@ -411,20 +436,22 @@ impl Tracker {
             });
         }
         let shared = &self.shared;
-        let leaf = shared.cgroup.as_ref().and_then(|root| {
-            let leaf = root.create_leaf(&shared.run_id, eval_id).ok()?;
-            let joined = leaf
-                .procs_fd()
-                .ok()
-                .is_some_and(|fd| rustix::io::write(&fd, pid.to_string().as_bytes()).is_ok());
-            if joined {
-                Some(leaf)
-            } else {
-                leaf.remove(Duration::ZERO, &SystemClock);
-                None
-            }
-        });
-        let mut agent = Agent::new(shared, eval_id, info.proc_ref(), leaf)?;
+        let leaf = shared
+            .create_leaf(eval_id)
+            .and_then(Result::ok)
+            .and_then(|leaf| {
+                let joined = leaf
+                    .procs_fd()
+                    .ok()
+                    .is_some_and(|fd| rustix::io::write(&fd, pid.to_string().as_bytes()).is_ok());
+                if joined {
+                    Some(leaf)
+                } else {
+                    shared.forget_leaf(&leaf, eval_id);
+                    None
+                }
+            });
+        let mut agent = Agent::new(shared, eval_id, info.proc_ref(), leaf);
         agent.refresh()?;
         Ok(agent)
     }
@@ -435,19 +462,16 @@ impl Tracker {
         command: AgentCommand,
     ) -> Result<Agent, ProcTrackError> {
         let shared = &self.shared;
-        let leaf = match &shared.cgroup {
-            Some(root) => match root.create_leaf(&shared.run_id, eval_id) {
-                Ok(leaf) => Some(leaf),
-                Err(e) if shared.mode == CgroupMode::Required => return Err(e),
-                Err(_) => None,
-            },
-            None => None,
+        let leaf = match shared.create_leaf(eval_id) {
+            Some(Ok(leaf)) => Some(leaf),
+            Some(Err(e)) if shared.mode == CgroupMode::Required => return Err(e),
+            Some(Err(_)) | None => None,
         };
         let placeholder = ProcRef {
             pid: 0,
             start_ticks: 0,
         };
-        let mut agent = Agent::new(shared, eval_id, placeholder, leaf)?;
+        let mut agent = Agent::new(shared, eval_id, placeholder, leaf);
         let procs_fd = agent.leaf.as_ref().map(CgroupLeaf::procs_fd).transpose()?;
         let (report_read, report_write) = if shared.shim.is_some() {
             let (r, w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
@@ -838,16 +862,15 @@ impl std::fmt::Debug for Agent {
 }
 
 impl Agent {
-    /// A tracked agent with nothing observed yet; its cgroup leaf, if any, is recorded in the
-    /// ledger at once so `clean` finds it even if the run dies before the first refresh.
+    /// A tracked agent with nothing observed yet (its cgroup leaf, if any, is already in the
+    /// ledger: [`Shared::create_leaf`]).
     fn new(
         shared: &Arc<Shared>,
         eval_id: &str,
         process: ProcRef,
         leaf: Option<CgroupLeaf>,
-    ) -> Result<Self, ProcTrackError> {
-        // Built first, so a failed ledger write drops (and so tears down) a real agent.
-        let agent = Self {
+    ) -> Self {
+        Self {
             eval_id: eval_id.to_owned(),
             shared: Arc::clone(shared),
             child: None,
@@ -862,13 +885,7 @@ impl Agent {
             known: Vec::new(),
             history: std::collections::BTreeMap::new(),
             torn_down: false,
-        };
-        if let Some(leaf) = &agent.leaf {
-            shared.update(|l| {
-                let _ = l.set_cgroup(eval_id, leaf.path());
-            })?;
         }
-        Ok(agent)
     }
 
     /// The eval id.

@@ -32,6 +32,10 @@ pub(crate) const TESTS: &[Test] = &[
         hostile_ledgers_are_reported_not_acted_on,
     ),
     ("clean::dry_run_changes_nothing", dry_run_changes_nothing),
+    (
+        "clean::a_leaf_recorded_but_never_made_is_cleaned",
+        a_leaf_recorded_but_never_made_is_cleaned,
+    ),
     ("clean::ps_lists_live_runs", ps_lists_live_runs),
     (
         "clean::an_uncleaned_run_id_is_not_reused",
@@ -493,4 +497,30 @@ fn dropped_agent_is_still_stopped() {
         refs
     });
     assert_nothing_left(&run_id, &refs, "dropped agent");
+}
+
+/// An owner killed between recording its eval's cgroup leaf and creating it (the leaf is
+/// recorded first) leaves the run's `hyoka-<run_id>` cgroup directory empty: `clean`
+/// removes it, and the run counts as cleaned.
+fn a_leaf_recorded_but_never_made_is_cleaned() {
+    let Some(root) = hyoka_proctrack::Capabilities::detect().cgroup else {
+        eprintln!("skipped: no writable cgroup v2 here");
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let run_id = sandbox.run_id("w");
+    let leaf = root.leaf_path(&run_id, "main");
+    let run_cgroup = leaf.parent().unwrap().to_owned();
+    std::fs::create_dir(&run_cgroup).unwrap();
+    let owner = hyoka_proctrack::Identity::current().unwrap();
+    let ledger = format!(
+        "# hyoka-pids v1\n# run {run_id}\n# owner {owner}\n# cgroup main {}\n",
+        leaf.display()
+    );
+    let run_dir = fake_run(&sandbox.reports(), &run_id, ledger.as_bytes());
+    let report = clean_run(&run_dir, &options()).unwrap();
+    let exists = run_cgroup.exists();
+    let _ = std::fs::remove_dir(&run_cgroup);
+    assert!(!exists, "{} left behind: {report:#?}", run_cgroup.display());
+    assert!(report.marked_cleaned, "{report:#?}");
 }
