@@ -2,32 +2,33 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime};
+use std::sync::Arc;
+use std::time::Duration;
 
 use hyoka_proctrack::{
-    AgentExit, Escalation, Layers, ProcTrackError, TeardownOptions, TeardownReport, Tracker,
+    AgentExit, Escalation, Layers, ProcTrackError, TeardownOptions, TeardownReport,
 };
-use hyoka_workspace::{
-    Closed, EvalId, Injection, KeepPolicy, Outcome, RunId, TempWorkspace, Workspace,
-    WorkspaceError, WorkspaceOptions,
-};
-use tokio::io::{AsyncRead, AsyncReadExt};
+use hyoka_workspace::{EvalId, KeepPolicy, RunId, WorkspaceOptions};
+use tokio::io::AsyncReadExt;
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
+use tokio::time::Instant;
 
+use crate::EvalError;
+use crate::capped_log::{CappedLog, OUTPUT_CAP};
 use crate::events::{AgentEvent, EventSource, LineSplitter, StreamJsonParser, parse_jsonl_event};
-use crate::interrupt::Interrupt;
-use crate::limits::{LimitSet, Monitor};
-use crate::output::{CappedLog, OUTPUT_CAP};
+use crate::host::{EvalWorkspace, Harness, Pipe, WorkspaceEnd};
+use crate::limits::Monitor;
 use crate::phases::{
-    PhaseClock, PhaseContext, PhaseEnv, mark_phase, prepare_home, run_phase, skipped,
+    PhaseClock, PhaseContext, PhaseEnv, exit_text, prepare_home, run_phase, skipped,
     start_services, stop_services,
 };
-use crate::records::{millis, rfc3339, write_json};
+use crate::records::{STATUS_FILE, mark_phase, millis, rfc3339, write_json};
 use crate::report::PhaseStatus;
 use crate::report::{Cleanup, Counts, Limits, Report, Status, Termination};
-use crate::suite::{PhaseCommand, ServiceSpec};
+use crate::settings::EvalSpec;
+use crate::stop::{Stop, StopReason};
 use crate::timeline::TimelineBuilder;
-use crate::watch::{WatchUpdate, watch};
+use crate::watch::WatchUpdate;
 
 /// Everything that is the same for every eval of a run.
 #[derive(Debug, Clone)]
@@ -42,39 +43,15 @@ pub(crate) struct RunContext {
     pub(crate) keep: KeepPolicy,
     /// Whether the workspace name carries the eval id (suites).
     pub(crate) name_with_eval: bool,
-    /// The run's process tracker: owner lock, ledger, containment.
-    pub(crate) tracker: Tracker,
+    /// The caller's environment, from which an isolated home passes variables through.
+    pub(crate) inherited_env: Arc<[(OsString, OsString)]>,
+    /// The seams: processes (the run's tracker), workspaces, the clock.
+    pub(crate) harness: Harness,
 }
 
-/// One eval to run, with its effective settings.
-#[derive(Debug, Clone)]
-pub(crate) struct EvalSpec {
-    pub(crate) eval_id: EvalId,
-    pub(crate) command: Vec<OsString>,
-    pub(crate) starter: Option<PathBuf>,
-    /// Zero disables the timeout.
-    pub(crate) timeout: Duration,
-    pub(crate) grace: Duration,
-    pub(crate) env: Vec<(OsString, OsString)>,
-    pub(crate) limits: LimitSet,
-    pub(crate) events: EventSource,
-    pub(crate) phases: EvalPhases,
-}
-
-/// The phases around the agent, resolved for one eval.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct EvalPhases {
-    pub(crate) files: Vec<Injection>,
-    pub(crate) services: Vec<ServiceSpec>,
-    pub(crate) build: Option<PhaseCommand>,
-    pub(crate) review: Option<PhaseCommand>,
-    pub(crate) isolate_home: bool,
-    pub(crate) pass_env: Vec<String>,
-}
-
-/// The report of an eval that never started because hyoka was interrupted first.
-pub(crate) fn not_started(ctx: &RunContext, spec: &EvalSpec, sig: &str) -> Report {
-    let now = rfc3339(SystemTime::now());
+/// The report of an eval that never started because a stop was requested first.
+pub(crate) fn not_started(ctx: &RunContext, spec: &EvalSpec, reason: StopReason) -> Report {
+    let now = rfc3339(ctx.harness.clock.wall());
     Report {
         run_id: ctx.run_id.to_string(),
         eval_id: spec.eval_id.to_string(),
@@ -97,7 +74,7 @@ pub(crate) fn not_started(ctx: &RunContext, spec: &EvalSpec, sig: &str) -> Repor
             workspace_removed: true,
             ..Cleanup::default()
         },
-        error: Some(format!("not started: {sig} arrived first")),
+        error: Some(format!("not started: {} arrived first", reason.name())),
         phases: Vec::new(),
         review: None,
     }
@@ -124,36 +101,33 @@ fn limits_of(spec: &EvalSpec) -> Limits {
 pub(crate) async fn run_eval(
     ctx: &RunContext,
     spec: &EvalSpec,
-    interrupt: Interrupt,
-) -> Result<Report, WorkspaceError> {
+    stop: Stop,
+) -> Result<Report, EvalError> {
+    let clock = &*ctx.harness.clock;
     let eval_id = spec.eval_id.as_str();
     let eval_dir = ctx.run_dir.join(eval_id);
-    std::fs::create_dir_all(&eval_dir).map_err(|e| WorkspaceError::Io {
-        op: "create",
-        path: eval_dir.clone(),
-        source: e,
-    })?;
-    let started_at = SystemTime::now();
-    let started = Instant::now();
+    std::fs::create_dir_all(&eval_dir).map_err(|e| EvalError::io("create", &eval_dir, e))?;
+    let started_at = clock.wall();
+    let started = clock.now();
     let mut phases = Vec::new();
 
-    mark_phase(&eval_dir, "setup");
-    let setup = PhaseClock::start("setup");
-    let mut workspace = TempWorkspace::create(&WorkspaceOptions {
+    mark_phase(&eval_dir, "setup", clock.wall());
+    let setup = PhaseClock::start(clock, "setup");
+    let mut workspace = ctx.harness.workspaces.create(&WorkspaceOptions {
         root: ctx.workspace_root.clone(),
         run_id: ctx.run_id.clone(),
         eval_id: ctx.name_with_eval.then(|| spec.eval_id.clone()),
         keep: ctx.keep,
         starter: spec.starter.clone(),
         inject: spec.phases.files.clone(),
-        owner: marker_owner(ctx),
+        owner: ctx.harness.processes.marker_owner(),
     })?;
     let home = if spec.phases.isolate_home {
         Some(isolated_home(ctx, &spec.eval_id)?)
     } else {
         None
     };
-    let skipped_links = workspace.starter_report().map_or(0, |r| r.skipped.len());
+    let skipped_links = workspace.skipped_links();
     phases.push(
         setup.finish(
             PhaseStatus::Passed,
@@ -165,12 +139,14 @@ pub(crate) async fn run_eval(
     let env = PhaseEnv::new(
         workspace.path(),
         &spec.env,
-        home.as_ref().map(Workspace::path),
+        home.as_ref().map(|home| home.path()),
         &spec.phases.pass_env,
+        &ctx.inherited_env,
     );
     let workspace_path = workspace.path().to_owned();
     let pcx = PhaseContext {
-        tracker: &ctx.tracker,
+        processes: &*ctx.harness.processes,
+        clock,
         eval_id,
         workspace: &workspace_path,
         eval_dir: &eval_dir,
@@ -183,13 +159,14 @@ pub(crate) async fn run_eval(
     let mut services = Vec::new();
     let mut service_failure = None;
     if !spec.phases.services.is_empty() {
-        mark_phase(&eval_dir, "services");
-        let clock = PhaseClock::start("services");
-        let started_services = start_services(pcx, &spec.phases.services, &service_tx).await;
+        mark_phase(&eval_dir, "services", clock.wall());
+        let phase = PhaseClock::start(clock, "services");
+        let started_services =
+            start_services(pcx, &*workspace, &spec.phases.services, &service_tx).await;
         match started_services {
             Ok(started) => {
                 services = started;
-                phases.push(clock.finish(PhaseStatus::Passed, None, None));
+                phases.push(phase.finish(PhaseStatus::Passed, None, None));
                 // What the services wrote before the agent starts is not the agent's output.
                 if let Err(err) = workspace.rebaseline() {
                     tracing::warn!(error = %err, "cannot re-snapshot the workspace");
@@ -197,30 +174,30 @@ pub(crate) async fn run_eval(
             }
             Err((reason, reports)) => {
                 teardowns.extend(reports);
-                phases.push(clock.finish(PhaseStatus::Failed, None, Some(reason.clone())));
+                phases.push(phase.finish(PhaseStatus::Failed, None, Some(reason.clone())));
                 service_failure = Some(reason);
             }
         }
     }
     drop(service_tx);
 
-    let agent_clock = PhaseClock::start("agent");
+    let agent_clock = PhaseClock::start(clock, "agent");
     let mut outcome = if let Some(reason) = service_failure {
-        phases.push(skipped("agent", "a service failed"));
+        phases.push(skipped(clock, "agent", "a service failed"));
         AgentOutcome::not_run(
             Termination::ServiceFailed,
             reason,
             TimelineBuilder::new(started),
         )
     } else {
-        mark_phase(&eval_dir, "agent");
+        mark_phase(&eval_dir, "agent", clock.wall());
         let outcome = run_agent(
             ctx,
             spec,
-            &workspace,
+            &*workspace,
             pcx,
             started,
-            interrupt.clone(),
+            stop.clone(),
             service_rx,
         )
         .await;
@@ -264,16 +241,16 @@ pub(crate) async fn run_eval(
             } else {
                 "the agent did not finish"
             };
-            phases.push(skipped(name, why));
+            phases.push(skipped(clock, name, why));
             continue;
         }
-        mark_phase(&eval_dir, name);
+        mark_phase(&eval_dir, name, clock.wall());
         outcome
             .timeline
-            .phase(Instant::now(), format!("{name} started"));
-        let run = run_phase(pcx, name, command, interrupt.clone()).await;
+            .phase(clock.now(), format!("{name} started"));
+        let run = run_phase(pcx, name, command, stop.clone()).await;
         outcome.timeline.phase(
-            Instant::now(),
+            clock.now(),
             format!("{name} {}", run.record.status.as_str()),
         );
         teardowns.push(run.teardown);
@@ -299,15 +276,22 @@ pub(crate) async fn run_eval(
         _ => Status::Failed,
     };
 
-    mark_phase(&eval_dir, "cleanup");
-    let cleanup_clock = PhaseClock::start("cleanup");
+    mark_phase(&eval_dir, "cleanup", clock.wall());
+    let cleanup_clock = PhaseClock::start(clock, "cleanup");
     let workspace_path = workspace_path.display().to_string();
     let mut cleanup = close_workspace(workspace, status);
-    if let Some(home) = home
-        && let Err(err) = home.close(Outcome::Success)
-    {
-        tracing::error!(error = %err, "cannot remove the isolated home");
-        cleanup.workspace_leftovers.push(err.to_string());
+    if let Some(home) = home {
+        match home.close(Status::Passed) {
+            WorkspaceEnd::Removed | WorkspaceEnd::Kept(_) => {}
+            WorkspaceEnd::Incomplete(leftovers) => {
+                tracing::error!("cannot remove the isolated home completely");
+                cleanup.workspace_leftovers.extend(leftovers);
+            }
+            WorkspaceEnd::Failed(err) => {
+                tracing::error!(error = %err, "cannot remove the isolated home");
+                cleanup.workspace_leftovers.push(err);
+            }
+        }
     }
     for teardown in &teardowns {
         cleanup.processes_seen += teardown.processes_seen as u64;
@@ -331,7 +315,7 @@ pub(crate) async fn run_eval(
             )
         }),
     ));
-    let duration = started.elapsed();
+    let duration = clock.now().saturating_duration_since(started);
     let timeline = outcome.timeline.finish(
         ctx.run_id.as_str(),
         eval_id,
@@ -350,7 +334,7 @@ pub(crate) async fn run_eval(
             .collect(),
         workspace: workspace_path,
         started_at: rfc3339(started_at),
-        ended_at: rfc3339(SystemTime::now()),
+        ended_at: rfc3339(clock.wall()),
         duration_ms: millis(duration),
         status,
         termination: outcome.termination,
@@ -363,47 +347,33 @@ pub(crate) async fn run_eval(
         phases,
         review: verdict,
     };
-    for (name, result) in [
-        (
-            "action_timeline.json",
-            write_json(&eval_dir.join("action_timeline.json"), &timeline),
-        ),
-        (
-            "report.json",
-            write_json(&eval_dir.join("report.json"), &report),
-        ),
-    ] {
-        result.map_err(|e| WorkspaceError::Io {
-            op: "write",
-            path: eval_dir.join(name),
-            source: e,
-        })?;
-    }
-    let _ = std::fs::remove_file(eval_dir.join("status.json"));
+    write_json(&eval_dir.join("action_timeline.json"), &timeline)?;
+    write_json(&eval_dir.join("report.json"), &report)?;
+    let _ = std::fs::remove_file(eval_dir.join(STATUS_FILE));
     Ok(report)
 }
 
 /// Creates the eval's isolated home (a marked directory like a workspace, listed in the ledger
 /// so `clean` removes it after a crash) with its XDG directories.
-fn isolated_home(ctx: &RunContext, eval_id: &EvalId) -> Result<TempWorkspace, WorkspaceError> {
+fn isolated_home(ctx: &RunContext, eval_id: &EvalId) -> Result<Box<dyn EvalWorkspace>, EvalError> {
     let home_id = EvalId::new(format!("{eval_id}.home"))?;
-    let home = TempWorkspace::create(&WorkspaceOptions {
+    let home = ctx.harness.workspaces.create(&WorkspaceOptions {
         root: ctx.workspace_root.clone(),
         run_id: ctx.run_id.clone(),
         eval_id: Some(home_id.clone()),
         keep: KeepPolicy::Never,
         starter: None,
         inject: Vec::new(),
-        owner: marker_owner(ctx),
+        owner: ctx.harness.processes.marker_owner(),
     })?;
-    if let Err(err) = ctx.tracker.record_workspace(home_id.as_str(), home.path()) {
+    if let Err(err) = ctx
+        .harness
+        .processes
+        .record_workspace(home_id.as_str(), home.path())
+    {
         tracing::warn!(error = %err, "cannot record the isolated home in the ledger");
     }
-    prepare_home(home.path()).map_err(|e| WorkspaceError::Io {
-        op: "prepare",
-        path: home.path().to_owned(),
-        source: e,
-    })?;
+    prepare_home(&*home)?;
     Ok(home)
 }
 
@@ -420,26 +390,13 @@ fn layer_names(layers: Layers) -> Vec<String> {
     .collect()
 }
 
-fn close_workspace(workspace: TempWorkspace, status: Status) -> Cleanup {
+fn close_workspace(workspace: Box<dyn EvalWorkspace>, status: Status) -> Cleanup {
     let mut cleanup = Cleanup::default();
-    let outcome = if status == Status::Passed {
-        Outcome::Success
-    } else {
-        Outcome::Failure
-    };
-    match workspace.close(outcome) {
-        Ok(Closed::Removed(_)) => cleanup.workspace_removed = true,
-        Ok(Closed::Kept(path)) => cleanup.workspace_kept_at = Some(path.display().to_string()),
-        Ok(_) => {}
-        Err(WorkspaceError::RemoveIncomplete { path, report }) => {
-            tracing::error!(workspace = %path.display(), "{}", report.summary());
-            cleanup.workspace_leftovers = report
-                .leftovers
-                .iter()
-                .map(|l| format!("{}: {}", l.path.display(), l.reason))
-                .collect();
-        }
-        Err(err) => tracing::error!(error = %err, "cannot remove the workspace"),
+    match workspace.close(status) {
+        WorkspaceEnd::Removed => cleanup.workspace_removed = true,
+        WorkspaceEnd::Kept(path) => cleanup.workspace_kept_at = Some(path.display().to_string()),
+        WorkspaceEnd::Incomplete(leftovers) => cleanup.workspace_leftovers = leftovers,
+        WorkspaceEnd::Failed(err) => tracing::error!(error = %err, "cannot remove the workspace"),
     }
     cleanup
 }
@@ -500,13 +457,13 @@ const KILL_TIMEOUT: Duration = Duration::from_secs(5);
 async fn run_agent(
     ctx: &RunContext,
     spec: &EvalSpec,
-    workspace: &TempWorkspace,
+    workspace: &dyn EvalWorkspace,
     pcx: PhaseContext<'_>,
     started: Instant,
-    mut interrupt: Interrupt,
+    mut stop: Stop,
     mut service_exits: tokio::sync::mpsc::UnboundedReceiver<(String, Option<AgentExit>)>,
 ) -> AgentOutcome {
-    let (eval_dir, env) = (pcx.eval_dir, pcx.env);
+    let (eval_dir, env, clock) = (pcx.eval_dir, pcx.env, pcx.clock);
     let mut timeline = TimelineBuilder::new(started);
     let mut monitor = Monitor::new(spec.limits);
     let spawn_failed = |error: String, timeline: TimelineBuilder| {
@@ -530,9 +487,13 @@ async fn run_agent(
     } else {
         Vec::new()
     };
-    let command = env.command(&spec.command, workspace.path(), &events_env);
+    let Some(command) = env.command(&spec.command, workspace.path(), &events_env) else {
+        let _ = log.finish().await;
+        return spawn_failed("the command is empty".to_owned(), timeline);
+    };
     if let Err(err) = ctx
-        .tracker
+        .harness
+        .processes
         .record_workspace(spec.eval_id.as_str(), workspace.path())
     {
         return spawn_failed(
@@ -541,8 +502,13 @@ async fn run_agent(
         );
     }
     let (watch_tx, mut watch_rx) = unbounded_channel::<WatchUpdate>();
-    let watcher = watch(workspace.path(), workspace.snapshot().clone(), watch_tx);
-    let mut agent = match ctx.tracker.spawn(spec.eval_id.as_str(), command).await {
+    let watcher = workspace.watch(watch_tx);
+    let mut agent = match ctx
+        .harness
+        .processes
+        .spawn(spec.eval_id.as_str(), command)
+        .await
+    {
         Ok(agent) => agent,
         Err(err) => {
             let _ = log.finish().await;
@@ -559,11 +525,11 @@ async fn run_agent(
     let layers = agent.layers();
     let (agent_tx, mut agent_rx) = unbounded_channel::<AgentEvent>();
     let parse_stdout = spec.events == EventSource::StreamJson;
-    let stdout = agent.stdout.take().map(|out| {
+    let stdout = agent.take_stdout().map(|out| {
         let (log, tx) = (log.clone(), agent_tx.clone());
         tokio::spawn(async move { pump(out, &log, parse_stdout.then_some(tx)).await })
     });
-    let stderr = agent.stderr.take().map(|err| {
+    let stderr = agent.take_stderr().map(|err| {
         let log = log.clone();
         tokio::spawn(async move { pump(err, &log, None).await })
     });
@@ -575,23 +541,23 @@ async fn run_agent(
     });
     drop(agent_tx);
 
-    let deadline = (!spec.timeout.is_zero()).then(|| tokio::time::Instant::now() + spec.timeout);
+    let deadline = (!spec.timeout.is_zero()).then(|| clock.now() + spec.timeout);
     let mut service_error = None;
     let mut refresh = tokio::time::interval(REFRESH_EVERY);
     refresh.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let end = loop {
         tokio::select! {
-            exit = agent.wait() => break End::Exited(exit.ok()),
-            sig = interrupt.requested() => {
-                timeline.signal(Instant::now(), format!("{}: stopping the agent", sig.name()));
+            exit = agent.wait() => break End::Exited(exit),
+            reason = stop.requested() => {
+                timeline.signal(clock.now(), format!("{}: stopping the agent", reason.name()));
                 break End::Stopped(Termination::Interrupted);
             }
             () = sleep_until(deadline) => {
-                timeline.signal(Instant::now(), format!("timeout after {}", humantime::format_duration(spec.timeout)));
+                timeline.signal(clock.now(), format!("timeout after {}", humantime::format_duration(spec.timeout)));
                 break End::Stopped(Termination::Timeout);
             }
             Some(event) = agent_rx.recv() => {
-                timeline.agent(Instant::now(), &event);
+                timeline.agent(clock.now(), &event);
                 let crossed = match event {
                     AgentEvent::Turn { .. } => monitor.turn(),
                     AgentEvent::ToolCall { .. } => monitor.action(),
@@ -602,29 +568,23 @@ async fn run_agent(
             }
             Some(update) = watch_rx.recv() => {
                 if let Some((change, path)) = update.change {
-                    timeline.file(Instant::now(), change, path);
+                    timeline.file(clock.now(), change, path);
                 }
                 if let Some(termination) = monitor.usage(update.usage.files, update.usage.bytes) {
                     break End::Stopped(termination);
                 }
             }
             Some((name, exit)) = service_exits.recv() => {
-                let how = match exit {
-                    Some(AgentExit::Code(code)) => format!("exit code {code}"),
-                    Some(AgentExit::Signal(sig)) => format!("signal {sig}"),
-                    _ => "an unknown status".to_owned(),
-                };
+                let how = exit_text(exit);
                 let reason = format!("service {name} died with {how} while the agent ran");
-                timeline.signal(Instant::now(), reason.clone());
+                timeline.signal(clock.now(), reason.clone());
                 service_error = Some(reason);
                 break End::Stopped(Termination::ServiceFailed);
             }
             _ = refresh.tick() => {
-                // One `/proc` scan (about 10 µs per process): keeps the ledger current, so a
-                // crash of hyoka leaves `clean` everything it needs.
-                if let Err(err) = tokio::task::block_in_place(|| agent.refresh()) {
-                    tracing::debug!(error = %err, "process refresh failed");
-                }
+                // Keeps the ledger current, so a crash of hyoka leaves `clean` everything it
+                // needs.
+                agent.refresh();
             }
         }
     };
@@ -634,7 +594,7 @@ async fn run_agent(
             termination,
             Termination::Timeout | Termination::Interrupted | Termination::ServiceFailed
         ) {
-            timeline.limit(Instant::now(), termination, stop_counts);
+            timeline.limit(clock.now(), termination, stop_counts);
         }
         tracing::info!(?termination, "stopping the agent");
     }
@@ -642,9 +602,9 @@ async fn run_agent(
     // pipe stays open and nothing outlives the eval. A second signal cuts the grace short.
     let escalation = Escalation::new();
     let escalate = {
-        let (escalation, mut interrupt) = (escalation.clone(), interrupt.clone());
+        let (escalation, mut stop) = (escalation.clone(), stop.clone());
         tokio::spawn(async move {
-            interrupt.forced().await;
+            stop.forced().await;
             escalation.escalate();
         })
     };
@@ -656,13 +616,6 @@ async fn run_agent(
         })
         .await;
     escalate.abort();
-    let teardown = match teardown {
-        Ok(report) => report,
-        Err(err) => {
-            tracing::error!(error = %err, "teardown failed");
-            TeardownReport::default()
-        }
-    };
     if teardown.survivors > 0 {
         tracing::error!(
             survivors = teardown.survivors,
@@ -696,7 +649,7 @@ async fn run_agent(
     // Events still queued happened before the agent stopped: they belong to the timeline,
     // and to the counts unless a limit already froze them.
     while let Ok(event) = agent_rx.try_recv() {
-        timeline.agent(Instant::now(), &event);
+        timeline.agent(clock.now(), &event);
         match event {
             AgentEvent::Turn { .. } => drop(monitor.turn()),
             AgentEvent::ToolCall { .. } => drop(monitor.action()),
@@ -704,7 +657,7 @@ async fn run_agent(
     }
     while let Ok(update) = watch_rx.try_recv() {
         if let Some((change, path)) = update.change {
-            timeline.file(Instant::now(), change, path);
+            timeline.file(clock.now(), change, path);
         }
     }
     // The final scan is authoritative for files and bytes.
@@ -726,7 +679,7 @@ async fn run_agent(
         // The agent exited, but a limit was crossed by output that arrived just before: the
         // limit was exceeded, so the eval says so.
         (End::Exited(_), Some((termination, counts))) => {
-            timeline.limit(Instant::now(), termination, counts);
+            timeline.limit(clock.now(), termination, counts);
             (termination, counts)
         }
         (End::Exited(_), None) => (Termination::Exited, monitor.counts()),
@@ -741,7 +694,7 @@ async fn run_agent(
         String::new()
     };
     timeline.exit(
-        Instant::now(),
+        clock.now(),
         match (exit_code, signal) {
             (Some(code), _) => format!("exit code {code}{stopped}"),
             (None, Some(sig)) => format!("killed by signal {sig}{stopped}"),
@@ -762,7 +715,7 @@ async fn run_agent(
     }
 }
 
-async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+async fn sleep_until(deadline: Option<Instant>) {
     match deadline {
         Some(deadline) => tokio::time::sleep_until(deadline).await,
         None => std::future::pending().await,
@@ -772,7 +725,7 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
 /// Copies a pipe into the log; with `events`, also parses it as stream-json. Returns the
 /// unknown and malformed line counts.
 async fn pump(
-    mut reader: impl AsyncRead + Unpin,
+    mut reader: Pipe,
     log: &CappedLog,
     events: Option<UnboundedSender<AgentEvent>>,
 ) -> std::io::Result<(u64, u64)> {
@@ -853,13 +806,4 @@ async fn tail_jsonl(
     }
     splitter.finish(|line, oversized| handle(line, oversized, &mut bad));
     (0, bad)
-}
-
-/// The owner recorded in a workspace's marker: `<pid> <start_ticks>`, short enough for the
-/// marker to stay in the inode (`hyoka-workspace`'s `marker` docs). The boot id is left out:
-/// after a reboot a dead owner could only be taken for alive (its workspace is kept), never
-/// the other way round.
-fn marker_owner(ctx: &RunContext) -> String {
-    let owner = ctx.tracker.owner();
-    format!("{} {}", owner.proc_ref.pid, owner.proc_ref.start_ticks)
 }

@@ -13,7 +13,7 @@ pub use self::jsonl::parse_jsonl_event;
 pub use self::lines::{LineSplitter, MAX_LINE};
 pub use self::stream_json::{LineKind, StreamJsonParser};
 
-/// How `hyoka run` learns what the agent does.
+/// How the harness learns what the agent does.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum EventSource {
@@ -27,14 +27,16 @@ pub enum EventSource {
 }
 
 impl std::str::FromStr for EventSource {
-    type Err = String;
+    type Err = crate::EvalError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "none" => Ok(Self::None),
             "stream-json" => Ok(Self::StreamJson),
             "jsonl" => Ok(Self::Jsonl),
-            other => Err(format!(
-                "invalid event source {other:?}: expected none, stream-json or jsonl"
+            other => Err(crate::EvalError::invalid(
+                "event source",
+                other,
+                "expected none, stream-json or jsonl",
             )),
         }
     }

@@ -10,13 +10,13 @@ use crate::report::{Counts, Termination};
 
 /// Built-in limits, used when neither the command line, the eval nor the suite's defaults
 /// set one. `0` disables a limit.
-pub(crate) const DEFAULT_MAX_TURNS: u64 = 25;
+pub const DEFAULT_MAX_TURNS: u64 = 25;
 /// See [`DEFAULT_MAX_TURNS`].
-pub(crate) const DEFAULT_MAX_FILES: u64 = 50;
+pub const DEFAULT_MAX_FILES: u64 = 50;
 /// See [`DEFAULT_MAX_TURNS`].
-pub(crate) const DEFAULT_MAX_OUTPUT_SIZE: u64 = 1024 * 1024;
+pub const DEFAULT_MAX_OUTPUT_SIZE: u64 = 1024 * 1024;
 /// See [`DEFAULT_MAX_TURNS`].
-pub(crate) const DEFAULT_MAX_SESSION_ACTIONS: u64 = 50;
+pub const DEFAULT_MAX_SESSION_ACTIONS: u64 = 50;
 
 /// The four counted limits in force for one eval (`0` disables one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -45,16 +45,21 @@ impl Default for LimitSet {
 /// Limits given at one level (command line, eval, suite defaults): unset fields fall through
 /// to the next level.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct PartialLimits {
-    pub(crate) max_turns: Option<u64>,
-    pub(crate) max_files: Option<u64>,
-    pub(crate) max_output_size: Option<u64>,
-    pub(crate) max_session_actions: Option<u64>,
+pub struct PartialLimits {
+    /// Assistant messages.
+    pub max_turns: Option<u64>,
+    /// Files created or changed.
+    pub max_files: Option<u64>,
+    /// Bytes of files created or changed.
+    pub max_output_size: Option<u64>,
+    /// Tool calls.
+    pub max_session_actions: Option<u64>,
 }
 
 impl PartialLimits {
     /// Fills unset fields from `lower`.
-    pub(crate) fn or(self, lower: Self) -> Self {
+    #[must_use]
+    pub fn or(self, lower: Self) -> Self {
         Self {
             max_turns: self.max_turns.or(lower.max_turns),
             max_files: self.max_files.or(lower.max_files),
@@ -64,7 +69,7 @@ impl PartialLimits {
     }
 
     /// Resolves to a complete set, using the built-in defaults for unset fields.
-    pub(crate) fn resolve(self) -> LimitSet {
+    pub fn resolve(self) -> LimitSet {
         let builtin = LimitSet::default();
         LimitSet {
             max_turns: self.max_turns.unwrap_or(builtin.max_turns),

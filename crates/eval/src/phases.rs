@@ -2,25 +2,28 @@
 //! environment (optionally an isolated home) they all share.
 //!
 //! Every phase process runs under the run's containment, exactly like the agent: it is
-//! spawned through the tracker (its own cgroup leaf, the shim, a session, the marker), listed
-//! in the ledger under `<eval>.s.<service>`, `<eval>.build` or `<eval>.review`, and torn down
-//! with the usual grace; `hyoka clean` finds them after a crash like any agent process.
+//! spawned through the run's [`Processes`] (the tracker: its own cgroup leaf, the shim, a
+//! session, the marker), listed in the ledger under `<eval>.s.<service>`, `<eval>.build` or
+//! `<eval>.review`, and torn down with the usual grace; `hyoka clean` finds them after a
+//! crash like any agent process.
 
 use std::ffi::OsString;
 use std::path::Path;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use hyoka_proctrack::{
-    Agent, AgentCommand, AgentExit, Escalation, StdioMode, TeardownOptions, TeardownReport, Tracker,
+    AgentCommand, AgentExit, Escalation, StdioMode, TeardownOptions, TeardownReport,
 };
-use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::io::AsyncReadExt;
 use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
 
-use crate::interrupt::Interrupt;
-use crate::output::{CappedLog, OUTPUT_CAP};
+use crate::capped_log::{CappedLog, OUTPUT_CAP};
+use crate::host::{Clock, EvalWorkspace, Pipe, Process, Processes};
 use crate::records::{millis, rfc3339};
 use crate::report::{PhaseRecord, PhaseStatus, ReviewVerdict};
-use crate::suite::{PhaseCommand, Readiness, ServiceSpec};
+use crate::settings::{PhaseCommand, Readiness, ServiceSpec};
+use crate::stop::{Stop, StopLevel};
 
 /// How long SIGKILL rounds may take after the grace period.
 const KILL_TIMEOUT: Duration = Duration::from_secs(5);
@@ -39,12 +42,13 @@ pub(crate) struct PhaseEnv {
 impl PhaseEnv {
     /// The environment of an eval: the suite's variables and the workspace, and with an
     /// isolated home a cleared environment with HOME, the XDG directories, the basics and the
-    /// variables listed to pass through.
+    /// variables listed to pass through, taken from `inherited` (the caller's environment).
     pub(crate) fn new(
         workspace: &Path,
         extra: &[(OsString, OsString)],
         home: Option<&Path>,
         pass_env: &[String],
+        inherited: &[(OsString, OsString)],
     ) -> Self {
         let mut vars = Vec::new();
         if let Some(home) = home {
@@ -56,8 +60,8 @@ impl PhaseEnv {
                 .copied()
                 .chain(pass_env.iter().map(String::as_str))
             {
-                if let Some(value) = std::env::var_os(name) {
-                    vars.push((name.into(), value));
+                if let Some((_, value)) = inherited.iter().find(|(key, _)| key == name) {
+                    vars.push((name.into(), value.clone()));
                 }
             }
             vars.push(("HOME".into(), home.into()));
@@ -78,13 +82,15 @@ impl PhaseEnv {
         }
     }
 
+    /// `argv` as a command in `cwd` with this environment and `extra`; `None` for an empty
+    /// argv.
     pub(crate) fn command(
         &self,
         argv: &[OsString],
         cwd: &Path,
         extra: &[(OsString, OsString)],
-    ) -> AgentCommand {
-        let (program, rest) = argv.split_first().expect("commands are never empty");
+    ) -> Option<AgentCommand> {
+        let (program, rest) = argv.split_first()?;
         let mut command = AgentCommand::new(program, rest.iter().cloned());
         command.env_clear = self.clear;
         command.env.clone_from(&self.vars);
@@ -93,14 +99,15 @@ impl PhaseEnv {
         command.stdin = StdioMode::Null;
         command.stdout = StdioMode::Piped;
         command.stderr = StdioMode::Piped;
-        command
+        Some(command)
     }
 }
 
 /// What every phase of one eval shares.
 #[derive(Clone, Copy)]
 pub(crate) struct PhaseContext<'a> {
-    pub(crate) tracker: &'a Tracker,
+    pub(crate) processes: &'a dyn Processes,
+    pub(crate) clock: &'a dyn Clock,
     pub(crate) eval_id: &'a str,
     pub(crate) workspace: &'a Path,
     pub(crate) eval_dir: &'a Path,
@@ -110,26 +117,30 @@ pub(crate) struct PhaseContext<'a> {
 }
 
 /// Creates the directories an isolated home needs.
-pub(crate) fn prepare_home(home: &Path) -> std::io::Result<()> {
+pub(crate) fn prepare_home(
+    home: &dyn EvalWorkspace,
+) -> Result<(), hyoka_workspace::WorkspaceError> {
     for dir in [".config", ".local/share", ".local/state", ".cache"] {
-        std::fs::create_dir_all(home.join(dir))?;
+        home.create_dir(Path::new(dir))?;
     }
     Ok(())
 }
 
 /// Times a phase and builds its record.
-pub(crate) struct PhaseClock {
+pub(crate) struct PhaseClock<'a> {
+    clock: &'a dyn Clock,
     name: &'static str,
     started_at: SystemTime,
     started: Instant,
 }
 
-impl PhaseClock {
-    pub(crate) fn start(name: &'static str) -> Self {
+impl<'a> PhaseClock<'a> {
+    pub(crate) fn start(clock: &'a dyn Clock, name: &'static str) -> Self {
         Self {
+            clock,
             name,
-            started_at: SystemTime::now(),
-            started: Instant::now(),
+            started_at: clock.wall(),
+            started: clock.now(),
         }
     }
 
@@ -142,7 +153,7 @@ impl PhaseClock {
         PhaseRecord {
             name: self.name.to_owned(),
             started_at: rfc3339(self.started_at),
-            duration_ms: millis(self.started.elapsed()),
+            duration_ms: millis(self.clock.now().saturating_duration_since(self.started)),
             status,
             exit_code,
             detail,
@@ -151,8 +162,8 @@ impl PhaseClock {
 }
 
 /// A record for a phase that did not run.
-pub(crate) fn skipped(name: &'static str, why: &str) -> PhaseRecord {
-    PhaseClock::start(name).finish(PhaseStatus::Skipped, None, Some(why.to_owned()))
+pub(crate) fn skipped(clock: &dyn Clock, name: &'static str, why: &str) -> PhaseRecord {
+    PhaseClock::start(clock, name).finish(PhaseStatus::Skipped, None, Some(why.to_owned()))
 }
 
 /// A running service, supervised by a task that reports its exit and tears it down on
@@ -167,12 +178,13 @@ pub(crate) struct Service {
 /// not ready within its timeout, stops those already started and fails with the reason.
 pub(crate) async fn start_services(
     pcx: PhaseContext<'_>,
+    workspace: &dyn EvalWorkspace,
     specs: &[ServiceSpec],
     exits: &mpsc::UnboundedSender<(String, Option<AgentExit>)>,
 ) -> Result<Vec<Service>, (String, Vec<TeardownReport>)> {
     let mut started = Vec::new();
     for spec in specs {
-        match start_service(pcx, spec, exits.clone()).await {
+        match start_service(pcx, workspace, spec, exits.clone()).await {
             Ok(service) => started.push(service),
             Err(reason) => {
                 let reports = stop_services(started, &Escalation::new()).await;
@@ -185,11 +197,13 @@ pub(crate) async fn start_services(
 
 async fn start_service(
     pcx: PhaseContext<'_>,
+    ws: &dyn EvalWorkspace,
     spec: &ServiceSpec,
     exits: mpsc::UnboundedSender<(String, Option<AgentExit>)>,
 ) -> Result<Service, String> {
     let PhaseContext {
-        tracker,
+        processes,
+        clock,
         eval_id,
         workspace,
         eval_dir,
@@ -201,13 +215,22 @@ async fn start_service(
     let log = CappedLog::create(&dir.join(format!("{}.log", spec.name)), OUTPUT_CAP)
         .await
         .map_err(|e| format!("cannot create the log of service {}: {e}", spec.name))?;
-    let command = env.command(&spec.command, workspace, &spec.env);
-    let mut agent = tracker
+    let Some(command) = env.command(&spec.command, workspace, &spec.env) else {
+        let _ = log.finish().await;
+        return Err(format!("service {}: the command is empty", spec.name));
+    };
+    let mut agent = match processes
         .spawn(&format!("{eval_id}.s.{}", spec.name), command)
         .await
-        .map_err(|e| format!("service {} could not start: {e}", spec.name))?;
-    let pumps = pump_both(&mut agent, &log, None);
-    let ready = wait_ready(&mut agent, spec, workspace).await;
+    {
+        Ok(agent) => agent,
+        Err(e) => {
+            let _ = log.finish().await;
+            return Err(format!("service {} could not start: {e}", spec.name));
+        }
+    };
+    let pumps = pump_both(agent.as_mut(), &log, None);
+    let ready = wait_ready(agent.as_mut(), processes, clock, spec, ws).await;
     if let Err(reason) = ready {
         let _ = agent.teardown(TeardownOptions::with_grace(grace)).await;
         for pump in pumps {
@@ -222,12 +245,12 @@ async fn start_service(
         let mut stop_rx = stop_rx;
         let escalation = tokio::select! {
             exit = agent.wait() => {
-                let _ = exits.send((name, exit.ok()));
+                let _ = exits.send((name, exit));
                 stop_rx.await.unwrap_or_default()
             }
             escalation = &mut stop_rx => escalation.unwrap_or_default(),
         };
-        stop_and_drain(&mut agent, grace, escalation, pumps, &log).await
+        stop_and_drain(agent.as_mut(), grace, escalation, pumps, &log).await
     });
     Ok(Service {
         name: spec.name.clone(),
@@ -237,19 +260,21 @@ async fn start_service(
 }
 
 /// Polls the readiness check until it passes, the service exits, or the timeout.
-async fn wait_ready(agent: &mut Agent, spec: &ServiceSpec, workspace: &Path) -> Result<(), String> {
-    let deadline = tokio::time::Instant::now() + spec.timeout;
+async fn wait_ready(
+    agent: &mut dyn Process,
+    processes: &dyn Processes,
+    clock: &dyn Clock,
+    spec: &ServiceSpec,
+    workspace: &dyn EvalWorkspace,
+) -> Result<(), String> {
+    let deadline = clock.now() + spec.timeout;
     loop {
-        if check_ready(&spec.ready, workspace).await {
+        if check_ready(&spec.ready, processes, workspace).await {
             return Ok(());
         }
         tokio::select! {
             exit = agent.wait() => {
-                let how = match exit {
-                    Ok(AgentExit::Code(code)) => format!("exit code {code}"),
-                    Ok(AgentExit::Signal(sig)) => format!("signal {sig}"),
-                    _ => "an unknown status".to_owned(),
-                };
+                let how = exit_text(exit);
                 return Err(format!("service {} exited with {how} before it was ready", spec.name));
             }
             () = tokio::time::sleep_until(deadline) => {
@@ -264,10 +289,17 @@ async fn wait_ready(agent: &mut Agent, spec: &ServiceSpec, workspace: &Path) -> 
     }
 }
 
-async fn check_ready(ready: &Readiness, workspace: &Path) -> bool {
+/// How long a readiness command may run.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+async fn check_ready(
+    ready: &Readiness,
+    processes: &dyn Processes,
+    workspace: &dyn EvalWorkspace,
+) -> bool {
     match ready {
         Readiness::Started => true,
-        Readiness::File(path) => workspace.join(path).exists(),
+        Readiness::File(path) => workspace.exists(path),
         Readiness::Tcp(address) => matches!(
             tokio::time::timeout(
                 Duration::from_secs(1),
@@ -277,33 +309,22 @@ async fn check_ready(ready: &Readiness, workspace: &Path) -> bool {
             Ok(Ok(_))
         ),
         Readiness::Command(argv) => {
-            let (program, rest) = argv.split_first().expect("commands are never empty");
-            // A probe is short-lived and killed (with its group) when it overruns; it is the
-            // one phase process not spawned through the tracker.
-            let child = tokio::process::Command::new(program)
-                .args(rest)
-                .current_dir(workspace)
-                .stdin(std::process::Stdio::null())
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .process_group(0)
-                .kill_on_drop(true)
-                .spawn();
-            let Ok(mut child) = child else { return false };
-            if let Ok(Ok(status)) = tokio::time::timeout(Duration::from_secs(5), child.wait()).await
-            {
-                status.success()
-            } else {
-                if let Some(pid) = child
-                    .id()
-                    .and_then(|p| rustix::process::Pid::from_raw(p.cast_signed()))
-                {
-                    let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-                }
-                let _ = child.wait().await;
-                false
-            }
+            let Some((program, rest)) = argv.split_first() else {
+                return false;
+            };
+            let mut command = AgentCommand::new(program, rest.iter().cloned());
+            command.cwd = Some(workspace.path().to_owned());
+            processes.probe(command, PROBE_TIMEOUT).await
         }
+    }
+}
+
+/// How a process ended, for a reason in a record.
+pub(crate) fn exit_text(exit: Option<AgentExit>) -> String {
+    match exit {
+        Some(AgentExit::Code(code)) => format!("exit code {code}"),
+        Some(AgentExit::Signal(sig)) => format!("signal {sig}"),
+        _ => "an unknown status".to_owned(),
     }
 }
 
@@ -341,18 +362,19 @@ pub(crate) async fn run_phase(
     pcx: PhaseContext<'_>,
     name: &'static str,
     phase: &PhaseCommand,
-    mut interrupt: Interrupt,
+    mut stop: Stop,
 ) -> PhaseRun {
     let PhaseContext {
-        tracker,
+        processes,
+        clock: time,
         eval_id,
         workspace,
         eval_dir,
         env,
         grace,
     } = pcx;
-    let clock = PhaseClock::start(name);
-    let error = |clock: PhaseClock, detail: String| PhaseRun {
+    let clock = PhaseClock::start(time, name);
+    let error = |clock: PhaseClock<'_>, detail: String| PhaseRun {
         record: clock.finish(PhaseStatus::Error, None, Some(detail)),
         teardown: TeardownReport::default(),
         verdict: None,
@@ -361,8 +383,11 @@ pub(crate) async fn run_phase(
         Ok(log) => log,
         Err(err) => return error(clock, format!("cannot create {name}.log: {err}")),
     };
-    let command = env.command(&phase.command, workspace, &[]);
-    let mut agent = match tracker.spawn(&format!("{eval_id}.{name}"), command).await {
+    let Some(command) = env.command(&phase.command, workspace, &[]) else {
+        let _ = log.finish().await;
+        return error(clock, format!("the {name} command is empty"));
+    };
+    let mut agent = match processes.spawn(&format!("{eval_id}.{name}"), command).await {
         Ok(agent) => agent,
         Err(err) => {
             let _ = log.finish().await;
@@ -370,17 +395,17 @@ pub(crate) async fn run_phase(
         }
     };
     let (capture_tx, mut capture_rx) = mpsc::unbounded_channel::<Vec<u8>>();
-    let pumps = pump_both(&mut agent, &log, Some(capture_tx));
+    let pumps = pump_both(agent.as_mut(), &log, Some(capture_tx));
     let (exit, stopped) = tokio::select! {
-        exit = agent.wait() => (exit.ok(), None),
+        exit = agent.wait() => (exit, None),
         () = tokio::time::sleep(phase.timeout) => (None, Some(format!("timed out after {}", humantime::format_duration(phase.timeout)))),
-        sig = interrupt.requested() => (None, Some(format!("stopped by {}", sig.name()))),
+        reason = stop.requested() => (None, Some(format!("stopped by {}", reason.name()))),
     };
     let escalation = Escalation::new();
-    if matches!(interrupt.level(), crate::interrupt::Level::Force(_)) {
+    if matches!(stop.level(), StopLevel::Force(_)) {
         escalation.escalate();
     }
-    let teardown = stop_and_drain(&mut agent, grace, escalation, pumps, &log).await;
+    let teardown = stop_and_drain(agent.as_mut(), grace, escalation, pumps, &log).await;
     let mut stdout = Vec::new();
     while let Ok(chunk) = capture_rx.try_recv() {
         let room = VERDICT_BYTES.saturating_sub(stdout.len());
@@ -414,7 +439,7 @@ pub(crate) async fn run_phase(
 
 /// Tears a phase process's tree down, then waits for its output to drain into `log`.
 async fn stop_and_drain(
-    agent: &mut Agent,
+    agent: &mut dyn Process,
     grace: Duration,
     escalation: Escalation,
     pumps: Vec<tokio::task::JoinHandle<()>>,
@@ -426,8 +451,7 @@ async fn stop_and_drain(
             kill_timeout: KILL_TIMEOUT,
             escalation,
         })
-        .await
-        .unwrap_or_default();
+        .await;
     for pump in pumps {
         let _ = pump.await;
     }
@@ -448,27 +472,23 @@ pub(crate) fn parse_verdict(stdout: &[u8]) -> Option<ReviewVerdict> {
 
 /// Pumps a phase process's stdout and stderr into `log`; stdout also into `capture`.
 fn pump_both(
-    agent: &mut Agent,
+    agent: &mut dyn Process,
     log: &CappedLog,
     capture: Option<mpsc::UnboundedSender<Vec<u8>>>,
 ) -> Vec<tokio::task::JoinHandle<()>> {
     let mut pumps = Vec::new();
-    if let Some(out) = agent.stdout.take() {
+    if let Some(out) = agent.take_stdout() {
         let log = log.clone();
         pumps.push(tokio::spawn(async move { pump(out, &log, capture).await }));
     }
-    if let Some(err) = agent.stderr.take() {
+    if let Some(err) = agent.take_stderr() {
         let log = log.clone();
         pumps.push(tokio::spawn(async move { pump(err, &log, None).await }));
     }
     pumps
 }
 
-async fn pump(
-    mut reader: impl AsyncRead + Unpin,
-    log: &CappedLog,
-    capture: Option<mpsc::UnboundedSender<Vec<u8>>>,
-) {
+async fn pump(mut reader: Pipe, log: &CappedLog, capture: Option<mpsc::UnboundedSender<Vec<u8>>>) {
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         match reader.read(&mut buf).await {
@@ -481,22 +501,4 @@ async fn pump(
             }
         }
     }
-}
-
-/// Writes `reports/<run>/<eval>/status.json` (`{"phase": …, "since": …}`) for `hyoka ps`.
-pub(crate) fn mark_phase(eval_dir: &Path, phase: &str) {
-    let status = serde_json::json!({ "phase": phase, "since": rfc3339(SystemTime::now()) });
-    if let Err(err) = crate::records::write_json(&eval_dir.join("status.json"), &status) {
-        tracing::debug!(error = %err, "cannot record the phase");
-    }
-}
-
-/// The phase an eval of a live run is in, from its `status.json`.
-pub(crate) fn current_phase(eval_dir: &Path) -> Option<(String, String)> {
-    let text = std::fs::read_to_string(eval_dir.join("status.json")).ok()?;
-    let value: serde_json::Value = serde_json::from_str(&text).ok()?;
-    Some((
-        value.get("phase")?.as_str()?.to_owned(),
-        value.get("since")?.as_str()?.to_owned(),
-    ))
 }

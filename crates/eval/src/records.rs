@@ -1,52 +1,58 @@
-//! Records on disk: `report.json`, `run.json`, `action_timeline.json`, always written
-//! atomically (temp file in the same directory, fsync, rename, fsync of the directory).
+//! Records on disk: `report.json`, `run.json`, `action_timeline.json` and `status.json`,
+//! always written atomically through `hyoka-proctrack`'s [`write_atomic`] (temp file in the
+//! same directory, fsync, rename, fsync of the directory), the helper the ledger uses too.
 
-use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
+use hyoka_proctrack::write_atomic;
 use serde::Serialize;
 
-/// Writes `bytes` to `path` atomically: readers see the old file or the new one, never a
-/// torn one, even if hyoka dies mid-write.
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map_or_else(|| "record".into(), |n| n.to_string_lossy());
-    let tmp = dir.join(format!(".{name}.tmp-{}", fastrand::u64(..)));
-    let result = (|| {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)?;
-        std::fs::File::open(dir)?.sync_all()
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
-}
+use crate::EvalError;
+
+/// The file an eval of a live run names its current phase in, for `hyoka ps`.
+pub const STATUS_FILE: &str = "status.json";
 
 /// Serializes `value` as pretty JSON (with a trailing newline) and writes it atomically.
-pub(crate) fn write_json(path: &Path, value: &impl Serialize) -> std::io::Result<()> {
-    let mut bytes = serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?;
+///
+/// # Errors
+/// [`EvalError::Record`] (or [`EvalError::Io`] for a value that cannot be serialized)
+/// naming the file.
+pub fn write_json(path: &Path, value: &impl Serialize) -> Result<(), EvalError> {
+    let mut bytes =
+        serde_json::to_vec_pretty(value).map_err(|e| EvalError::io("serialize", path, e.into()))?;
     bytes.push(b'\n');
-    write_atomic(path, &bytes)
+    write_atomic(path, &bytes).map_err(|source| EvalError::Record {
+        path: path.to_owned(),
+        source,
+    })
 }
 
 /// A wall-clock instant rendered as RFC 3339 with milliseconds, in UTC.
-pub(crate) fn rfc3339(time: SystemTime) -> String {
+pub fn rfc3339(time: SystemTime) -> String {
     humantime::format_rfc3339_millis(time).to_string()
 }
 
 /// Milliseconds in `duration`, saturating.
-pub(crate) fn millis(duration: Duration) -> u64 {
+pub fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Writes `<eval_dir>/status.json` (`{"phase": …, "since": …}`), which tells `hyoka ps`
+/// where a live eval is.
+pub(crate) fn mark_phase(eval_dir: &Path, phase: &str, now: SystemTime) {
+    let status = serde_json::json!({ "phase": phase, "since": rfc3339(now) });
+    if let Err(err) = write_json(&eval_dir.join(STATUS_FILE), &status) {
+        tracing::debug!(error = %err, "cannot record the phase");
+    }
+}
+
+/// The phase an eval of a live run is in and since when, from its `status.json`.
+pub fn current_phase(eval_dir: &Path) -> Option<(String, String)> {
+    let text = std::fs::read_to_string(eval_dir.join(STATUS_FILE)).ok()?;
+    let value: serde_json::Value = serde_json::from_str(&text).ok()?;
+    Some((
+        value.get("phase")?.as_str()?.to_owned(),
+        value.get("since")?.as_str()?.to_owned(),
+    ))
 }

@@ -2,11 +2,11 @@
 
 use std::collections::BTreeMap;
 
-use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// How an eval ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     /// The agent exited 0 and no limit, timeout or phase failed.
@@ -29,7 +29,8 @@ impl Status {
 }
 
 /// Why the agent stopped. Exactly one reason, never guessed from strings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Termination {
     /// The agent exited on its own.
@@ -70,7 +71,8 @@ impl Termination {
 }
 
 /// The limits in force for an eval (0 means disabled).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Limits {
     /// `--max-turns`.
     pub max_turns: u64,
@@ -87,7 +89,8 @@ pub struct Limits {
 }
 
 /// What the agent did, counted one way for enforcement and reporting alike.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Counts {
     /// Assistant messages.
     pub turns: u64,
@@ -100,7 +103,8 @@ pub struct Counts {
 }
 
 /// What was cleaned up after the agent.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Cleanup {
     /// Processes of the agent's tree that hyoka saw.
     pub processes_seen: u64,
@@ -121,7 +125,8 @@ pub struct Cleanup {
 }
 
 /// `reports/<run_id>/<eval_id>/report.json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Report {
     /// The run.
     pub run_id: String,
@@ -164,7 +169,8 @@ pub struct Report {
 }
 
 /// How a phase ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum PhaseStatus {
     /// It did what it should.
@@ -190,7 +196,8 @@ impl PhaseStatus {
 }
 
 /// One phase of an eval.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PhaseRecord {
     /// `setup`, `services`, `agent`, `build`, `review` or `cleanup`.
     pub name: String,
@@ -208,7 +215,8 @@ pub struct PhaseRecord {
 }
 
 /// The JSON verdict a review command may print: `{"pass": bool, "score": number, "notes": "…"}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ReviewVerdict {
     /// Whether the work passes review.
     pub pass: bool,
@@ -221,7 +229,8 @@ pub struct ReviewVerdict {
 }
 
 /// One eval's line in `run.json`.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct EvalSummary {
     /// The eval.
     pub eval_id: String,
@@ -240,7 +249,8 @@ pub struct EvalSummary {
 }
 
 /// Totals over a run.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Totals {
     /// Evals in the run.
     pub evals: u64,
@@ -255,7 +265,8 @@ pub struct Totals {
 }
 
 /// `reports/<run_id>/run.json`.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RunSummary {
     /// The run.
     pub run_id: String,
@@ -335,4 +346,18 @@ impl RunSummary {
             totals,
         }
     }
+}
+
+/// The JSON Schemas of the records a run writes, by file stem: `report` (`report.json`),
+/// `run` (`run.json`) and `action-timeline` (`action_timeline.json`).
+#[cfg(feature = "schema")]
+pub fn schemas() -> Vec<(&'static str, schemars::Schema)> {
+    vec![
+        ("report", schemars::schema_for!(Report)),
+        ("run", schemars::schema_for!(RunSummary)),
+        (
+            "action-timeline",
+            schemars::schema_for!(crate::timeline::Timeline),
+        ),
+    ]
 }

@@ -35,89 +35,74 @@
 use std::collections::{BTreeMap, HashSet};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use hyoka_workspace::EvalId;
+use hyoka_workspace::{EvalId, Injection};
 use serde::Deserialize;
 
-use hyoka_workspace::Injection;
-
-use crate::events::EventSource;
+use crate::EvalError;
 use crate::limits::PartialLimits;
-use crate::units::{parse_duration, parse_size};
+use crate::settings::{
+    DEFAULT_PHASE_TIMEOUT, DEFAULT_READY_TIMEOUT, EvalSpec, PhaseCommand, PhaseSettings, Readiness,
+    ServiceSpec, Settings,
+};
+use crate::shard::Shard;
+use crate::units;
 
 /// A validated suite.
 #[derive(Debug, Clone)]
-pub(crate) struct Suite {
-    pub(crate) defaults: Settings,
-    pub(crate) evals: Vec<SuiteEval>,
+pub struct Suite {
+    /// The `defaults:` level.
+    pub defaults: Settings,
+    /// The evals, in file order.
+    pub evals: Vec<SuiteEval>,
 }
 
-/// Settings at one level (command line, eval or defaults); unset fields fall through.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Settings {
-    pub(crate) timeout: Option<Duration>,
-    pub(crate) grace: Option<Duration>,
-    pub(crate) events: Option<EventSource>,
-    pub(crate) limits: PartialLimits,
-    pub(crate) env: Vec<(OsString, OsString)>,
-    pub(crate) phases: PhaseSettings,
-}
-
-/// The phase settings of one level; `None` falls through to the next level.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct PhaseSettings {
-    pub(crate) files: Option<Vec<Injection>>,
-    pub(crate) services: Option<Vec<ServiceSpec>>,
-    pub(crate) build: Option<PhaseCommand>,
-    pub(crate) review: Option<PhaseCommand>,
-    pub(crate) isolate_home: Option<bool>,
-    pub(crate) pass_env: Option<Vec<String>>,
-}
-
-/// A command run as a phase (build, review), with its own timeout.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct PhaseCommand {
-    pub(crate) command: Vec<OsString>,
-    pub(crate) timeout: Duration,
-}
-
-/// A helper process started before the agent.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ServiceSpec {
-    pub(crate) name: String,
-    pub(crate) command: Vec<OsString>,
-    pub(crate) ready: Readiness,
-    /// How long it may take to become ready.
-    pub(crate) timeout: Duration,
-    pub(crate) env: Vec<(OsString, OsString)>,
-}
-
-/// When a service counts as ready.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Readiness {
-    /// As soon as it started.
-    Started,
-    /// A file appears (relative to the workspace, or absolute).
-    File(PathBuf),
-    /// A TCP port accepts a connection (`host:port`).
-    Tcp(String),
-    /// A command exits 0 (run in the workspace, retried until the timeout).
-    Command(Vec<OsString>),
-}
-
-/// The default build and review timeout.
-pub(crate) const DEFAULT_PHASE_TIMEOUT: Duration = Duration::from_mins(10);
-/// The default service readiness timeout.
-pub(crate) const DEFAULT_READY_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// One validated eval.
+/// One validated eval of a suite.
 #[derive(Debug, Clone)]
-pub(crate) struct SuiteEval {
-    pub(crate) id: EvalId,
-    pub(crate) command: Vec<OsString>,
-    pub(crate) starter: Option<PathBuf>,
-    pub(crate) settings: Settings,
+pub struct SuiteEval {
+    /// Its id, unique in the suite.
+    pub id: EvalId,
+    /// The agent's argv.
+    pub command: Vec<OsString>,
+    /// Its starter directory, resolved against the suite file's directory.
+    pub starter: Option<PathBuf>,
+    /// The eval's own level of settings.
+    pub settings: Settings,
+}
+
+impl Suite {
+    /// Parses and validates the suite `text`, read from `path` (which names the file in
+    /// errors and anchors relative `starter` and `files` paths). Everything is checked
+    /// before anything runs: unknown fields, ids, durations, sizes, commands, starters,
+    /// injected files, services.
+    ///
+    /// # Errors
+    /// [`EvalError::Suite`] with one line naming the file, and the eval and field where there
+    /// is one.
+    pub fn from_yaml(text: &str, path: &Path) -> Result<Self, EvalError> {
+        parse(text, path).map_err(|message| EvalError::Suite {
+            path: path.to_owned(),
+            message,
+        })
+    }
+
+    /// The effective settings of every eval (of `shard`, when given), with `cli` as the
+    /// strongest level: `cli` > the eval > `defaults` > built-in.
+    pub fn specs(&self, cli: &Settings, shard: Option<Shard>) -> Vec<EvalSpec> {
+        self.evals
+            .iter()
+            .enumerate()
+            .filter(|(position, _)| shard.is_none_or(|shard| shard.includes(*position)))
+            .map(|(_, eval)| {
+                EvalSpec::resolve(
+                    eval.id.clone(),
+                    eval.command.clone(),
+                    eval.starter.clone(),
+                    &[cli, &eval.settings, &self.defaults],
+                )
+            })
+            .collect()
+    }
 }
 
 #[derive(Deserialize)]
@@ -232,17 +217,18 @@ enum RawSize {
     Text(String),
 }
 
-/// Reads and validates the suite at `path`. The error is one line naming the file, and the
-/// eval and field where there is one.
-pub(crate) fn load(path: &Path) -> Result<Suite, String> {
+/// A duration of the suite file, its error as text.
+fn duration(text: &str) -> Result<std::time::Duration, String> {
+    units::parse_duration(text).map_err(|e| e.to_string())
+}
+
+fn parse(text: &str, path: &Path) -> Result<Suite, String> {
     let file = path.display();
-    let text =
-        std::fs::read_to_string(path).map_err(|e| format!("cannot read suite {file}: {e}"))?;
     // Typed deserialization straight from the YAML keeps plain scalars as written (`y` stays
     // "y", `5` can be an argv string) and gives line and column; the path wrapper adds which
     // field failed.
     let mut failed_at: Option<String> = None;
-    let parsed = serde_saphyr::with_deserializer_from_str(&text, |de| {
+    let parsed = serde_saphyr::with_deserializer_from_str(text, |de| {
         serde_path_to_error::deserialize::<_, RawSuite>(de).map_err(|e| {
             failed_at = Some(e.path().to_string());
             e.into_inner()
@@ -259,7 +245,7 @@ pub(crate) fn load(path: &Path) -> Result<Suite, String> {
                 Some(field) if field != "." && !field.is_empty() => {
                     format!(
                         "{file}{location}: {}: {message}",
-                        describe_path(&text, &field)
+                        describe_path(text, &field)
                     )
                 }
                 _ => format!("{file}{location}: {message}"),
@@ -390,17 +376,17 @@ fn check_phase_ids(
 fn settings(raw: RawSettings, base: &Path) -> Result<Settings, (&'static str, String)> {
     let timeout = raw
         .timeout
-        .map(|t| parse_duration(&t))
+        .map(|t| duration(&t))
         .transpose()
         .map_err(|e| ("timeout", e))?;
     let grace = raw
         .grace
-        .map(|t| parse_duration(&t))
+        .map(|t| duration(&t))
         .transpose()
         .map_err(|e| ("grace", e))?;
     let events = raw
         .events
-        .map(|e| e.parse())
+        .map(|e| e.parse().map_err(|e: EvalError| e.to_string()))
         .transpose()
         .map_err(|e| ("events", e))?;
     let limits = match raw.limits {
@@ -411,9 +397,10 @@ fn settings(raw: RawSettings, base: &Path) -> Result<Settings, (&'static str, St
             max_output_size: match limits.max_output_size {
                 None => None,
                 Some(RawSize::Bytes(bytes)) => Some(bytes),
-                Some(RawSize::Text(text)) => {
-                    Some(parse_size(&text).map_err(|e| ("limits.max_output_size", e))?)
-                }
+                Some(RawSize::Text(text)) => Some(
+                    units::parse_size(&text)
+                        .map_err(|e| ("limits.max_output_size", e.to_string()))?,
+                ),
             },
             max_session_actions: limits.max_session_actions,
         },
@@ -562,7 +549,7 @@ fn service(raw: RawService) -> Result<ServiceSpec, String> {
     };
     let timeout = raw
         .timeout
-        .map(|t| parse_duration(&t))
+        .map(|t| duration(&t))
         .transpose()
         .map_err(|e| format!("service {}: {e}", raw.name))?
         .unwrap_or(DEFAULT_READY_TIMEOUT);
@@ -583,40 +570,10 @@ fn phase(raw: RawPhase) -> Result<PhaseCommand, String> {
         command: raw.command.into_iter().map(OsString::from).collect(),
         timeout: raw
             .timeout
-            .map(|t| parse_duration(&t))
+            .map(|t| duration(&t))
             .transpose()?
             .unwrap_or(DEFAULT_PHASE_TIMEOUT),
     })
-}
-
-/// `--shard I/N`: the 1-based shard `I` of `N`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Shard {
-    /// Which shard, from 1.
-    pub index: usize,
-    /// How many shards.
-    pub count: usize,
-}
-
-impl Shard {
-    /// Whether the eval at `position` (0-based, in suite order) belongs to this shard.
-    /// Evals are dealt round-robin, so shards differ in size by at most one and together
-    /// cover the suite exactly once.
-    pub fn includes(self, position: usize) -> bool {
-        position % self.count == self.index - 1
-    }
-}
-
-/// Parses `I/N` with `1 <= I <= N`.
-pub(crate) fn parse_shard(text: &str) -> Result<Shard, String> {
-    let err = || format!("invalid shard {text:?}: expected I/N with 1 <= I <= N, for example 2/4");
-    let (index, count) = text.split_once('/').ok_or_else(err)?;
-    let index: usize = index.trim().parse().map_err(|_| err())?;
-    let count: usize = count.trim().parse().map_err(|_| err())?;
-    if index == 0 || count == 0 || index > count {
-        return Err(err());
-    }
-    Ok(Shard { index, count })
 }
 
 #[cfg(test)]

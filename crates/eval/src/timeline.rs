@@ -1,10 +1,10 @@
 //! `action_timeline.json`: what the agent did, in order, with a summary.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
 
 use crate::events::AgentEvent;
 use crate::records::millis;
@@ -13,12 +13,13 @@ use crate::watch::FileChange;
 
 /// The most events a timeline keeps; later ones are counted in `summary.dropped_events`.
 /// The summary's counts are always complete.
-pub(crate) const MAX_EVENTS: usize = 10_000;
+pub const MAX_EVENTS: usize = 10_000;
 
 /// The kind of a timeline event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum EventType {
+pub enum EventType {
     /// An assistant message began.
     Turn,
     /// A tool call (`tool`, and `path` and `input` where known).
@@ -40,71 +41,74 @@ pub(crate) enum EventType {
 }
 
 /// One event.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub(crate) struct TimelineEvent {
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct TimelineEvent {
     /// Position in the timeline, from 0.
-    pub(crate) sequence: u64,
+    pub sequence: u64,
     /// Milliseconds since the eval started.
-    pub(crate) t_ms: u64,
+    pub t_ms: u64,
     /// What happened.
     #[serde(rename = "type")]
-    pub(crate) kind: EventType,
+    pub kind: EventType,
     /// The tool's name, for tool calls.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) tool: Option<String>,
+    pub tool: Option<String>,
     /// The file, for tool calls that name one and for file events (relative to the workspace).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) path: Option<String>,
+    pub path: Option<String>,
     /// The tool call's input as JSON text, cut at 512 bytes on a character boundary (`…`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) input: Option<String>,
+    pub input: Option<String>,
     /// A human-readable detail (limit, signal, exit code).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) detail: Option<String>,
+    pub detail: Option<String>,
 }
 
 /// The totals over the whole eval.
-#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
-pub(crate) struct Summary {
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Summary {
     /// Assistant messages seen.
-    pub(crate) turns: u64,
+    pub turns: u64,
     /// Tool calls seen.
-    pub(crate) actions: u64,
+    pub actions: u64,
     /// Tool calls per tool name.
-    pub(crate) tools: BTreeMap<String, u64>,
+    pub tools: BTreeMap<String, u64>,
     /// File-created events.
-    pub(crate) files_created: u64,
+    pub files_created: u64,
     /// File-changed events.
-    pub(crate) files_changed: u64,
+    pub files_changed: u64,
     /// File-deleted events.
-    pub(crate) files_deleted: u64,
+    pub files_deleted: u64,
     /// Files created or changed at the end (from the final scan), as in `report.json`.
-    pub(crate) files: u64,
+    pub files: u64,
     /// Their bytes.
-    pub(crate) bytes: u64,
+    pub bytes: u64,
     /// Wall time of the eval.
-    pub(crate) duration_ms: u64,
+    pub duration_ms: u64,
     /// Events in total, kept or not.
-    pub(crate) events: u64,
+    pub events: u64,
     /// Events beyond the 10,000 kept.
-    pub(crate) dropped_events: u64,
+    pub dropped_events: u64,
     /// Event lines of an unknown type.
-    pub(crate) unknown_lines: u64,
+    pub unknown_lines: u64,
     /// Event lines that were not valid (not JSON, or oversized).
-    pub(crate) malformed_lines: u64,
+    pub malformed_lines: u64,
 }
 
 /// `action_timeline.json`: what the agent did, in order, with a summary.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub(crate) struct Timeline {
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Timeline {
     /// The run.
-    pub(crate) run_id: String,
+    pub run_id: String,
     /// The eval.
-    pub(crate) eval_id: String,
+    pub eval_id: String,
     /// What happened, in order (at most 10,000 events).
-    pub(crate) events: Vec<TimelineEvent>,
+    pub events: Vec<TimelineEvent>,
     /// Totals over the whole eval.
-    pub(crate) summary: Summary,
+    pub summary: Summary,
 }
 
 /// Builds a timeline as events arrive.

@@ -2,17 +2,23 @@
 
 use std::time::Duration;
 
+use crate::EvalError;
+
 /// Parses a humantime duration (`30s`, `10m`, `1h 30m`, `250ms`). A bare `0` is zero.
-pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
+///
+/// # Errors
+/// [`EvalError::InvalidValue`] naming the text, with examples.
+pub fn parse_duration(text: &str) -> Result<Duration, EvalError> {
     let trimmed = text.trim();
     if trimmed == "0" {
         return Ok(Duration::ZERO);
     }
     if trimmed.starts_with('-') {
-        return Err(format!("invalid duration {text:?}: must not be negative"));
+        return Err(EvalError::invalid("duration", text, "must not be negative"));
     }
-    humantime::parse_duration(trimmed)
-        .map_err(|err| format!("invalid duration {text:?}: {err} (examples: 30s, 10m, 1h)"))
+    humantime::parse_duration(trimmed).map_err(|err| {
+        EvalError::invalid("duration", text, format!("{err} (examples: 30s, 10m, 1h)"))
+    })
 }
 
 /// Parses a byte size: `1048576`, `512KiB`, `1MiB`, `1MB`, `2GB`, `0`.
@@ -21,9 +27,17 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
 /// `GB`, `TB`) powers of 1000; `B` or no unit means bytes. Units are case-insensitive, a
 /// space between number and unit is allowed, and fractions are allowed with a unit
 /// (`1.5MiB`).
-pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
-    let err =
-        |why: &str| format!("invalid size {text:?}: {why} (examples: 1048576, 512KiB, 1MiB, 1MB)");
+///
+/// # Errors
+/// [`EvalError::InvalidValue`] naming the text, with examples.
+pub fn parse_size(text: &str) -> Result<u64, EvalError> {
+    let err = |why: &str| {
+        EvalError::invalid(
+            "size",
+            text,
+            format!("{why} (examples: 1048576, 512KiB, 1MiB, 1MB)"),
+        )
+    };
     let trimmed = text.trim();
     let split = trimmed
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))

@@ -15,17 +15,23 @@ use tokio::sync::mpsc::UnboundedSender;
 
 /// What happened to a file, for the timeline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum FileChange {
+pub enum FileChange {
+    /// It appeared.
     Created,
+    /// It was written.
     Changed,
+    /// It was removed.
     Deleted,
 }
 
-/// A message from the watcher: the usage now, and the file event that changed it.
+/// A message from a workspace watcher: the usage now, and the file event that changed it.
 #[derive(Debug, Clone)]
-pub(crate) struct WatchUpdate {
-    pub(crate) usage: Usage,
-    pub(crate) change: Option<(FileChange, String)>,
+pub struct WatchUpdate {
+    /// The workspace's usage after the change.
+    pub usage: Usage,
+    /// The file event (its path relative to the workspace), when one file changed; `None`
+    /// after a rescan.
+    pub change: Option<(FileChange, String)>,
 }
 
 /// A running watcher; dropping it stops watching.

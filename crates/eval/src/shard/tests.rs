@@ -5,7 +5,7 @@ use super::*;
 #[track_caller]
 fn check(text: &str, expected: Option<(usize, usize)>) {
     assert_eq!(
-        parse_shard(text).ok().map(|s| (s.index, s.count)),
+        text.parse::<Shard>().ok().map(|s| (s.index, s.count)),
         expected,
         "{text:?}"
     );

@@ -1,0 +1,1 @@
+//! In-process tests of the harness policy, on fakes and a paused clock.
