@@ -160,11 +160,14 @@ mod gate;
 mod hook;
 mod machine;
 mod model;
+#[cfg(feature = "schema")]
+mod schema;
+mod supervise;
 mod terminal;
 
 pub use crate::config::{AiCheckConfig, DEFAULT_UPDATE_PROMPT, RespawnConfig};
 pub use crate::driver::{
-    AiCheckers, Driver, DriverInputs, DriverOptions, NoObserver, Observer, Outcome, Report,
+    AiCheckers, Driver, DriverInputs, DriverOptions, NoObserver, Observer, Report, SessionEnd,
 };
 pub use crate::error::RespawnError;
 pub use crate::event::{
@@ -174,8 +177,15 @@ pub use crate::gate::{FnGate, Gate, GateContext};
 pub use crate::hook::{HOOK_EVENT_NAMES, HookListener, HookMessage, is_hook_event_name, send_hook};
 pub use crate::machine::{Action, Input, Keys, Machine, Status, TimerInfo};
 pub use crate::model::{DetectorModel, SessionModel};
+#[cfg(feature = "schema")]
+pub use crate::schema::event_line_schema;
+pub use crate::supervise::{
+    Backend, CHECKER_EVAL, Driven, Finished, SESSION_EVAL, SOCKET_ENV, Session, SessionOptions,
+    Supervised,
+};
 pub use crate::terminal::{
     Exit, PtyTerminal, Signal, Size, SpawnOptions, Terminal, TmuxOptions, TmuxTerminal,
+    valid_tmux_name,
 };
 #[cfg(feature = "mock")]
 pub use crate::terminal::{FakeHandle, FakeTerminal, MockTerminal, Written};

@@ -113,7 +113,9 @@ impl std::fmt::Debug for TmuxTerminal {
     }
 }
 
-fn valid_name(name: &str) -> bool {
+/// Whether tmux reads `name` as the session (or socket) name it is: 1 to 64 of
+/// `[A-Za-z0-9_-]` (tmux takes `.` and `:` as separators).
+pub fn valid_tmux_name(name: &str) -> bool {
     (1..=64).contains(&name.len())
         && name
             .bytes()
@@ -193,7 +195,7 @@ impl TmuxTerminal {
     /// # Errors
     /// [`RespawnError::TmuxMissing`] when tmux is not installed.
     pub async fn exists(socket: &str, session: &str) -> Result<bool, RespawnError> {
-        if !valid_name(session) {
+        if !valid_tmux_name(session) {
             return Err(RespawnError::SessionName {
                 name: session.to_owned(),
             });
@@ -214,7 +216,7 @@ impl TmuxTerminal {
     /// A bad session name, tmux missing, or tmux refusing the session (for example because
     /// one of that name exists).
     pub async fn start(options: &TmuxOptions) -> Result<Self, RespawnError> {
-        if !valid_name(&options.session) || !valid_name(&options.socket) {
+        if !valid_tmux_name(&options.session) || !valid_tmux_name(&options.socket) {
             return Err(RespawnError::SessionName {
                 name: options.session.clone(),
             });
