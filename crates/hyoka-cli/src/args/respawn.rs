@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
-use crate::units::parse_duration;
+use hyoka_eval::parse_duration;
 
 /// Where the agent runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -202,7 +202,7 @@ pub struct InteractiveArgs {
 }
 
 fn parse_positive(text: &str) -> Result<Duration, String> {
-    let duration = parse_duration(text)?;
+    let duration = parse_duration(text).map_err(|e| e.to_string())?;
     if duration.is_zero() {
         return Err(format!("invalid duration {text:?}: must be more than zero"));
     }

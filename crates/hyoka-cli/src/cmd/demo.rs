@@ -12,19 +12,19 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hyoka_workspace::{EvalId, KeepPolicy};
+use hyoka_eval::{
+    Containment, EvalPhases, EvalSpec, EventSource, NoObserver, PhaseCommand, Readiness, Report,
+    RunOutcome, RunPlan, ServiceSpec, Status, Stop,
+};
+use hyoka_workspace::EvalId;
+use serde_json::Value;
 
-use crate::args::{CleanArgs, DemoArgs};
-use crate::cmd::run::{RunOutcome, RunPlan, RunPlanContext, default_run_id, execute};
-use crate::eval::{EvalPhases, EvalSpec};
-use crate::events::EventSource;
-use crate::interrupt::Interrupt;
-use crate::limits::LimitSet;
+use crate::args::DemoArgs;
+use crate::input::{check_reports_dir, default_run_id, require_dir};
 use crate::out::{outln, style};
-use crate::report::{Report, Status};
-use crate::suite::{PhaseCommand, Readiness, ServiceSpec};
 use crate::{ExitStatus, Fail};
 
 /// What the demo found and stopped, for the closing summary.
@@ -46,8 +46,8 @@ pub(crate) async fn exec(args: DemoArgs) -> Result<ExitStatus, Fail> {
         .workspace_root
         .clone()
         .unwrap_or_else(std::env::temp_dir);
-    crate::cmd::run::require_dir(&workspace_root, "workspace root")?;
-    crate::cmd::run::check_reports_dir(&args.reports)?;
+    require_dir(&workspace_root, "workspace root")?;
+    check_reports_dir(&args.reports)?;
     let (h, good, bad, dim) = (style::HEAD, style::GOOD, style::BAD, style::DIM);
     crate::out::set_quiet(args.json);
     outln!("{h}hyoka demo{h:#}: contained workspaces and processes, live limits, honest records\n");
@@ -104,7 +104,7 @@ pub(crate) async fn exec(args: DemoArgs) -> Result<ExitStatus, Fail> {
 async fn step_respawn(exe: &OsString, reports: &Path, tally: &mut Tally) -> Result<PathBuf, Fail> {
     let (h, dim, note) = (style::HEAD, style::DIM, style::NOTE);
     outln!("\n{h}4. An interactive session is cycled, only when it is idle{h:#}");
-    let cycle = crate::cmd::respawn::demo_cycle(exe, reports).await?;
+    let cycle = demo_cycle(exe, reports).await?;
     outln!(
         "   steps       {note}{}{note:#} ({} cycle), typed only at the idle prompt ({} keys while busy)",
         cycle.steps.join(" → "),
@@ -128,7 +128,7 @@ async fn step_eval(
         "{h}1. An eval with a service, a build and a review; the agent leaves escapees behind{h:#}"
     );
     let eval = run_one(reports, root, full_eval(exe)).await?;
-    let report = &eval.outcome.reports[0];
+    let report = &eval.reports[0];
     tally.add(report);
     outln!(
         "   agent       {} turns, {} tool calls, {} files ({} bytes), exit code {}",
@@ -173,7 +173,7 @@ async fn step_eval(
         );
     }
     outln!("   result      {}", status_text(report));
-    Ok(Some(eval.run_dir))
+    Ok(Some(eval.run_dir.clone()))
 }
 
 /// Step 2: a limit stops a runaway agent at once.
@@ -186,7 +186,7 @@ async fn step_limit(
     let (h, good, bad) = (style::HEAD, style::GOOD, style::BAD);
     outln!("\n{h}2. A limit stops a runaway agent at once{h:#}");
     let limited = run_one(reports, root, limited_eval(exe)).await?;
-    let report = &limited.outcome.reports[0];
+    let report = &limited.reports[0];
     tally.add(report);
     let limit_ok = report.termination.as_str() == "max_turns" && report.status == Status::Failed;
     tally.ok &= limit_ok;
@@ -201,7 +201,7 @@ async fn step_limit(
             "did NOT fail"
         }
     );
-    Ok(Some(limited.run_dir))
+    Ok(Some(limited.run_dir.clone()))
 }
 
 /// Step 3: hyoka is SIGKILLed mid-run and `hyoka clean` repairs it.
@@ -256,7 +256,7 @@ impl Tally {
 
 /// One line from `action_timeline.json`'s summary.
 fn timeline_summary(path: &Path) -> Option<String> {
-    let timeline: serde_json::Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
+    let timeline: Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
     let summary = timeline.get("summary")?;
     let tools: Vec<String> = summary
         .get("tools")?
@@ -289,33 +289,20 @@ fn status_text(report: &Report) -> String {
     }
 }
 
-struct DemoRun {
-    outcome: RunOutcome,
-    run_dir: PathBuf,
-}
-
-async fn run_one(reports: &Path, workspace_root: &Path, spec: EvalSpec) -> Result<DemoRun, Fail> {
-    let run_id = default_run_id();
-    let run_dir = reports.join(run_id.as_str());
-    let plan = RunPlan {
-        ctx: RunPlanContext {
-            run_dir: run_dir.clone(),
-            run_id,
-            workspace_root: workspace_root.to_owned(),
-            keep: KeepPolicy::Never,
-            name_with_eval: true,
-            shim_grace: Duration::from_secs(2),
-        },
-        evals: vec![spec],
-        workers: 1,
+/// Runs one eval with `hyoka-eval`, contained like `hyoka run`'s, silently.
+async fn run_one(
+    reports: &Path,
+    workspace_root: &Path,
+    spec: EvalSpec,
+) -> Result<RunOutcome, Fail> {
+    let plan = RunPlan::new(default_run_id(), reports, workspace_root, vec![spec]);
+    let containment = Containment {
+        shim: Some(crate::harness::shim()?),
+        shim_grace: Some(Duration::from_secs(2)),
     };
-    let outcome = execute(
-        &plan,
-        crate::cmd::run::Progress::silent(),
-        Interrupt::never(),
-    )
-    .await?;
-    Ok(DemoRun { outcome, run_dir })
+    hyoka_eval::run_tracked(&plan, containment, Stop::never(), Arc::new(NoObserver))
+        .await
+        .map_err(crate::harness::run_failure)
 }
 
 fn sim(exe: &OsString, args: &[&str]) -> Vec<OsString> {
@@ -325,17 +312,11 @@ fn sim(exe: &OsString, args: &[&str]) -> Vec<OsString> {
 }
 
 fn spec(id: &str, command: Vec<OsString>) -> EvalSpec {
-    EvalSpec {
-        eval_id: EvalId::new(id).expect("demo ids are valid"),
-        command,
-        starter: None,
-        timeout: Duration::from_secs(30),
-        grace: Duration::from_secs(1),
-        env: Vec::new(),
-        limits: LimitSet::default(),
-        events: EventSource::StreamJson,
-        phases: EvalPhases::default(),
-    }
+    let mut spec = EvalSpec::new(EvalId::new(id).expect("demo ids are valid"), command);
+    spec.timeout = Duration::from_secs(30);
+    spec.grace = Duration::from_secs(1);
+    spec.events = EventSource::StreamJson;
+    spec
 }
 
 fn full_eval(exe: &OsString) -> EvalSpec {
@@ -447,29 +428,121 @@ async fn crash_and_clean(
     }
     child.start_kill().map_err(|e| e.to_string())?;
     let _ = child.wait().await;
-    let args = CleanArgs {
-        reports: reports.to_owned(),
-        workspace_root: Some(workspace_root.to_owned()),
-        dry_run: false,
-        grace: Duration::from_secs(1),
-        json: false,
-    };
-    let root = workspace_root.to_owned();
-    let output = tokio::task::spawn_blocking(move || crate::cmd::clean::clean(&args, &root))
+    // The repair is the real `hyoka clean`, as a user would run it after the crash.
+    let clean = tokio::process::Command::new(exe)
+        .args(["clean", "--json", "--grace", "1s", "--reports"])
+        .arg(reports)
+        .arg("--workspace-root")
+        .arg(workspace_root)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .output()
         .await
-        .map_err(|e| e.to_string())?
-        .map_err(|e| e.to_string())?;
-    let run = output.runs.iter().find(|r| r.run_id == run_id.as_str());
+        .map_err(|e| format!("cannot start hyoka clean: {e}"))?;
+    let output: Value = serde_json::from_slice(&clean.stdout)
+        .map_err(|e| format!("hyoka clean printed no report: {e}"))?;
+    let run = output["runs"]
+        .as_array()
+        .and_then(|runs| runs.iter().find(|r| r["run_id"] == run_id.as_str()));
+    let count = |v: &Value| v.as_u64().or_else(|| v.as_array().map(|a| a.len() as u64));
     Ok(Crash {
         owner,
-        found: run.map_or(0, |r| r.found.len() as u64),
-        stopped: run.map_or(0, |r| r.killed as u64),
-        workspaces: output
-            .workspaces
-            .iter()
-            .filter(|w| w.action == "removed")
-            .count() as u64,
-        clean: !output.remaining,
+        found: run.and_then(|r| count(&r["found"])).unwrap_or(0),
+        stopped: run.and_then(|r| count(&r["killed"])).unwrap_or(0),
+        workspaces: output["workspaces"].as_array().map_or(0, |w| {
+            w.iter().filter(|w| w["action"] == "removed").count() as u64
+        }),
+        clean: output["remaining"] == false && clean.status.success(),
         run_dir,
+    })
+}
+
+/// What `hyoka demo`'s respawn step saw.
+struct DemoCycle {
+    /// The `--events` file, kept under the reports directory.
+    events: PathBuf,
+    /// The steps completed, in order.
+    steps: Vec<String>,
+    /// Cycles completed.
+    cycles: usize,
+    /// Keys that reached the agent while it was busy or waiting for a human (must be 0).
+    typed_while_busy: usize,
+    /// `hyoka respawn`'s exit code.
+    exit: Option<i32>,
+}
+
+/// `hyoka demo`'s respawn step: one full cycle of the simulated agent, headless, with
+/// short timers; the events file lands next to the demo's runs.
+async fn demo_cycle(exe: &std::ffi::OsStr, reports: &Path) -> Result<DemoCycle, Fail> {
+    std::fs::create_dir_all(reports)
+        .map_err(|e| Fail::failure(format!("cannot create {}: {e}", reports.display())))?;
+    let events = reports.join(format!("respawn-{}.events.jsonl", default_run_id()));
+    let scratch = tempfile::Builder::new()
+        .prefix("respawn-demo-")
+        .tempdir()
+        .map_err(|e| Fail::failure(format!("cannot create a scratch directory: {e}")))?;
+    let record = scratch.path().join("inputs.jsonl");
+    let mut child = tokio::process::Command::new(exe)
+        .arg("respawn")
+        .arg("--headless")
+        .arg("--reports")
+        .arg(reports)
+        .arg("--events")
+        .arg(&events)
+        .args(["--max-cycles", "1", "--completion-confirm", "500ms"])
+        .args(["--inter-step-delay", "200ms", "--no-output-timeout", "3s"])
+        .args(["--grace", "2s", "--"])
+        .arg(exe)
+        .args([
+            "sim-agent",
+            "--interactive",
+            "--start-working",
+            "1s",
+            "--work",
+            "800ms",
+        ])
+        .arg("--record")
+        .arg(&record)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| Fail::failure(format!("cannot start hyoka respawn: {e}")))?;
+    let waited = tokio::time::timeout(Duration::from_secs(25), child.wait()).await;
+    let exit = if let Ok(status) = waited {
+        status.ok().and_then(|s| s.code())
+    } else {
+        let _ = child.start_kill();
+        let _ = child.wait().await;
+        None
+    };
+    let lines = |path: &Path| -> Vec<Value> {
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    };
+    let logged = lines(&events);
+    let steps = logged
+        .iter()
+        .filter(|e| e["event"] == "step_completed")
+        .filter_map(|e| e["step"].as_str().map(str::to_owned))
+        .collect();
+    let cycles = logged
+        .iter()
+        .filter(|e| e["event"] == "cycle_completed")
+        .count();
+    let typed_while_busy = lines(&record)
+        .iter()
+        .filter(|i| i["state"] != "idle")
+        .count();
+    Ok(DemoCycle {
+        events,
+        steps,
+        cycles,
+        typed_while_busy,
+        exit,
     })
 }

@@ -13,7 +13,6 @@ use hyoka_respawn::{HookMessage, send_hook};
 use serde_json::{Map, Value, json};
 
 use crate::args::HookArgs;
-use crate::records::write_json;
 use crate::{ExitStatus, Fail};
 
 /// The largest payload read from stdin.
@@ -161,7 +160,9 @@ pub(crate) fn install(dir: &Path) -> Result<Installed, Fail> {
     if added > 0 {
         std::fs::create_dir_all(&claude_dir)
             .map_err(|e| Fail::usage(format!("cannot create {}: {e}", claude_dir.display())))?;
-        write_json(&path, &settings)
+        let mut bytes = serde_json::to_vec_pretty(&settings).unwrap_or_default();
+        bytes.push(b'\n');
+        hyoka_proctrack::write_atomic(&path, &bytes)
             .map_err(|e| Fail::failure(format!("cannot write {}: {e}", path.display())))?;
     }
     Ok(Installed {

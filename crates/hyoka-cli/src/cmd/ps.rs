@@ -2,10 +2,9 @@
 
 use std::collections::BTreeMap;
 
+use hyoka_eval::current_phase;
 use hyoka_proctrack::{RunListing, live_runs};
 use serde::Serialize;
-
-use crate::phases::current_phase;
 
 use crate::args::PsArgs;
 use crate::out::outln;
