@@ -8,6 +8,7 @@ mod args;
 mod cmd;
 mod exit;
 mod harness;
+mod hooks;
 mod input;
 mod interrupt;
 mod out;

@@ -101,6 +101,26 @@ pub enum RespawnError {
         #[source]
         source: Box<RespawnError>,
     },
+    /// The event log could not be created.
+    #[error("cannot create the event log {path}: {source}")]
+    Log {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+    /// Claude Code's settings file could not be read, is not what Claude Code writes (it is
+    /// left untouched), or could not be written.
+    #[error("{message}")]
+    ClaudeSettings {
+        /// The settings file.
+        path: PathBuf,
+        /// What is wrong, naming the file.
+        message: String,
+        /// Whether the file (or the directory) is the problem rather than the system.
+        bad_input: bool,
+    },
     /// A hook message was not valid.
     #[error("invalid hook message: {reason}")]
     HookMessage {

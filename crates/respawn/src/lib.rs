@@ -152,10 +152,12 @@
     reason = "decisions are sans-IO: no clock, no environment"
 )]
 
+mod claude_hooks;
 mod config;
 mod driver;
 mod error;
 mod event;
+mod event_log;
 mod gate;
 mod hook;
 mod machine;
@@ -165,6 +167,7 @@ mod schema;
 mod supervise;
 mod terminal;
 
+pub use crate::claude_hooks::{HooksInstalled, install_claude_hooks};
 pub use crate::config::{AiCheckConfig, DEFAULT_UPDATE_PROMPT, RespawnConfig};
 pub use crate::driver::{
     AiCheckers, Driver, DriverInputs, DriverOptions, NoObserver, Observer, Report, SessionEnd,
@@ -173,6 +176,7 @@ pub use crate::error::RespawnError;
 pub use crate::event::{
     AutoAcceptSkip, BlockReason, CheckSkip, Checker, Event, Stale, State, Step, TimerName,
 };
+pub use crate::event_log::EventLog;
 pub use crate::gate::{FnGate, Gate, GateContext};
 pub use crate::hook::{HOOK_EVENT_NAMES, HookListener, HookMessage, is_hook_event_name, send_hook};
 pub use crate::machine::{Action, Input, Keys, Machine, Status, TimerInfo};

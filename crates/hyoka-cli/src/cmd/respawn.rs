@@ -9,17 +9,16 @@
 
 use std::ffi::OsString;
 use std::io::Write;
-use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Instant, SystemTime};
 
-use hyoka_eval::{Stop, rfc3339};
+use hyoka_eval::Stop;
 use hyoka_idle_detect::{Detector, DetectorConfig, IdleChecker, PlanChecker, Profile};
 use hyoka_proctrack::{ProcTrackError, TeardownReport};
 use hyoka_respawn::{
-    AiCheckers, Backend as SessionBackend, DetectorModel, Event, Machine, Observer, RespawnConfig,
-    RespawnError, Session, SessionEnd, SessionOptions, Size, SpawnOptions, Supervised,
-    valid_tmux_name,
+    AiCheckers, Backend as SessionBackend, DetectorModel, Event, EventLog, Machine, Observer,
+    RespawnConfig, RespawnError, Session, SessionEnd, SessionOptions, Size, SpawnOptions,
+    Supervised, valid_tmux_name,
 };
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
@@ -62,38 +61,6 @@ struct CliObserver {
     events: Option<Arc<Mutex<EventLog>>>,
 }
 
-/// `--events FILE`: one JSON object per line, flushed per line.
-struct EventLog {
-    file: std::io::BufWriter<std::fs::File>,
-    started: Instant,
-    wall: SystemTime,
-}
-
-impl EventLog {
-    fn create(path: &Path) -> Result<Self, Fail> {
-        let file = std::fs::File::create(path)
-            .map_err(|e| Fail::usage(format!("cannot create --events {}: {e}", path.display())))?;
-        Ok(Self {
-            file: std::io::BufWriter::new(file),
-            started: Instant::now(),
-            wall: SystemTime::now(),
-        })
-    }
-
-    fn write(&mut self, at: Instant, mut line: Value) {
-        let since = at.saturating_duration_since(self.started);
-        if let Value::Object(map) = &mut line {
-            map.insert(
-                "t_ms".to_owned(),
-                json!(u64::try_from(since.as_millis()).unwrap_or(u64::MAX)),
-            );
-            map.insert("time".to_owned(), json!(rfc3339(self.wall + since)));
-        }
-        let _ = writeln!(self.file, "{line}");
-        let _ = self.file.flush();
-    }
-}
-
 impl Observer for CliObserver {
     fn output(&mut self, bytes: &[u8]) {
         if let Some(out) = &mut self.mirror {
@@ -103,13 +70,15 @@ impl Observer for CliObserver {
     }
 
     fn event(&mut self, at: Instant, event: &Event) {
-        let line = serde_json::to_value(event).unwrap_or(Value::Null);
-        tracing::info!(target: "respawn", "{line}");
+        if tracing::enabled!(target: "respawn", tracing::Level::INFO) {
+            let line = serde_json::to_value(event).unwrap_or(Value::Null);
+            tracing::info!(target: "respawn", "{line}");
+        }
         if let Some(events) = &self.events {
             events
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .write(at, line);
+                .event(at, event);
         }
     }
 }
@@ -119,17 +88,23 @@ pub(crate) async fn exec(args: RespawnArgs) -> Result<ExitStatus, Fail> {
     let events = args
         .events
         .as_deref()
-        .map(EventLog::create)
+        .map(|path| {
+            EventLog::create(path, Instant::now(), SystemTime::now()).map_err(|e| {
+                let why = std::error::Error::source(&e)
+                    .map_or_else(|| e.to_string(), ToString::to_string);
+                Fail::usage(format!("cannot create --events {}: {why}", path.display()))
+            })
+        })
         .transpose()?
         .map(|log| Arc::new(Mutex::new(log)));
     if args.install_claude_hooks {
         let cwd = std::env::current_dir()
             .map_err(|e| Fail::failure(format!("cannot find the current directory: {e}")))?;
-        let installed = crate::cmd::hook::install(&cwd)?;
+        let installed = crate::hooks::install(&cwd)?;
         if args.json {
             tracing::info!(path = %installed.path.display(), added = installed.added, "installed Claude Code hooks");
         } else {
-            crate::cmd::hook::print_install(&installed);
+            crate::hooks::print_install(&installed);
         }
     }
     let mirror = !args.headless;
@@ -287,27 +262,10 @@ fn record_end(
     sweep: &TeardownReport,
 ) {
     if let Some(events) = events {
-        let mut log = events.lock().unwrap_or_else(PoisonError::into_inner);
-        let now = Instant::now();
-        log.write(
-            now,
-            json!({
-                "event": "finished",
-                "outcome": report.end.as_str(),
-                "cycles": report.cycles,
-                "exit_code": report.exit.code,
-                "exit_signal": report.exit.signal,
-            }),
-        );
-        log.write(
-            now,
-            json!({
-                "event": "teardown",
-                "processes_seen": sweep.processes_seen,
-                "processes_killed": sweep.processes_killed,
-                "survivors": sweep.survivors,
-            }),
-        );
+        events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .finished(Instant::now(), report, sweep);
     }
     tracing::info!(
         outcome = report.end.as_str(),
