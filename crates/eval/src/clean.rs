@@ -1,4 +1,4 @@
-//! `hyoka clean`: stop what abandoned runs left behind, and nothing else.
+//! Repairing what abandoned runs left behind, and nothing else: `hyoka clean` as a library.
 //!
 //! A run is abandoned exactly when nobody holds its owner lock. For each one, every ledger
 //! process whose identity still matches is stopped (TERM, grace, KILL), its cgroup leaves
@@ -8,6 +8,7 @@
 //! ledger lines are reported and never acted on.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use hyoka_proctrack::{
     CleanOptions, CleanReport, Identity, LockState, NativeProcTable, ProcRef, ProcTable, clean_run,
@@ -16,72 +17,109 @@ use hyoka_proctrack::{
 use hyoka_workspace::{read_marker, remove_tree};
 use serde::Serialize;
 
-use crate::args::CleanArgs;
-use crate::out::outln;
-use crate::{ExitStatus, Fail};
+use crate::EvalError;
+
+/// What to clean.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CleanupOptions {
+    /// Where the runs' reports (and ledgers) are.
+    pub reports: PathBuf,
+    /// Where marked workspaces are looked for.
+    pub workspace_root: PathBuf,
+    /// How long processes get between SIGTERM and SIGKILL.
+    pub grace: Duration,
+    /// Report what would be done, and change nothing at all.
+    pub dry_run: bool,
+}
+
+/// What became of one workspace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum WorkspaceAction {
+    /// It was removed completely.
+    Removed,
+    /// A dry run: it would be removed.
+    WouldRemove,
+    /// It no longer existed.
+    AlreadyGone,
+    /// Its owner still runs: it was kept.
+    KeptLive,
+    /// It is not provably the run's workspace: it was not touched.
+    Refused,
+    /// Some of it could not be removed.
+    Incomplete,
+}
+
+impl WorkspaceAction {
+    /// The snake_case name, as serialized.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Removed => "removed",
+            Self::WouldRemove => "would_remove",
+            Self::AlreadyGone => "already_gone",
+            Self::KeptLive => "kept_live",
+            Self::Refused => "refused",
+            Self::Incomplete => "incomplete",
+        }
+    }
+
+    /// Whether something that should be gone is still there (or would be, in a dry run).
+    fn remains(self) -> bool {
+        matches!(self, Self::WouldRemove | Self::Incomplete)
+    }
+}
 
 /// What happened to one workspace.
-#[derive(Debug, Serialize)]
-pub(crate) struct WorkspaceResult {
-    pub(crate) path: PathBuf,
-    pub(crate) run_id: String,
-    /// `removed`, `would_remove`, `already_gone`, `kept_live`, `refused` or `incomplete`.
-    pub(crate) action: &'static str,
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkspaceCleanup {
+    /// The workspace.
+    pub path: PathBuf,
+    /// The run it belongs to.
+    pub run_id: String,
+    /// What became of it.
+    pub action: WorkspaceAction,
+    /// Why, when it was refused, kept or left incomplete.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) detail: Option<String>,
+    pub detail: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
-pub(crate) struct Output {
-    pub(crate) dry_run: bool,
-    pub(crate) runs: Vec<CleanReport>,
-    pub(crate) workspaces: Vec<WorkspaceResult>,
-    /// Whether anything that should be gone remains (exit 1 when true).
-    pub(crate) remaining: bool,
+/// What a cleanup found and did (`hyoka clean --json`).
+#[derive(Debug, Clone, Serialize)]
+pub struct CleanupReport {
+    /// Whether nothing was changed.
+    pub dry_run: bool,
+    /// Each abandoned run: the processes found, stopped and skipped, its cgroups, its
+    /// ledger's problems.
+    pub runs: Vec<CleanReport>,
+    /// Each workspace looked at.
+    pub workspaces: Vec<WorkspaceCleanup>,
+    /// Whether anything that should be gone remains.
+    pub remaining: bool,
 }
 
-pub(crate) async fn exec(args: CleanArgs) -> Result<ExitStatus, Fail> {
-    match std::fs::metadata(&args.reports) {
-        Ok(meta) if !meta.is_dir() => {
-            return Err(Fail::usage(format!(
-                "reports path {} is not a directory",
-                args.reports.display()
-            )));
-        }
-        _ => {}
-    }
-    let workspace_root = args
-        .workspace_root
-        .clone()
-        .unwrap_or_else(std::env::temp_dir);
-    if let Some(root) = &args.workspace_root
-        && !root.is_dir()
-    {
-        return Err(Fail::usage(format!(
-            "workspace root {} is not a directory",
-            root.display()
-        )));
-    }
-    let json = args.json;
-    let output = tokio::task::spawn_blocking(move || clean(&args, &workspace_root))
-        .await
-        .map_err(|e| Fail::failure(format!("clean failed: {e}")))??;
-    print(&output, json);
-    Ok(if output.remaining {
-        ExitStatus::Failure
-    } else {
-        ExitStatus::Success
-    })
-}
-
-pub(crate) fn clean(args: &CleanArgs, workspace_root: &Path) -> Result<Output, Fail> {
+/// Repairs every abandoned run (nobody holds its owner lock) under `options.reports`: every
+/// ledger process whose identity still matches is stopped (TERM, grace, KILL), its cgroup
+/// leaves are killed and removed, its workspaces are removed, and the ledger is marked
+/// cleaned. Then marked workspaces under `options.workspace_root` whose owner is gone are
+/// removed. Live runs, identity mismatches, unmarked directories and hostile ledger lines are
+/// reported and never acted on. A dry run changes nothing. Blocks for the grace periods.
+///
+/// # Errors
+/// [`EvalError::Clean`] when the runs cannot be listed or a run cannot be cleaned.
+pub fn clean_abandoned(options: &CleanupOptions) -> Result<CleanupReport, EvalError> {
+    let args = options;
+    let workspace_root = &options.workspace_root;
     let options = CleanOptions {
         grace: args.grace,
         dry_run: args.dry_run,
         ..CleanOptions::default()
     };
     let listings = if args.reports.is_dir() {
-        list_runs(&args.reports).map_err(|e| Fail::failure(format!("cannot list runs: {e}")))?
+        list_runs(&args.reports).map_err(|source| EvalError::Clean {
+            context: "cannot list runs".to_owned(),
+            source,
+        })?
     } else {
         Vec::new()
     };
@@ -92,8 +130,10 @@ pub(crate) fn clean(args: &CleanArgs, workspace_root: &Path) -> Result<Output, F
         if listing.state != LockState::Abandoned {
             continue;
         }
-        let report = clean_run(&listing.run_dir, &options)
-            .map_err(|e| Fail::failure(format!("run {}: {e}", listing.run_id)))?;
+        let report = clean_run(&listing.run_dir, &options).map_err(|source| EvalError::Clean {
+            context: format!("run {}", listing.run_id),
+            source,
+        })?;
         remaining |= if args.dry_run {
             !report.found.is_empty()
         } else {
@@ -101,7 +141,7 @@ pub(crate) fn clean(args: &CleanArgs, workspace_root: &Path) -> Result<Output, F
         };
         for workspace in &report.workspaces {
             let result = remove_workspace(&workspace.path, &report.run_id, args.dry_run);
-            remaining |= matches!(result.action, "would_remove" | "incomplete");
+            remaining |= result.action.remains();
             workspaces.push(result);
         }
         runs.push(report);
@@ -115,19 +155,19 @@ pub(crate) fn clean(args: &CleanArgs, workspace_root: &Path) -> Result<Output, F
             continue;
         };
         let result = if owner_alive(&marker.owner) {
-            WorkspaceResult {
+            WorkspaceCleanup {
                 path,
                 run_id: marker.run_id,
-                action: "kept_live",
+                action: WorkspaceAction::KeptLive,
                 detail: Some(format!("owner {} is running", marker.owner)),
             }
         } else {
             remove_workspace(&path, &marker.run_id, args.dry_run)
         };
-        remaining |= matches!(result.action, "would_remove" | "incomplete");
+        remaining |= result.action.remains();
         workspaces.push(result);
     }
-    Ok(Output {
+    Ok(CleanupReport {
         dry_run: args.dry_run,
         runs,
         workspaces,
@@ -153,8 +193,8 @@ fn marked_candidates(root: &Path) -> Vec<PathBuf> {
 /// Removes one workspace of `run_id`, after checking it really is one: an absolute path whose
 /// name is `hyoka-<run_id>-…`, and whose marker, if it has one, names the same run. Anything
 /// else a ledger might name is refused.
-fn remove_workspace(path: &Path, run_id: &str, dry_run: bool) -> WorkspaceResult {
-    let result = |action, detail: Option<String>| WorkspaceResult {
+fn remove_workspace(path: &Path, run_id: &str, dry_run: bool) -> WorkspaceCleanup {
+    let result = |action, detail: Option<String>| WorkspaceCleanup {
         path: path.to_owned(),
         run_id: run_id.to_owned(),
         action,
@@ -166,30 +206,33 @@ fn remove_workspace(path: &Path, run_id: &str, dry_run: bool) -> WorkspaceResult
         .unwrap_or_default();
     if !path.is_absolute() || !name.starts_with(&format!("hyoka-{run_id}-")) {
         return result(
-            "refused",
+            WorkspaceAction::Refused,
             Some("not a workspace of this run (name or path)".to_owned()),
         );
     }
     match std::fs::symlink_metadata(path) {
-        Err(_) => return result("already_gone", None),
+        Err(_) => return result(WorkspaceAction::AlreadyGone, None),
         Ok(meta) if !meta.is_dir() => {
-            return result("refused", Some("not a directory".to_owned()));
+            return result(WorkspaceAction::Refused, Some("not a directory".to_owned()));
         }
         Ok(_) => {}
     }
     if let Ok(Some(marker)) = read_marker(path)
         && marker.run_id != run_id
     {
-        return result("refused", Some(format!("marked as run {}", marker.run_id)));
+        return result(
+            WorkspaceAction::Refused,
+            Some(format!("marked as run {}", marker.run_id)),
+        );
     }
     if dry_run {
-        return result("would_remove", None);
+        return result(WorkspaceAction::WouldRemove, None);
     }
     let report = remove_tree(path);
     if report.is_complete() {
-        result("removed", None)
+        result(WorkspaceAction::Removed, None)
     } else {
-        result("incomplete", Some(report.summary()))
+        result(WorkspaceAction::Incomplete, Some(report.summary()))
     }
 }
 
@@ -218,74 +261,4 @@ fn owner_alive(owner: &str) -> bool {
     table
         .process(proc_ref.pid)
         .is_some_and(|p| p.start_ticks == proc_ref.start_ticks && !p.is_gone())
-}
-
-fn print(output: &Output, json: bool) {
-    if json {
-        outln!(
-            "{}",
-            serde_json::to_string_pretty(output).unwrap_or_default()
-        );
-        return;
-    }
-    let verb = |done: &'static str, would: &'static str| if output.dry_run { would } else { done };
-    for run in &output.runs {
-        outln!(
-            "run {}: found {} process(es), {} {}, {} skipped (identity mismatch or gone), {} ledger problem(s){}",
-            run.run_id,
-            run.found.len(),
-            run.killed,
-            verb("stopped", "to stop"),
-            run.skipped.len(),
-            run.problems.len(),
-            if run.survivors > 0 {
-                format!(", {} SURVIVED", run.survivors)
-            } else {
-                String::new()
-            }
-        );
-        for process in &run.found {
-            let outcome = process.outcome.map_or_else(
-                || "would be stopped".to_owned(),
-                |o| format!("{o:?}").to_lowercase(),
-            );
-            outln!("  process {} ({}): {outcome}", process.pid, process.comm);
-        }
-        for cgroup in &run.cgroups {
-            outln!(
-                "  cgroup {}: {}",
-                cgroup.leaf.path.display(),
-                if cgroup.removed {
-                    "killed and removed"
-                } else if cgroup.found {
-                    "still present"
-                } else {
-                    "already gone"
-                }
-            );
-        }
-        for problem in &run.problems {
-            outln!(
-                "  ledger line {}: {} ({:?})",
-                problem.line,
-                problem.reason,
-                problem.text
-            );
-        }
-    }
-    for workspace in &output.workspaces {
-        outln!(
-            "workspace {} (run {}): {}{}",
-            workspace.path.display(),
-            workspace.run_id,
-            workspace.action.replace('_', " "),
-            workspace
-                .detail
-                .as_ref()
-                .map_or_else(String::new, |d| format!(" — {d}"))
-        );
-    }
-    if output.runs.is_empty() && output.workspaces.is_empty() {
-        outln!("nothing to clean");
-    }
 }

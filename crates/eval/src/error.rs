@@ -69,6 +69,15 @@ pub enum EvalError {
         /// The run directory of the second summary naming it.
         input: PathBuf,
     },
+    /// Abandoned runs could not be listed or cleaned.
+    #[error("{context}: {source}")]
+    Clean {
+        /// `cannot list runs`, or `run <id>`.
+        context: String,
+        /// Why.
+        #[source]
+        source: ProcTrackError,
+    },
     /// An eval could not run or record (its id names it).
     #[error("eval {eval_id}: {source}")]
     Eval {

@@ -26,6 +26,8 @@
 //! - Records are written atomically ([`write_json`]); [`merge_summaries`] joins the
 //!   summaries of a suite's shards; with the `schema` feature [`schemas`] gives their JSON
 //!   Schemas.
+//! - After a crash, [`clean_abandoned`] repairs what abandoned runs left behind (their
+//!   processes through `hyoka-proctrack`, their workspaces through `hyoka-workspace`).
 //!
 //! # Example
 //!
@@ -97,6 +99,7 @@
 )]
 
 mod capped_log;
+mod clean;
 mod error;
 mod eval;
 mod events;
@@ -118,6 +121,9 @@ mod timeline;
 mod units;
 mod watch;
 
+pub use crate::clean::{
+    CleanupOptions, CleanupReport, WorkspaceAction, WorkspaceCleanup, clean_abandoned,
+};
 pub use crate::error::EvalError;
 pub use crate::events::{
     AgentEvent, EventSource, INPUT_PREVIEW_BYTES, LineKind, LineSplitter, MAX_LINE,
@@ -134,7 +140,9 @@ pub use crate::limits::{
     LimitSet, Monitor, PartialLimits,
 };
 pub use crate::merge::merge_summaries;
-pub use crate::records::{STATUS_FILE, current_phase, millis, rfc3339, write_json};
+pub use crate::records::{
+    LiveRun, PhaseNow, STATUS_FILE, current_phase, live_runs, millis, rfc3339, write_json,
+};
 #[cfg(feature = "schema")]
 pub use crate::report::schemas;
 pub use crate::report::{
@@ -144,7 +152,8 @@ pub use crate::report::{
 pub use crate::runner::{Containment, NoObserver, Observer, RunOutcome, RunPlan, run, run_tracked};
 pub use crate::settings::{
     DEFAULT_GRACE, DEFAULT_PHASE_TIMEOUT, DEFAULT_READY_TIMEOUT, DEFAULT_TIMEOUT, EvalPhases,
-    EvalSpec, PhaseCommand, PhaseSettings, Readiness, ServiceSpec, Settings,
+    EvalSpec, PhaseCommand, PhaseSettings, Readiness, ServiceSpec, Settings, injection,
+    valid_env_name,
 };
 pub use crate::shard::Shard;
 pub use crate::stop::{Stop, StopLevel, StopReason, Stopper};
@@ -152,4 +161,4 @@ pub use crate::stop::{Stop, StopLevel, StopReason, Stopper};
 pub use crate::suite::{Suite, SuiteEval};
 pub use crate::timeline::{EventType, MAX_EVENTS, Summary, Timeline, TimelineEvent};
 pub use crate::units::{parse_duration, parse_size};
-pub use crate::watch::{FileChange, WatchUpdate};
+pub use crate::watch::{FileChange, WatchUpdate, inotify_limits};

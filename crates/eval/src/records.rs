@@ -2,10 +2,11 @@
 //! always written atomically through `hyoka-proctrack`'s [`write_atomic`] (temp file in the
 //! same directory, fsync, rename, fsync of the directory), the helper the ledger uses too.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-use hyoka_proctrack::write_atomic;
+use hyoka_proctrack::{RunListing, write_atomic};
 use serde::Serialize;
 
 use crate::EvalError;
@@ -55,4 +56,49 @@ pub fn current_phase(eval_dir: &Path) -> Option<(String, String)> {
         value.get("phase")?.as_str()?.to_owned(),
         value.get("since")?.as_str()?.to_owned(),
     ))
+}
+
+/// A live run as `hyoka ps` shows it: the ledger's view, plus the phase each eval is in.
+#[derive(Debug, Clone, Serialize)]
+pub struct LiveRun {
+    /// The run's owner, ledger, evals and tracked processes.
+    #[serde(flatten)]
+    pub run: RunListing,
+    /// The phase each eval is in (`setup`, `services`, `agent`, `build`, `review`,
+    /// `cleanup`), by eval id.
+    pub phases: BTreeMap<String, PhaseNow>,
+}
+
+/// The phase an eval is in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PhaseNow {
+    /// The phase.
+    pub phase: String,
+    /// Since when (RFC 3339).
+    pub since: String,
+}
+
+/// The live runs (owner lock held) under `reports`, each with its evals' phases.
+///
+/// # Errors
+/// [`EvalError::Clean`] when the runs cannot be listed.
+pub fn live_runs(reports: &Path) -> Result<Vec<LiveRun>, EvalError> {
+    let listings = hyoka_proctrack::live_runs(reports).map_err(|source| EvalError::Clean {
+        context: "cannot list runs".to_owned(),
+        source,
+    })?;
+    Ok(listings
+        .into_iter()
+        .map(|run| LiveRun {
+            phases: run
+                .evals
+                .iter()
+                .filter_map(|eval| {
+                    let (phase, since) = current_phase(&run.run_dir.join(eval))?;
+                    Some((eval.clone(), PhaseNow { phase, since }))
+                })
+                .collect(),
+            run,
+        })
+        .collect())
 }

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use hyoka_workspace::{EvalId, Injection};
 
+use crate::EvalError;
 use crate::events::EventSource;
 use crate::limits::{LimitSet, PartialLimits};
 
@@ -143,6 +144,43 @@ pub struct EvalPhases {
     pub isolate_home: bool,
     /// With an isolated home, the variables passed through besides the basics.
     pub pass_env: Vec<String>,
+}
+
+/// A file or directory to inject into a workspace: `source` must exist, and `target` (the
+/// source's file name by default) must stay inside the workspace.
+///
+/// # Errors
+/// [`EvalError::InvalidValue`] saying which rule the file or its target breaks.
+pub fn injection(source: PathBuf, target: Option<PathBuf>) -> Result<Injection, EvalError> {
+    let name = || source.display().to_string();
+    if !source.exists() {
+        return Err(EvalError::invalid("file", &name(), "does not exist"));
+    }
+    let target = match target {
+        Some(target) => target,
+        None => PathBuf::from(
+            source
+                .file_name()
+                .ok_or_else(|| EvalError::invalid("file", &name(), "has no file name"))?,
+        ),
+    };
+    if target.is_absolute()
+        || target
+            .components()
+            .any(|c| matches!(c, std::path::Component::ParentDir))
+    {
+        return Err(EvalError::invalid(
+            "file target",
+            &target.display().to_string(),
+            "must stay inside the workspace",
+        ));
+    }
+    Ok(Injection { source, target })
+}
+
+/// Whether `name` can be an environment variable's name (not empty, no `=`, no NUL).
+pub fn valid_env_name(name: &str) -> bool {
+    !name.is_empty() && !name.contains('=') && !name.contains('\0')
 }
 
 impl EvalSpec {

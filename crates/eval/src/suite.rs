@@ -42,8 +42,8 @@ use serde::Deserialize;
 use crate::EvalError;
 use crate::limits::PartialLimits;
 use crate::settings::{
-    DEFAULT_PHASE_TIMEOUT, DEFAULT_READY_TIMEOUT, EvalSpec, PhaseCommand, PhaseSettings, Readiness,
-    ServiceSpec, Settings,
+    self, DEFAULT_PHASE_TIMEOUT, DEFAULT_READY_TIMEOUT, EvalSpec, PhaseCommand, PhaseSettings,
+    Readiness, ServiceSpec, Settings,
 };
 use crate::shard::Shard;
 use crate::units;
@@ -440,9 +440,7 @@ fn settings(raw: RawSettings, base: &Path) -> Result<Settings, (&'static str, St
         .transpose()
         .map_err(|e| ("review", e))?;
     if let Some(names) = &raw.pass_env
-        && let Some(bad) = names
-            .iter()
-            .find(|n| n.is_empty() || n.contains('=') || n.contains('\0'))
+        && let Some(bad) = names.iter().find(|n| !settings::valid_env_name(n))
     {
         return Err(("pass_env", format!("invalid variable name {bad:?}")));
     }
@@ -466,7 +464,7 @@ fn settings(raw: RawSettings, base: &Path) -> Result<Settings, (&'static str, St
 fn env_pairs(env: Option<BTreeMap<String, String>>) -> Result<Vec<(OsString, OsString)>, String> {
     let mut pairs = Vec::new();
     for (key, value) in env.unwrap_or_default() {
-        if key.is_empty() || key.contains('=') || key.contains('\0') || value.contains('\0') {
+        if !settings::valid_env_name(&key) || value.contains('\0') {
             return Err(format!("invalid variable name {key:?}"));
         }
         if key.starts_with("HYOKA_") {
@@ -478,29 +476,8 @@ fn env_pairs(env: Option<BTreeMap<String, String>>) -> Result<Vec<(OsString, OsS
 }
 
 fn injection(raw: RawFile, base: &Path) -> Result<Injection, String> {
-    let source = base.join(&raw.source);
-    if !source.exists() {
-        return Err(format!("{} does not exist", source.display()));
-    }
-    let target = match raw.target {
-        Some(target) => PathBuf::from(target),
-        None => PathBuf::from(
-            source
-                .file_name()
-                .ok_or_else(|| format!("{:?} has no file name", raw.source))?,
-        ),
-    };
-    if target.is_absolute()
-        || target
-            .components()
-            .any(|c| matches!(c, std::path::Component::ParentDir))
-    {
-        return Err(format!(
-            "target {} must stay inside the workspace",
-            target.display()
-        ));
-    }
-    Ok(Injection { source, target })
+    settings::injection(base.join(&raw.source), raw.target.map(PathBuf::from))
+        .map_err(|e| e.to_string())
 }
 
 fn service(raw: RawService) -> Result<ServiceSpec, String> {

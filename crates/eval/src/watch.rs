@@ -160,3 +160,16 @@ fn change_of(kind: EventKind) -> Option<FileChange> {
         _ => None,
     }
 }
+
+/// This machine's inotify limits (`max_user_watches`, `max_user_instances`), where they can
+/// be read. Without enough watches a workspace is polled instead of watched.
+pub fn inotify_limits() -> (Option<u64>, Option<u64>) {
+    let read = |name: &str| {
+        std::fs::read_to_string(Path::new("/proc/sys/fs/inotify").join(name))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    };
+    (read("max_user_watches"), read("max_user_instances"))
+}

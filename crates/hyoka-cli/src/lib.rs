@@ -82,7 +82,7 @@ pub fn main(cli: Cli) -> ExitStatus {
 async fn dispatch(command: Command) -> Result<ExitStatus, Fail> {
     match command {
         Command::Run(args) => cmd::run::exec(args).await,
-        Command::Clean(args) => cmd::clean::exec(args).await,
+        Command::Clean(args) => cmd::cleanup::exec(args).await,
         Command::Ps(args) => cmd::ps::exec(&args),
         Command::Detect(args) => cmd::detect::exec(&args),
         Command::Demo(args) => cmd::demo::exec(args).await,

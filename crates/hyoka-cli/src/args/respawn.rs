@@ -18,16 +18,6 @@ pub enum Backend {
     Tmux,
 }
 
-/// The detector profiles `--profile` accepts.
-pub(crate) const PROFILES: &[&str] = &[
-    "claude-code",
-    "codex",
-    "gemini",
-    "copilot",
-    "aider",
-    "generic",
-];
-
 /// `hyoka respawn`.
 #[derive(Debug, Args)]
 pub struct RespawnArgs {
@@ -210,12 +200,14 @@ fn parse_positive(text: &str) -> Result<Duration, String> {
 }
 
 fn parse_profile(text: &str) -> Result<String, String> {
-    if PROFILES.contains(&text) {
+    let mut names = hyoka_idle_detect::Profile::builtin_names();
+    if names.any(|name| name == text) {
         Ok(text.to_owned())
     } else {
+        let names: Vec<&str> = hyoka_idle_detect::Profile::builtin_names().collect();
         Err(format!(
             "unknown profile {text:?} (one of: {})",
-            PROFILES.join(", ")
+            names.join(", ")
         ))
     }
 }

@@ -12,14 +12,19 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant, SystemTime};
 
 use hyoka_eval::{
-    Containment, EvalPhases, EvalSpec, EventSource, NoObserver, PhaseCommand, Readiness, Report,
-    RunOutcome, RunPlan, ServiceSpec, Status, Stop,
+    CleanupOptions, Containment, EvalSpec, NoObserver, Report, RunOutcome, RunPlan, Settings,
+    Status, Stop, Suite, Timeline, WorkspaceAction, clean_abandoned,
 };
-use hyoka_workspace::EvalId;
+use hyoka_idle_detect::{Detector, DetectorConfig, Profile};
+use hyoka_proctrack::Ledger;
+use hyoka_respawn::{
+    AiCheckers, Backend, DetectorModel, Event, EventLog, Machine, Observer, RespawnConfig, Session,
+    SessionEnd, SessionOptions, SpawnOptions, Supervised,
+};
 use serde_json::Value;
 
 use crate::args::DemoArgs;
@@ -112,7 +117,7 @@ async fn step_respawn(exe: &OsString, reports: &Path, tally: &mut Tally) -> Resu
         cycle.typed_while_busy
     );
     outln!("   events      {dim}{}{dim:#}", cycle.events.display());
-    tally.ok &= cycle.exit == Some(0) && cycle.cycles == 1 && cycle.typed_while_busy == 0;
+    tally.ok &= cycle.ok && cycle.cycles == 1 && cycle.typed_while_busy == 0;
     Ok(cycle.events)
 }
 
@@ -127,7 +132,9 @@ async fn step_eval(
     outln!(
         "{h}1. An eval with a service, a build and a review; the agent leaves escapees behind{h:#}"
     );
-    let eval = run_one(reports, root, full_eval(exe)).await?;
+    let [full, _] = <[EvalSpec; 2]>::try_from(demo_evals(exe)?)
+        .map_err(|_| Fail::failure("the demo's suite has two evals"))?;
+    let eval = run_one(reports, root, full).await?;
     let report = &eval.reports[0];
     tally.add(report);
     outln!(
@@ -185,7 +192,9 @@ async fn step_limit(
 ) -> Result<Option<PathBuf>, Fail> {
     let (h, good, bad) = (style::HEAD, style::GOOD, style::BAD);
     outln!("\n{h}2. A limit stops a runaway agent at once{h:#}");
-    let limited = run_one(reports, root, limited_eval(exe)).await?;
+    let [_, runaway] = <[EvalSpec; 2]>::try_from(demo_evals(exe)?)
+        .map_err(|_| Fail::failure("the demo's suite has two evals"))?;
+    let limited = run_one(reports, root, runaway).await?;
     let report = &limited.reports[0];
     tally.add(report);
     let limit_ok = report.termination.as_str() == "max_turns" && report.status == Status::Failed;
@@ -256,24 +265,21 @@ impl Tally {
 
 /// One line from `action_timeline.json`'s summary.
 fn timeline_summary(path: &Path) -> Option<String> {
-    let timeline: Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
-    let summary = timeline.get("summary")?;
-    let tools: Vec<String> = summary
-        .get("tools")?
-        .as_object()?
-        .iter()
+    let timeline: Timeline = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
+    let summary = &timeline.summary;
+    let tools: Vec<String> = (summary.tools.iter())
         .map(|(name, n)| format!("{name} ×{n}"))
         .collect();
     Some(format!(
         "{} events: {} turns, tool calls {}, {} files created (action_timeline.json)",
-        summary.get("events")?,
-        summary.get("turns")?,
+        summary.events,
+        summary.turns,
         if tools.is_empty() {
             "none".to_owned()
         } else {
             tools.join(", ")
         },
-        summary.get("files_created")?
+        summary.files_created
     ))
 }
 
@@ -311,54 +317,44 @@ fn sim(exe: &OsString, args: &[&str]) -> Vec<OsString> {
         .collect()
 }
 
-fn spec(id: &str, command: Vec<OsString>) -> EvalSpec {
-    let mut spec = EvalSpec::new(EvalId::new(id).expect("demo ids are valid"), command);
-    spec.timeout = Duration::from_secs(30);
-    spec.grace = Duration::from_secs(1);
-    spec.events = EventSource::StreamJson;
-    spec
-}
+/// The demo's two evals as a suite file gives them; `SIM` stands for this executable's
+/// simulated agent (`<hyoka> sim-agent`).
+const SUITE: &str = r#"
+defaults: { timeout: 30s, grace: 1s, events: stream-json }
+evals:
+  - id: demo
+    command: [SIM, --files, 5, --turns, 3, --escapees]
+    services:
+      - { name: helper, command: [SIM, --role, service], ready: { file: .service-ready }, timeout: 10s }
+    build: { command: [sh, -c, "test -s src/file_000.txt && echo build ok"], timeout: 10s }
+    review: { command: [SIM, --role, review], timeout: 10s }
+  - id: runaway
+    command: [SIM, --turns, 200, --files, 0, --turn-delay, 20ms]
+    limits: { max_turns: 3 }
+"#;
 
-fn full_eval(exe: &OsString) -> EvalSpec {
-    let mut eval = spec(
-        "demo",
-        sim(exe, &["--files", "5", "--turns", "3", "--escapees"]),
-    );
-    eval.phases = EvalPhases {
-        services: vec![ServiceSpec {
-            name: "helper".to_owned(),
-            command: sim(exe, &["--role", "service"]),
-            ready: Readiness::File(".service-ready".into()),
-            timeout: Duration::from_secs(10),
-            env: Vec::new(),
-        }],
-        build: Some(PhaseCommand {
-            command: vec![
-                "sh".into(),
-                "-c".into(),
-                "test -s src/file_000.txt && echo build ok".into(),
-            ],
-            timeout: Duration::from_secs(10),
-        }),
-        review: Some(PhaseCommand {
-            command: sim(exe, &["--role", "review"]),
-            timeout: Duration::from_secs(10),
-        }),
-        ..EvalPhases::default()
+/// The demo's evals (the full one, then the runaway one), with `SIM` resolved.
+fn demo_evals(exe: &OsString) -> Result<Vec<EvalSpec>, Fail> {
+    let suite = Suite::from_yaml(SUITE, Path::new("demo.yaml"))
+        .map_err(|e| Fail::failure(format!("the demo's suite: {e}")))?;
+    let resolve = |argv: &mut Vec<OsString>| {
+        if argv.first().is_some_and(|p| p == "SIM") {
+            argv.splice(0..1, [exe.clone(), "sim-agent".into()]);
+        }
     };
-    eval
-}
-
-fn limited_eval(exe: &OsString) -> EvalSpec {
-    let mut eval = spec(
-        "runaway",
-        sim(
-            exe,
-            &["--turns", "200", "--files", "0", "--turn-delay", "20ms"],
-        ),
-    );
-    eval.limits.max_turns = 3;
-    eval
+    let mut evals = suite.specs(&Settings::default(), None);
+    for eval in &mut evals {
+        resolve(&mut eval.command);
+        eval.phases
+            .services
+            .iter_mut()
+            .for_each(|s| resolve(&mut s.command));
+        eval.phases
+            .review
+            .iter_mut()
+            .for_each(|r| resolve(&mut r.command));
+    }
+    Ok(evals)
 }
 
 struct Crash {
@@ -383,14 +379,9 @@ async fn crash_and_clean(
         .map_err(|e| e.to_string())?
         .into_temp_path();
     let mut child = tokio::process::Command::new(exe)
-        .args([
-            "run",
-            "--run-id",
-            run_id.as_str(),
-            "--grace",
-            "30s",
-            "--reports",
-        ])
+        .args(["run", "--grace", "30s", "--run-id"])
+        .arg(run_id.as_str())
+        .arg("--reports")
         .arg(reports)
         .arg("--workspace-root")
         .arg(workspace_root)
@@ -411,13 +402,12 @@ async fn crash_and_clean(
             .lines()
             .filter_map(|l| l.split_whitespace().nth(1).map(str::to_owned))
             .collect();
-        let ledger_text = std::fs::read_to_string(&ledger).unwrap_or_default();
+        let tracked = Ledger::read(&ledger, 0).map(|l| l.ledger.entries);
+        let tracked = tracked.unwrap_or_default();
         if listed.len() == 3
-            && listed.iter().all(|pid| {
-                ledger_text
-                    .lines()
-                    .any(|l| l.starts_with(&format!("{pid}\t")))
-            })
+            && listed
+                .iter()
+                .all(|pid| tracked.iter().any(|e| *pid == e.pid.to_string()))
         {
             break;
         }
@@ -428,37 +418,33 @@ async fn crash_and_clean(
     }
     child.start_kill().map_err(|e| e.to_string())?;
     let _ = child.wait().await;
-    // The repair is the real `hyoka clean`, as a user would run it after the crash.
-    let clean = tokio::process::Command::new(exe)
-        .args(["clean", "--json", "--grace", "1s", "--reports"])
-        .arg(reports)
-        .arg("--workspace-root")
-        .arg(workspace_root)
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .output()
+    let options = CleanupOptions {
+        reports: reports.to_owned(),
+        workspace_root: workspace_root.to_owned(),
+        grace: Duration::from_secs(1),
+        dry_run: false,
+    };
+    let output = tokio::task::spawn_blocking(move || clean_abandoned(&options))
         .await
-        .map_err(|e| format!("cannot start hyoka clean: {e}"))?;
-    let output: Value = serde_json::from_slice(&clean.stdout)
-        .map_err(|e| format!("hyoka clean printed no report: {e}"))?;
-    let run = output["runs"]
-        .as_array()
-        .and_then(|runs| runs.iter().find(|r| r["run_id"] == run_id.as_str()));
-    let count = |v: &Value| v.as_u64().or_else(|| v.as_array().map(|a| a.len() as u64));
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
+    let run = output.runs.iter().find(|r| r.run_id == run_id.as_str());
     Ok(Crash {
         owner,
-        found: run.and_then(|r| count(&r["found"])).unwrap_or(0),
-        stopped: run.and_then(|r| count(&r["killed"])).unwrap_or(0),
-        workspaces: output["workspaces"].as_array().map_or(0, |w| {
-            w.iter().filter(|w| w["action"] == "removed").count() as u64
-        }),
-        clean: output["remaining"] == false && clean.status.success(),
+        found: run.map_or(0, |r| r.found.len() as u64),
+        stopped: run.map_or(0, |r| r.killed as u64),
+        workspaces: output
+            .workspaces
+            .iter()
+            .filter(|w| w.action == WorkspaceAction::Removed)
+            .count() as u64,
+        clean: !output.remaining,
         run_dir,
     })
 }
 
 /// What `hyoka demo`'s respawn step saw.
+#[derive(Default)]
 struct DemoCycle {
     /// The `--events` file, kept under the reports directory.
     events: PathBuf,
@@ -468,81 +454,100 @@ struct DemoCycle {
     cycles: usize,
     /// Keys that reached the agent while it was busy or waiting for a human (must be 0).
     typed_while_busy: usize,
-    /// `hyoka respawn`'s exit code.
-    exit: Option<i32>,
+    /// Whether the session ended after its one cycle with nothing left running.
+    ok: bool,
 }
 
-/// `hyoka demo`'s respawn step: one full cycle of the simulated agent, headless, with
-/// short timers; the events file lands next to the demo's runs.
-async fn demo_cycle(exe: &std::ffi::OsStr, reports: &Path) -> Result<DemoCycle, Fail> {
-    std::fs::create_dir_all(reports)
-        .map_err(|e| Fail::failure(format!("cannot create {}: {e}", reports.display())))?;
+/// Logs the session's events and counts its steps and cycles.
+struct DemoObserver(Arc<Mutex<(EventLog, DemoCycle)>>);
+
+impl Observer for DemoObserver {
+    fn event(&mut self, at: Instant, event: &Event) {
+        let mut seen = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        seen.0.event(at, event);
+        match event {
+            Event::StepCompleted { step, .. } => seen.1.steps.push(step.as_str().to_owned()),
+            Event::CycleCompleted { .. } => seen.1.cycles += 1,
+            _ => {}
+        }
+    }
+}
+
+/// `hyoka demo`'s respawn step: one full cycle of the simulated agent on a PTY, headless,
+/// with short timers, supervised by `hyoka-respawn`; the events file lands next to the runs.
+async fn demo_cycle(exe: &OsString, reports: &Path) -> Result<DemoCycle, Fail> {
+    let fail = |what: &str, e: &dyn std::fmt::Display| Fail::failure(format!("{what}: {e}"));
+    std::fs::create_dir_all(reports).map_err(|e| fail("cannot create the reports", &e))?;
     let events = reports.join(format!("respawn-{}.events.jsonl", default_run_id()));
-    let scratch = tempfile::Builder::new()
-        .prefix("respawn-demo-")
-        .tempdir()
-        .map_err(|e| Fail::failure(format!("cannot create a scratch directory: {e}")))?;
+    let scratch = tempfile::Builder::new().prefix("respawn-demo-").tempdir();
+    let scratch = scratch.map_err(|e| fail("cannot create a scratch directory", &e))?;
     let record = scratch.path().join("inputs.jsonl");
-    let mut child = tokio::process::Command::new(exe)
-        .arg("respawn")
-        .arg("--headless")
-        .arg("--reports")
-        .arg(reports)
-        .arg("--events")
-        .arg(&events)
-        .args(["--max-cycles", "1", "--completion-confirm", "500ms"])
-        .args(["--inter-step-delay", "200ms", "--no-output-timeout", "3s"])
-        .args(["--grace", "2s", "--"])
-        .arg(exe)
-        .args([
-            "sim-agent",
-            "--interactive",
-            "--start-working",
-            "1s",
-            "--work",
-            "800ms",
-        ])
-        .arg("--record")
-        .arg(&record)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| Fail::failure(format!("cannot start hyoka respawn: {e}")))?;
-    let waited = tokio::time::timeout(Duration::from_secs(25), child.wait()).await;
-    let exit = if let Ok(status) = waited {
-        status.ok().and_then(|s| s.code())
-    } else {
-        let _ = child.start_kill();
-        let _ = child.wait().await;
-        None
+    let log = EventLog::create(&events, Instant::now(), SystemTime::now())
+        .map_err(|e| fail("cannot log the session", &e))?;
+    let args = "sim-agent --interactive --start-working 1s --work 800ms --record";
+    let mut args: Vec<OsString> = args.split(' ').map(OsString::from).collect();
+    args.push(record.clone().into());
+    let session = Session::start(SessionOptions {
+        run_id: format!("respawn-{}", default_run_id()),
+        spawn: SpawnOptions {
+            program: exe.clone(),
+            args,
+            env: vec![("TERM".into(), "xterm-256color".into())],
+            ..SpawnOptions::default()
+        },
+        backend: Backend::Pty,
+        reports: reports.to_owned(),
+        temp_dir: std::env::temp_dir(),
+        grace: Duration::from_secs(2),
+    })
+    .await
+    .map_err(|e| fail("cannot start the session", &e))?;
+    let confirm = Duration::from_millis(500);
+    let mut config = RespawnConfig {
+        max_cycles: Some(1),
+        completion_confirm: confirm,
+        inter_step_delay: Duration::from_millis(200),
+        no_output_timeout: Duration::from_secs(3),
+        ..RespawnConfig::default()
     };
-    let lines = |path: &Path| -> Vec<Value> {
-        std::fs::read_to_string(path)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect()
+    // No AI checker: idle is confirmed by the detector and silence alone.
+    (config.idle_check.enabled, config.plan_check.enabled) = (false, false);
+    let profile = Profile::builtin("claude-code").map_err(|e| fail("the profile", &e))?;
+    let detector = Detector::new(
+        profile,
+        DetectorConfig {
+            completion_confirm: confirm,
+            ..DetectorConfig::default()
+        },
+    );
+    let cycle = DemoCycle {
+        events,
+        ..DemoCycle::default()
     };
-    let logged = lines(&events);
-    let steps = logged
-        .iter()
-        .filter(|e| e["event"] == "step_completed")
-        .filter_map(|e| e["step"].as_str().map(str::to_owned))
-        .collect();
-    let cycles = logged
-        .iter()
-        .filter(|e| e["event"] == "cycle_completed")
-        .count();
-    let typed_while_busy = lines(&record)
-        .iter()
+    let seen = Arc::new(Mutex::new((log, cycle)));
+    let parts = Supervised {
+        machine: Machine::new(config),
+        model: DetectorModel::new(detector),
+        observer: DemoObserver(Arc::clone(&seen)),
+        checkers: AiCheckers::default(),
+        keys: None,
+        resize: None,
+    };
+    let deadline = tokio::time::sleep(Duration::from_secs(25));
+    let finished = session.run(parts, deadline, std::future::pending()).await;
+    let (mut log, mut cycle) = Arc::try_unwrap(seen)
+        .map_err(|_| Fail::failure("the session's observer is still shared"))?
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner);
+    if let Ok(report) = &finished.report {
+        log.finished(Instant::now(), report, &finished.teardown);
+        cycle.ok = report.end == SessionEnd::BudgetExhausted { cycles: 1 }
+            && finished.teardown.survivors == 0;
+    }
+    let inputs = std::fs::read_to_string(&record).unwrap_or_default();
+    cycle.typed_while_busy = (inputs.lines())
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter(|i| i["state"] != "idle")
         .count();
-    Ok(DemoCycle {
-        events,
-        steps,
-        cycles,
-        typed_while_busy,
-        exit,
-    })
+    Ok(cycle)
 }

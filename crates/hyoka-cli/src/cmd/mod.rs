@@ -1,6 +1,6 @@
 //! One module per subcommand.
 
-pub(crate) mod clean;
+pub(crate) mod cleanup;
 pub(crate) mod demo;
 pub(crate) mod detect;
 pub(crate) mod doctor;

@@ -21,11 +21,10 @@ use hyoka_respawn::{
     Supervised, valid_tmux_name,
 };
 use serde_json::{Value, json};
-use tokio::sync::{mpsc, oneshot};
 
 use crate::args::{Backend, RespawnArgs};
 use crate::input::default_run_id;
-use crate::tty::{self, KeyReader, RawMode};
+use crate::tty::{self, user_terminal};
 use crate::{ExitStatus, Fail};
 
 /// The machine's configuration from the flags.
@@ -337,72 +336,4 @@ fn detector_model(args: &RespawnArgs, size: Size) -> Result<DetectorModel, Fail>
         ..DetectorConfig::default()
     };
     Ok(DetectorModel::new(Detector::new(profile, config)))
-}
-
-/// The user's terminal while the session runs.
-struct UserTerminal {
-    raw: Option<RawMode>,
-    keys: Option<KeyReader>,
-    resize_task: Option<tokio::task::JoinHandle<()>>,
-}
-
-impl UserTerminal {
-    /// Stops reading keys, restores the terminal, stops forwarding resizes.
-    fn stop(self) {
-        if let Some(keys) = self.keys {
-            keys.stop();
-        }
-        drop(self.raw);
-        if let Some(task) = self.resize_task {
-            task.abort();
-        }
-    }
-}
-
-type UserInputs = (
-    UserTerminal,
-    Option<mpsc::Receiver<Vec<u8>>>,
-    Option<oneshot::Receiver<()>>,
-    Option<mpsc::Receiver<Size>>,
-);
-
-/// Raw mode, the key reader and resize forwarding, when mirroring to a terminal.
-fn user_terminal(interactive: bool) -> UserInputs {
-    if !interactive {
-        let user = UserTerminal {
-            raw: None,
-            keys: None,
-            resize_task: None,
-        };
-        return (user, None, None, None);
-    }
-    let raw = RawMode::enter();
-    let (reader, keys, detach) = KeyReader::start();
-    let (resize_tx, resize_rx) = mpsc::channel(4);
-    let user = UserTerminal {
-        raw: Some(raw),
-        keys: Some(reader),
-        resize_task: Some(tokio::spawn(forward_resizes(resize_tx))),
-    };
-    (user, Some(keys), Some(detach), Some(resize_rx))
-}
-
-async fn forward_resizes(tx: mpsc::Sender<Size>) {
-    let Ok(mut winch) =
-        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::window_change())
-    else {
-        return;
-    };
-    let mut last = tty::size();
-    while winch.recv().await.is_some() {
-        let size = tty::size();
-        // Ink redraws everything on SIGWINCH: forward only real changes.
-        if size != last
-            && let Some(size) = size
-            && tx.send(size).await.is_err()
-        {
-            return;
-        }
-        last = size;
-    }
 }

@@ -3,13 +3,14 @@
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use hyoka_eval::{
     Containment, EvalSpec, Observer, PartialLimits, PhaseCommand, PhaseSettings, Report, RunPlan,
-    RunSummary, Settings, Status, Suite,
+    RunSummary, Settings, Status, Suite, injection, valid_env_name,
 };
-use hyoka_workspace::{EvalId, Injection};
+use hyoka_workspace::EvalId;
 
 use crate::args::RunArgs;
 use crate::input::{check_reports_dir, default_run_id, require_dir};
@@ -99,52 +100,25 @@ fn plan(args: &RunArgs) -> Result<RunPlan, Fail> {
 fn cli_phases(args: &RunArgs) -> Result<PhaseSettings, Fail> {
     let mut files = Vec::new();
     for spec in &args.files {
-        let (source, target) = if let Some((source, target)) = spec.split_once(':') {
-            (PathBuf::from(source), PathBuf::from(target))
-        } else {
-            let source = PathBuf::from(spec);
-            let name = source
-                .file_name()
-                .map(PathBuf::from)
-                .ok_or_else(|| Fail::usage(format!("--file {spec:?} has no file name")))?;
-            (source, name)
+        let (source, target) = match spec.split_once(':') {
+            Some((source, target)) => (source, Some(PathBuf::from(target))),
+            None => (spec.as_str(), None),
         };
-        if !source.exists() {
-            return Err(Fail::usage(format!(
-                "--file {}: no such file or directory",
-                source.display()
-            )));
-        }
-        if target.is_absolute()
-            || target
-                .components()
-                .any(|c| matches!(c, std::path::Component::ParentDir))
-        {
-            return Err(Fail::usage(format!(
-                "--file target {} must stay inside the workspace",
-                target.display()
-            )));
-        }
-        files.push(Injection { source, target });
+        files.push(
+            injection(PathBuf::from(source), target)
+                .map_err(|e| Fail::usage(format!("--file {spec:?}: {e}")))?,
+        );
     }
-    for name in &args.pass_env {
-        if name.is_empty() || name.contains('=') {
-            return Err(Fail::usage(format!(
-                "--pass-env {name:?} is not a variable name"
-            )));
-        }
+    if let Some(name) = args.pass_env.iter().find(|n| !valid_env_name(n)) {
+        return Err(Fail::usage(format!(
+            "--pass-env {name:?} is not a variable name"
+        )));
     }
     Ok(PhaseSettings {
         files: (!files.is_empty()).then_some(files),
         services: None,
-        build: args
-            .build
-            .as_deref()
-            .map(|c| PhaseCommand::shell(c, args.build_timeout)),
-        review: args
-            .review
-            .as_deref()
-            .map(|c| PhaseCommand::shell(c, args.review_timeout)),
+        build: (args.build.as_deref()).map(|c| PhaseCommand::shell(c, args.build_timeout)),
+        review: (args.review.as_deref()).map(|c| PhaseCommand::shell(c, args.review_timeout)),
         isolate_home: args.isolate_home.then_some(true),
         pass_env: (!args.pass_env.is_empty()).then(|| args.pass_env.clone()),
     })
@@ -154,7 +128,7 @@ fn cli_phases(args: &RunArgs) -> Result<PhaseSettings, Fail> {
 struct Progress {
     bar: Option<indicatif::ProgressBar>,
     total: usize,
-    finished: std::sync::atomic::AtomicUsize,
+    finished: AtomicUsize,
 }
 
 impl Progress {
@@ -173,7 +147,7 @@ impl Progress {
         Self {
             bar,
             total,
-            finished: std::sync::atomic::AtomicUsize::new(0),
+            finished: AtomicUsize::new(0),
         }
     }
 }
@@ -190,10 +164,7 @@ impl Observer for Progress {
         reason = "progress lines when stderr is not a terminal"
     )]
     fn eval_finished(&self, report: &Report) {
-        let n = self
-            .finished
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-            + 1;
+        let n = self.finished.fetch_add(1, Ordering::Relaxed) + 1;
         let line = format!(
             "[{n}/{}] {}: {} ({}) in {}",
             self.total,

@@ -190,6 +190,22 @@ pub(crate) fn decode_output(data: &[u8], out: &mut VecDeque<u8>) {
 }
 
 impl TmuxTerminal {
+    /// The installed tmux's version (`tmux -V`, for example `tmux 3.4`), or `None` when
+    /// tmux is not on the `PATH`.
+    pub async fn version() -> Option<String> {
+        let output = Command::new("tmux")
+            .arg("-V")
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output()
+            .await
+            .ok()?;
+        output
+            .status
+            .success()
+            .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
+    }
+
     /// `true` when `session` exists on the private server `socket`.
     ///
     /// # Errors
