@@ -297,37 +297,35 @@ impl<T: Terminal, M: SessionModel, O: Observer> Driver<T, M, O> {
                     self.lost(&err);
                 }
             }
-            Action::StartIdleCheck { id, max_context } => {
+            Action::StartCheck {
+                checker,
+                id,
+                max_context,
+            } => {
                 let context = self.model.context(max_context);
-                let checker = self.checkers.idle.clone();
+                let checkers = self.checkers.clone();
                 let abort = self.running.spawn(async move {
-                    let result = match checker {
-                        Some(checker) => checker.check_idle(&context).await,
-                        None => Err(no_checker()),
-                    };
-                    CheckResult::Idle(id, result)
+                    match checker {
+                        Checker::Idle => CheckResult::Idle(
+                            id,
+                            match checkers.idle {
+                                Some(checker) => checker.check_idle(&context).await,
+                                None => Err(no_checker()),
+                            },
+                        ),
+                        Checker::Plan => CheckResult::Plan(
+                            id,
+                            match checkers.plan {
+                                Some(checker) => checker.check_plan(&context).await,
+                                None => Err(no_checker()),
+                            },
+                        ),
+                    }
                 });
-                self.aborts.insert((Checker::Idle, id), abort);
+                self.aborts.insert((checker, id), abort);
             }
-            Action::StartPlanCheck { id, max_context } => {
-                let context = self.model.context(max_context);
-                let checker = self.checkers.plan.clone();
-                let abort = self.running.spawn(async move {
-                    let result = match checker {
-                        Some(checker) => checker.check_plan(&context).await,
-                        None => Err(no_checker()),
-                    };
-                    CheckResult::Plan(id, result)
-                });
-                self.aborts.insert((Checker::Plan, id), abort);
-            }
-            Action::CancelIdleCheck { id } => {
-                if let Some(abort) = self.aborts.remove(&(Checker::Idle, id)) {
-                    abort.abort();
-                }
-            }
-            Action::CancelPlanCheck { id } => {
-                if let Some(abort) = self.aborts.remove(&(Checker::Plan, id)) {
+            Action::CancelCheck { checker, id } => {
+                if let Some(abort) = self.aborts.remove(&(checker, id)) {
                     abort.abort();
                 }
             }

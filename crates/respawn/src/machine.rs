@@ -5,15 +5,15 @@
 //! [`Input::Tick`]. Nothing here reads a clock, sleeps, spawns or prints. The transition
 //! numbers (T1–T47) in the comments and docs are those of `respawn-reference.md` §1.3.
 
+mod checks;
 mod timers;
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use hyoka_idle_detect::{
-    BlockedKind, CheckError, CheckReply, CheckTicket, CheckVerdict, CheckerEvent, CheckerMachine,
-    CheckerStatus, ChunkSignals, Finish, HookEvent, IdleAnswer, PlanAnswer, Refusal, SessionState,
-    Verdict,
+    BlockedKind, CheckError, CheckReply, CheckerEvent, CheckerStatus, ChunkSignals, Finish,
+    HookEvent, IdleAnswer, PlanAnswer, Refusal, SessionState, Verdict,
 };
 
 use crate::config::RespawnConfig;
@@ -22,6 +22,7 @@ use crate::event::{
 };
 use crate::gate::{Gate, GateContext};
 
+use self::checks::{CheckSlot, Slot, timers};
 use self::timers::{Timer, Timers};
 
 /// One observation or command for the machine.
@@ -46,14 +47,14 @@ pub enum Input {
     Hook(HookEvent),
     /// Time passed: fire the timers that are due.
     Tick,
-    /// The result of the AI idle check started by [`Action::StartIdleCheck`].
+    /// The result of the AI idle check started by [`Action::StartCheck`].
     IdleCheckDone {
         /// The check id.
         id: u64,
         /// What the checker returned.
         result: Result<CheckReply<IdleAnswer>, CheckError>,
     },
-    /// The result of the AI plan check started by [`Action::StartPlanCheck`].
+    /// The result of the AI plan check started by [`Action::StartCheck`].
     PlanCheckDone {
         /// The check id.
         id: u64,
@@ -86,28 +87,21 @@ pub enum Keys {
 pub enum Action {
     /// Type into the session.
     Type(Keys),
-    /// Run an AI idle check on the last `max_context` characters of stripped output and
-    /// report it with [`Input::IdleCheckDone`]. The machine enforces the time limit.
-    StartIdleCheck {
+    /// Run an AI check on the last `max_context` characters of stripped output and report
+    /// it with [`Input::IdleCheckDone`] or [`Input::PlanCheckDone`]. The machine enforces
+    /// the time limit.
+    StartCheck {
+        /// Which checker.
+        checker: Checker,
         /// The check id.
         id: u64,
         /// How much output to show the checker.
         max_context: usize,
     },
-    /// Cancel a running idle check; its result, if any, will be ignored.
-    CancelIdleCheck {
-        /// The check id.
-        id: u64,
-    },
-    /// Run an AI plan check and report it with [`Input::PlanCheckDone`].
-    StartPlanCheck {
-        /// The check id.
-        id: u64,
-        /// How much output to show the checker.
-        max_context: usize,
-    },
-    /// Cancel a running plan check.
-    CancelPlanCheck {
+    /// Cancel a running check; its result, if any, will be ignored.
+    CancelCheck {
+        /// Which checker.
+        checker: Checker,
         /// The check id.
         id: u64,
     },
@@ -118,6 +112,38 @@ pub enum Action {
     StopSession,
     /// Report an event.
     Emit(Event),
+}
+
+/// What made the machine want an AI idle check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CheckTrigger {
+    /// The pre-filter timer found the session silent, without working output, with stable
+    /// tokens (T12).
+    PreFilter,
+    /// A completion message and the silence after it (T10).
+    CompletionSilence,
+    /// No output at all for `no_output_timeout` (T17).
+    NoOutputFallback,
+}
+
+impl CheckTrigger {
+    /// The name in `idle_check_started` events.
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::PreFilter => "pre-filter",
+            Self::CompletionSilence => "completion + silence",
+            Self::NoOutputFallback => "no-output fallback",
+        }
+    }
+
+    /// How idle is confirmed when the AI check is off (the `idle_confirmed` event's `via`).
+    fn without_ai(self) -> &'static str {
+        match self {
+            Self::PreFilter => "pre-filter (AI check disabled)",
+            Self::CompletionSilence => "completion + silence (AI check disabled)",
+            Self::NoOutputFallback => "no-output fallback (AI check disabled)",
+        }
+    }
 }
 
 /// A timer as [`Machine::active_timers`] reports it (Codeman's `getActiveTimers`).
@@ -206,11 +232,11 @@ pub struct Machine {
     stop_hook_at: Option<Instant>,
     stop_hook_contradicted: bool,
     idle_prompt_received: bool,
-    idle_checker: CheckerMachine<IdleAnswer>,
-    plan_checker: CheckerMachine<PlanAnswer>,
-    idle_check: Option<CheckTicket>,
-    plan_check: Option<CheckTicket>,
-    deferred_idle_check: Option<&'static str>,
+    /// The AI idle checker and its check in flight.
+    idle: CheckSlot<IdleAnswer>,
+    /// The AI plan checker and its check in flight.
+    plan: CheckSlot<PlanAnswer>,
+    deferred_idle_check: Option<CheckTrigger>,
     cycles: u32,
     cycles_completed: u32,
     cycle_starts: VecDeque<Instant>,
@@ -239,8 +265,8 @@ impl Machine {
     pub fn new(config: RespawnConfig) -> Self {
         let config = config.normalized();
         Self {
-            idle_checker: new_checker(config.idle_check.enabled, config.idle_check.timing),
-            plan_checker: new_checker(config.plan_check.enabled, config.plan_check.timing),
+            idle: CheckSlot::new(config.idle_check.enabled, config.idle_check.timing),
+            plan: CheckSlot::new(config.plan_check.enabled, config.plan_check.timing),
             config,
             state: State::Stopped,
             state_entered_at: None,
@@ -261,8 +287,6 @@ impl Machine {
             stop_hook_at: None,
             stop_hook_contradicted: false,
             idle_prompt_received: false,
-            idle_check: None,
-            plan_check: None,
             deferred_idle_check: None,
             cycles: 0,
             cycles_completed: 0,
@@ -332,7 +356,7 @@ impl Machine {
     /// A status snapshot at `now`.
     pub fn status(&mut self, now: Instant) -> Status {
         let idle_check_usable = !matches!(
-            self.idle_checker.status(now),
+            self.idle.machine.status(now),
             CheckerStatus::Disabled { .. }
         );
         Status {
@@ -343,7 +367,7 @@ impl Machine {
             working_detected: self.working_detected,
             elicitation: self.elicitation,
             stop_hook_pending: self.stop_hook_at.is_some(),
-            idle_check_errors: self.idle_checker.consecutive_errors(),
+            idle_check_errors: self.idle.machine.consecutive_errors(),
             idle_check_usable,
             tokens: self.tokens,
             silence: self.last_output.map(|t| now.saturating_duration_since(t)),
@@ -553,12 +577,12 @@ impl Machine {
                 }
             }
             TimerName::IdleCheckCooldown | TimerName::IdleCheckTimeout => {
-                self.idle_checker.poll(now);
-                self.idle_checker_events(now);
+                self.slot(Checker::Idle).poll(now);
+                self.checker_events(Checker::Idle, now);
             }
             TimerName::PlanCheckCooldown | TimerName::PlanCheckTimeout => {
-                self.plan_checker.poll(now);
-                self.plan_checker_events(now);
+                self.slot(Checker::Plan).poll(now);
+                self.checker_events(Checker::Plan, now);
             }
         }
     }
@@ -586,8 +610,8 @@ impl Machine {
         self.working_detected = false;
         self.prompt_detected = false;
         self.reset_hooks();
-        self.idle_checker.reset();
-        self.plan_checker.reset();
+        self.idle.machine.reset();
+        self.plan.machine.reset();
         self.pending = None;
         self.stuck_recoveries = 0;
         self.set_state(State::Watching, now);
@@ -599,8 +623,8 @@ impl Machine {
         if self.state == State::Stopped {
             return;
         }
-        self.cancel_idle_check("stopped");
-        self.cancel_plan_check("stopped");
+        self.cancel_check(Checker::Idle, "stopped");
+        self.cancel_check(Checker::Plan, "stopped");
         self.deferred_idle_check = None;
         self.clear_timers();
         for name in TimerName::ALL {
@@ -623,8 +647,8 @@ impl Machine {
         if self.state == State::Stopped || self.paused {
             return;
         }
-        self.cancel_idle_check("paused");
-        self.cancel_plan_check("paused");
+        self.cancel_check(Checker::Idle, "paused");
+        self.cancel_check(Checker::Plan, "paused");
         self.deferred_idle_check = None;
         self.clear_timers();
         self.timers.take(TimerName::StuckState);
@@ -707,35 +731,29 @@ impl Machine {
         let (plan_off, plan_on) = (old_plan.enabled && !new_plan.enabled, new_plan.enabled);
         let plan_timing = (old_plan.timing != new_plan.timing).then_some(new_plan.timing);
         self.config = config;
-        if idle_off {
-            self.cancel_idle_check("disabled by config");
-            self.idle_checker.disable("Disabled by config");
-            if self.state == State::AiChecking {
-                self.back_to_watching(now, false);
+        for (checker, off, on) in [
+            (Checker::Idle, idle_off, idle_on),
+            (Checker::Plan, plan_off, plan_on),
+        ] {
+            if off {
+                self.cancel_check(checker, "disabled by config");
+                self.slot(checker).disable("Disabled by config");
+                if checker == Checker::Idle && self.state == State::AiChecking {
+                    self.back_to_watching(now, false);
+                }
+            } else if on && self.slot(checker).disabled(now) {
+                self.slot(checker).enable();
+                self.emit(Event::CheckerEnabled { checker });
             }
-        } else if idle_on && checker_disabled(&mut self.idle_checker, now) {
-            self.idle_checker.enable();
-            self.emit(Event::CheckerEnabled {
-                checker: Checker::Idle,
-            });
         }
-        if plan_off {
-            self.cancel_plan_check("disabled by config");
-            self.plan_checker.disable("Disabled by config");
-        } else if plan_on && checker_disabled(&mut self.plan_checker, now) {
-            self.plan_checker.enable();
-            self.emit(Event::CheckerEnabled {
-                checker: Checker::Plan,
-            });
+        if let Some(timing) = idle_timing.filter(|_| self.idle.running.is_none()) {
+            self.idle.retime(timing, now);
         }
-        if let Some(timing) = idle_timing.filter(|_| self.idle_check.is_none()) {
-            self.idle_checker = replace_checker(&mut self.idle_checker, timing, now);
+        if let Some(timing) = plan_timing.filter(|_| self.plan.running.is_none()) {
+            self.plan.retime(timing, now);
         }
-        if let Some(timing) = plan_timing.filter(|_| self.plan_check.is_none()) {
-            self.plan_checker = replace_checker(&mut self.plan_checker, timing, now);
-        }
-        self.idle_checker_events(now);
-        self.plan_checker_events(now);
+        self.checker_events(Checker::Idle, now);
+        self.checker_events(Checker::Plan, now);
     }
 
     // ----- output (§3.1) --------------------------------------------------------------
@@ -778,7 +796,7 @@ impl Machine {
         // Step 2: one store per timer, no event, no OS timer.
         self.rearm_on_output(now);
         // Step 3: output makes a running plan check stale (APC-004).
-        self.cancel_plan_check("output during plan check");
+        self.cancel_check(Checker::Plan, "output during plan check");
         self.deferred_idle_check = None;
         if signals.completion {
             self.completion_chunk(now);
@@ -859,7 +877,7 @@ impl Machine {
             }
             State::AiChecking => {
                 self.emit(Event::WorkingDetected { state: self.state });
-                self.cancel_idle_check("working patterns detected during AI check");
+                self.cancel_check(Checker::Idle, "working patterns detected during AI check");
                 self.set_state(State::Watching, now);
             }
             State::MonitoringInit => {
@@ -882,7 +900,7 @@ impl Machine {
             self.cancel(TimerName::CompletionConfirm, "substantial output");
             self.completion_at = None;
         } else {
-            self.cancel_idle_check("substantial output during AI check");
+            self.cancel_check(Checker::Idle, "substantial output during AI check");
         }
         self.set_state(State::Watching, now);
     }
@@ -911,7 +929,7 @@ impl Machine {
             return;
         }
         if self.silence(now) >= self.config.completion_confirm {
-            self.try_start_ai_check("completion + silence", now);
+            self.try_start_ai_check(CheckTrigger::CompletionSilence, now);
         } else {
             self.emit(Event::ConfirmationReset);
             if self.state == State::ConfirmingIdle {
@@ -936,7 +954,7 @@ impl Machine {
             && since(self.last_working) >= self.config.working_absence
             && since(self.last_token_change) >= self.config.completion_confirm
         {
-            self.try_start_ai_check("pre-filter", now);
+            self.try_start_ai_check(CheckTrigger::PreFilter, now);
         }
     }
 
@@ -948,15 +966,15 @@ impl Machine {
         self.emit(Event::NoOutputFallback {
             silence_ms: millis(self.silence(now)),
         });
-        if self.config.idle_check.enabled && !checker_disabled(&mut self.idle_checker, now) {
-            self.try_start_ai_check("no-output fallback", now);
+        if self.config.idle_check.enabled && !self.slot(Checker::Idle).disabled(now) {
+            self.try_start_ai_check(CheckTrigger::NoOutputFallback, now);
         } else {
             self.on_idle_confirmed("no-output fallback (AI check disabled)", now);
         }
     }
 
     /// T13–T16.
-    fn try_start_ai_check(&mut self, reason: &'static str, now: Instant) {
+    fn try_start_ai_check(&mut self, trigger: CheckTrigger, now: Instant) {
         if !matches!(self.state, State::Watching | State::ConfirmingIdle) {
             return;
         }
@@ -969,26 +987,19 @@ impl Machine {
             self.back_to_watching(now, false);
             return;
         }
-        if !self.config.idle_check.enabled || checker_disabled(&mut self.idle_checker, now) {
-            self.on_idle_confirmed(
-                match reason {
-                    "pre-filter" => "pre-filter (AI check disabled)",
-                    "completion + silence" => "completion + silence (AI check disabled)",
-                    _ => "no-output fallback (AI check disabled)",
-                },
-                now,
-            );
+        if !self.config.idle_check.enabled || self.slot(Checker::Idle).disabled(now) {
+            self.on_idle_confirmed(trigger.without_ai(), now);
             return;
         }
-        if self.plan_check.is_some() {
+        if self.plan.running.is_some() {
             // The §4 race fix: the idle check waits for the plan check.
-            self.deferred_idle_check = Some(reason);
+            self.deferred_idle_check = Some(trigger);
             self.emit(Event::IdleCheckSkipped {
                 skip: CheckSkip::PlanCheckRunning,
             });
             return;
         }
-        let ticket = match self.idle_checker.try_start(now) {
+        let ticket = match self.idle.machine.try_start(now) {
             Ok(ticket) => ticket,
             Err(Refusal::OnCooldown { remaining }) => {
                 self.emit(Event::IdleCheckSkipped {
@@ -1001,7 +1012,7 @@ impl Machine {
                     // the pre-filter in watching.
                     self.back_to_watching(now, false);
                 }
-                self.idle_checker_events(now);
+                self.checker_events(Checker::Idle, now);
                 return;
             }
             Err(_) => {
@@ -1012,110 +1023,97 @@ impl Machine {
             }
         };
         let id = ticket.id();
-        self.idle_check = Some(ticket);
+        self.idle.running = Some(ticket);
         self.set_state(State::AiChecking, now);
-        self.emit(Event::IdleCheckStarted { id, reason });
-        self.out.push(Action::StartIdleCheck {
+        self.emit(Event::IdleCheckStarted {
+            id,
+            reason: trigger.as_str(),
+        });
+        self.out.push(Action::StartCheck {
+            checker: Checker::Idle,
             id,
             max_context: self.config.idle_check.max_context,
         });
-        self.idle_checker_events(now);
+        self.checker_events(Checker::Idle, now);
     }
 
-    fn cancel_idle_check(&mut self, reason: &'static str) {
-        if let Some(ticket) = self.idle_check.take() {
-            self.idle_checker.cancel();
-            self.timers.take(TimerName::IdleCheckTimeout);
-            self.out.push(Action::CancelIdleCheck { id: ticket.id() });
+    /// The slot of `checker`.
+    fn slot(&mut self, checker: Checker) -> &mut dyn Slot {
+        match checker {
+            Checker::Idle => &mut self.idle,
+            Checker::Plan => &mut self.plan,
+        }
+    }
+
+    fn cancel_check(&mut self, checker: Checker, reason: &'static str) {
+        if let Some(ticket) = self.slot(checker).cancel() {
+            self.timers.take(timers(checker)[0]);
+            self.out.push(Action::CancelCheck {
+                checker,
+                id: ticket.id(),
+            });
             self.emit(Event::CheckCancelled {
-                checker: Checker::Idle,
+                checker,
                 id: ticket.id(),
                 reason,
             });
         }
     }
 
-    fn cancel_plan_check(&mut self, reason: &'static str) {
-        if let Some(ticket) = self.plan_check.take() {
-            self.plan_checker.cancel();
-            self.timers.take(TimerName::PlanCheckTimeout);
-            self.out.push(Action::CancelPlanCheck { id: ticket.id() });
-            self.emit(Event::CheckCancelled {
-                checker: Checker::Plan,
-                id: ticket.id(),
-                reason,
-            });
-        }
-    }
-
-    /// Reports what the idle checker did (cooldowns, disabling, a timed-out check) and
-    /// re-arms the timer of its next deadline.
-    fn idle_checker_events(&mut self, now: Instant) {
-        for event in self.idle_checker.drain_events() {
+    /// Reports what a checker did (cooldowns, disabling, a timed-out check) and re-arms the
+    /// timer of its next deadline.
+    fn checker_events(&mut self, checker: Checker, now: Instant) {
+        for event in self.slot(checker).drain_events() {
             match event {
                 CheckerEvent::TimedOut { id } => {
-                    if self.idle_check.is_some_and(|t| t.id() == id) {
-                        self.idle_check = None;
-                        self.out.push(Action::CancelIdleCheck { id });
-                        self.emit(Event::IdleCheckFailed {
-                            id,
-                            message: format!(
-                                "AI idle check timed out after {}ms",
-                                millis(self.config.idle_check.timing.timeout)
-                            ),
-                        });
-                        if self.state == State::AiChecking {
-                            self.back_to_watching(now, false);
-                        }
+                    if self.slot(checker).running().is_some_and(|t| t.id() == id) {
+                        self.slot(checker).clear();
+                        self.out.push(Action::CancelCheck { checker, id });
+                        self.check_timed_out(checker, id, now);
                     }
                 }
-                CheckerEvent::CooldownEnded => {
-                    self.checker_event(Checker::Idle, event, now);
+                CheckerEvent::CooldownEnded if checker == Checker::Idle => {
+                    self.checker_event(checker, event, now);
                     // AIC-008: the pre-filter restarts when the cooldown ends in watching.
                     if self.state == State::Watching && self.config.idle_check.enabled {
                         self.arm(TimerName::PreFilter, self.config.completion_confirm, now);
                     }
                 }
-                event => self.checker_event(Checker::Idle, event, now),
+                event => self.checker_event(checker, event, now),
             }
         }
-        let deadline = self.idle_checker.next_deadline();
-        self.sync_checker_timer(
-            deadline,
-            self.idle_check.is_some(),
-            [TimerName::IdleCheckTimeout, TimerName::IdleCheckCooldown],
-            now,
-        );
+        let deadline = self.slot(checker).next_deadline();
+        let checking = self.slot(checker).running().is_some();
+        self.sync_checker_timer(deadline, checking, timers(checker), now);
     }
 
-    /// [`Machine::idle_checker_events`] for the plan checker.
-    fn plan_checker_events(&mut self, now: Instant) {
-        for event in self.plan_checker.drain_events() {
-            match event {
-                CheckerEvent::TimedOut { id } => {
-                    if self.plan_check.is_some_and(|t| t.id() == id) {
-                        self.plan_check = None;
-                        self.out.push(Action::CancelPlanCheck { id });
-                        self.emit(Event::PlanCheckFailed {
-                            id,
-                            message: format!(
-                                "AI plan check timed out after {}ms",
-                                millis(self.config.plan_check.timing.timeout)
-                            ),
-                        });
-                        self.run_deferred_idle_check(now);
-                    }
+    /// A check ran out of time: reported as failed; an idle check's wait ends, a deferred
+    /// idle check runs after a plan check.
+    fn check_timed_out(&mut self, checker: Checker, id: u64, now: Instant) {
+        match checker {
+            Checker::Idle => {
+                self.emit(Event::IdleCheckFailed {
+                    id,
+                    message: format!(
+                        "AI idle check timed out after {}ms",
+                        millis(self.config.idle_check.timing.timeout)
+                    ),
+                });
+                if self.state == State::AiChecking {
+                    self.back_to_watching(now, false);
                 }
-                event => self.checker_event(Checker::Plan, event, now),
+            }
+            Checker::Plan => {
+                self.emit(Event::PlanCheckFailed {
+                    id,
+                    message: format!(
+                        "AI plan check timed out after {}ms",
+                        millis(self.config.plan_check.timing.timeout)
+                    ),
+                });
+                self.run_deferred_idle_check(now);
             }
         }
-        let deadline = self.plan_checker.next_deadline();
-        self.sync_checker_timer(
-            deadline,
-            self.plan_check.is_some(),
-            [TimerName::PlanCheckTimeout, TimerName::PlanCheckCooldown],
-            now,
-        );
     }
 
     fn checker_event(&mut self, checker: Checker, event: CheckerEvent, now: Instant) {
@@ -1166,7 +1164,7 @@ impl Machine {
         result: Result<CheckReply<IdleAnswer>, CheckError>,
         now: Instant,
     ) {
-        let Some(ticket) = self.idle_check.filter(|t| t.id() == id) else {
+        let Some(ticket) = self.idle.running.filter(|t| t.id() == id) else {
             self.emit(Event::CheckResultIgnored {
                 checker: Checker::Idle,
                 id,
@@ -1175,10 +1173,10 @@ impl Machine {
             });
             return;
         };
-        self.idle_check = None;
-        let finish = self.idle_checker.finish(now, ticket, result);
+        self.idle.running = None;
+        let finish = self.idle.machine.finish(now, ticket, result);
         if self.state != State::AiChecking {
-            self.idle_checker_events(now);
+            self.checker_events(Checker::Idle, now);
             self.emit(Event::CheckResultIgnored {
                 checker: Checker::Idle,
                 id,
@@ -1194,7 +1192,7 @@ impl Machine {
                     verdict: reply.verdict,
                     reasoning: reply.reasoning,
                 });
-                self.idle_checker_events(now);
+                self.checker_events(Checker::Idle, now);
                 if reply.verdict == IdleAnswer::Idle {
                     self.timers.take(TimerName::CompletionConfirm);
                     self.timers.take(TimerName::PreFilter);
@@ -1205,11 +1203,11 @@ impl Machine {
             }
             Finish::Failed { error, .. } => {
                 self.emit(Event::IdleCheckFailed { id, message: error });
-                self.idle_checker_events(now);
+                self.checker_events(Checker::Idle, now);
                 self.back_to_watching(now, false);
             }
             Finish::Stale => {
-                self.idle_checker_events(now);
+                self.checker_events(Checker::Idle, now);
                 self.emit(Event::CheckResultIgnored {
                     checker: Checker::Idle,
                     id,
@@ -1363,7 +1361,7 @@ impl Machine {
                 });
                 self.stop_hook_at = Some(now);
                 self.stop_hook_contradicted = false;
-                self.cancel_idle_check("stop hook");
+                self.cancel_check(Checker::Idle, "stop hook");
                 self.cancel(TimerName::CompletionConfirm, "stop hook");
                 self.cancel(TimerName::PreFilter, "stop hook");
                 self.arm(TimerName::HookConfirm, self.config.hook_confirm, now);
@@ -1374,7 +1372,7 @@ impl Machine {
                     accepted: true,
                 });
                 self.idle_prompt_received = true;
-                self.cancel_idle_check("idle_prompt hook");
+                self.cancel_check(Checker::Idle, "idle_prompt hook");
                 self.cancel(TimerName::CompletionConfirm, "idle_prompt hook");
                 self.cancel(TimerName::PreFilter, "idle_prompt hook");
                 self.cancel(TimerName::NoOutputFallback, "idle_prompt hook");
@@ -1419,8 +1417,8 @@ impl Machine {
 
     fn start_cycle(&mut self, now: Instant) {
         self.clear_timers();
-        self.cancel_plan_check("cycle started");
-        self.cancel_idle_check("cycle started");
+        self.cancel_check(Checker::Plan, "cycle started");
+        self.cancel_check(Checker::Idle, "cycle started");
         self.cycles += 1;
         self.cycle_starts.push_back(now);
         self.emit(Event::CycleStarted { cycle: self.cycles });
@@ -1774,19 +1772,20 @@ impl Machine {
             self.emit(Event::AutoAcceptSkipped { skip });
             return;
         }
-        if self.config.plan_check.enabled && !checker_disabled(&mut self.plan_checker, now) {
-            if self.idle_check.is_some() {
+        if self.config.plan_check.enabled && !self.slot(Checker::Plan).disabled(now) {
+            if self.idle.running.is_some() {
                 self.emit(Event::AutoAcceptSkipped {
                     skip: AutoAcceptSkip::IdleCheckRunning,
                 });
                 return;
             }
-            match self.plan_checker.try_start(now) {
+            match self.plan.machine.try_start(now) {
                 Ok(ticket) => {
                     let id = ticket.id();
-                    self.plan_check = Some(ticket);
+                    self.plan.running = Some(ticket);
                     self.emit(Event::PlanCheckStarted { id });
-                    self.out.push(Action::StartPlanCheck {
+                    self.out.push(Action::StartCheck {
+                        checker: Checker::Plan,
                         id,
                         max_context: self.config.plan_check.max_context,
                     });
@@ -1802,7 +1801,7 @@ impl Machine {
                     skip: AutoAcceptSkip::PlanCheckInProgress,
                 }),
             }
-            self.plan_checker_events(now);
+            self.checker_events(Checker::Plan, now);
             return;
         }
         self.send_auto_accept(now);
@@ -1824,7 +1823,7 @@ impl Machine {
         result: Result<CheckReply<PlanAnswer>, CheckError>,
         now: Instant,
     ) {
-        let Some(ticket) = self.plan_check.filter(|t| t.id() == id) else {
+        let Some(ticket) = self.plan.running.filter(|t| t.id() == id) else {
             self.emit(Event::CheckResultIgnored {
                 checker: Checker::Plan,
                 id,
@@ -1833,9 +1832,9 @@ impl Machine {
             });
             return;
         };
-        self.plan_check = None;
-        let finish = self.plan_checker.finish(now, ticket, result);
-        self.plan_checker_events(now);
+        self.plan.running = None;
+        let finish = self.plan.machine.finish(now, ticket, result);
+        self.checker_events(Checker::Plan, now);
         if self.last_output.is_some_and(|t| t > ticket.started()) {
             self.emit(Event::CheckResultIgnored {
                 checker: Checker::Plan,
@@ -1892,14 +1891,14 @@ impl Machine {
 
     /// The idle check that waited for the plan check (the §4 race fix) runs now.
     fn run_deferred_idle_check(&mut self, now: Instant) {
-        if let Some(reason) = self.deferred_idle_check.take() {
-            self.try_start_ai_check(reason, now);
+        if let Some(trigger) = self.deferred_idle_check.take() {
+            self.try_start_ai_check(trigger, now);
         }
     }
 
     /// `sendAutoAcceptEnter`: one Enter per silence period.
     fn send_auto_accept(&mut self, now: Instant) {
-        self.cancel_idle_check("auto-accept");
+        self.cancel_check(Checker::Idle, "auto-accept");
         self.cancel(TimerName::CompletionConfirm, "auto-accept");
         self.completion_at = None;
         self.set_state(State::Watching, now);
@@ -1949,7 +1948,7 @@ impl Machine {
         if self.paused {
             return;
         }
-        self.cancel_plan_check("user input");
+        self.cancel_check(Checker::Plan, "user input");
         self.deferred_idle_check = None;
         if self.state.in_cycle() {
             self.emit(Event::CycleAborted {
@@ -1960,7 +1959,7 @@ impl Machine {
             self.clear_timers();
             self.back_to_watching(now, false);
         } else if self.state != State::Watching {
-            self.cancel_idle_check("user input");
+            self.cancel_check(Checker::Idle, "user input");
             self.cancel(TimerName::HookConfirm, "user input");
             self.reset_hooks();
             self.back_to_watching(now, false);
@@ -2013,8 +2012,8 @@ impl Machine {
     /// §1.6 `handleStuckStateRecovery`, without the forced idle in detection states
     /// (§5d 113).
     fn stuck_recover(&mut self, now: Instant) {
-        self.cancel_idle_check("stuck recovery");
-        self.cancel_plan_check("stuck recovery");
+        self.cancel_check(Checker::Idle, "stuck recovery");
+        self.cancel_check(Checker::Plan, "stuck recovery");
         self.clear_timers();
         self.completion_at = None;
         self.prompt_detected = false;
@@ -2041,40 +2040,6 @@ impl Machine {
             }
         }
     }
-}
-
-/// A checker of `timing`, disabled when the check is off.
-fn new_checker<V: CheckVerdict>(
-    enabled: bool,
-    timing: hyoka_idle_detect::CheckerConfig,
-) -> CheckerMachine<V> {
-    let mut checker = CheckerMachine::new(timing);
-    if !enabled {
-        checker.disable("Disabled by config");
-        checker.drain_events();
-    }
-    checker
-}
-
-/// `true` when `checker` is disabled (by configuration or by errors).
-fn checker_disabled<V: CheckVerdict>(checker: &mut CheckerMachine<V>, now: Instant) -> bool {
-    matches!(checker.status(now), CheckerStatus::Disabled { .. })
-}
-
-/// A checker with new timings, keeping a disabled state (the cooldown in progress is
-/// dropped).
-fn replace_checker<V: CheckVerdict>(
-    old: &mut CheckerMachine<V>,
-    timing: hyoka_idle_detect::CheckerConfig,
-    now: Instant,
-) -> CheckerMachine<V> {
-    let mut checker = CheckerMachine::new(timing);
-    if let CheckerStatus::Disabled { reason } = old.status(now) {
-        let reason = reason.clone();
-        checker.disable(&reason);
-        checker.drain_events();
-    }
-    checker
 }
 
 /// Milliseconds, saturating.
