@@ -1,7 +1,7 @@
 //! The respawn controller: cycle an interactive agent session only when it is really idle.
 //!
 //! A port of Codeman's respawn controller (its 13 states, named timers, transitions T1–T47,
-//! gate chain, step confirmation, AI checks and plan auto-accept; `respawn-reference.md`
+//! gate chain, step confirmation, AI checks and plan auto-accept; `docs/respawn.md`
 //! §1–§6), as a sans-IO state machine with a thin tokio driver, plus the safety rules a
 //! session left running for hours needs: it never types into a session that works or waits
 //! for a human.
@@ -117,7 +117,7 @@
 //!
 //! # Decisions on Codeman's quirks
 //!
-//! From `respawn-reference.md` §5b and §5d; each is a test named after its item.
+//! From `docs/respawn.md` §5b and §5d; each is a test named after its item.
 //!
 //! | item | decision |
 //! |---|---|

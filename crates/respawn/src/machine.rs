@@ -3,7 +3,7 @@
 //! [`Machine::handle`] takes one [`Input`] and the time it happened and returns the
 //! [`Action`]s to perform; [`Machine::next_deadline`] says when the machine next needs a
 //! [`Input::Tick`]. Nothing here reads a clock, sleeps, spawns or prints. The transition
-//! numbers (T1–T47) in the comments and docs are those of `respawn-reference.md` §1.3.
+//! numbers (T1–T47) in the comments and docs are those of `docs/respawn.md` §1.3.
 
 mod auto_accept;
 mod checks;

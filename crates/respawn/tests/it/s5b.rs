@@ -1,4 +1,4 @@
-//! `respawn-reference.md` §5b, the analysis items (73–84), against the machine. Items 73
+//! `docs/respawn.md` §5b, the analysis items (73–84), against the machine. Items 73
 //! and 74 (how a check's prompt reaches the checker, and what a check leaves behind)
 //! concern the command checker and are tested in `checks`.
 
