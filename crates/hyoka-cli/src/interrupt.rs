@@ -29,12 +29,13 @@ pub(crate) fn install() -> std::io::Result<(Stop, tokio::task::JoinHandle<()>)> 
                 Some(()) = hup.recv() => StopReason::Hangup,
                 else => return,
             };
-            match stopper.request(reason) {
-                StopLevel::Graceful(_) => tracing::warn!(
+            if let StopLevel::Graceful(_) = stopper.request(reason) {
+                tracing::warn!(
                     "{}: stopping every eval (again to kill at once)",
                     reason.name()
-                ),
-                _ => tracing::warn!("{}: killing every process now", reason.name()),
+                );
+            } else {
+                tracing::warn!("{}: killing every process now", reason.name());
             }
         }
     });

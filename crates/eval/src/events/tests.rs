@@ -32,6 +32,10 @@ fn check(text: &str, turns: usize, actions: usize, malformed: u64, unknown: u64)
     );
 }
 
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a test reads where the shared fixtures are"
+)]
 fn shared_dir() -> Option<PathBuf> {
     let dir = std::env::var_os("HYOKA_SHARED_DIR").map_or_else(
         || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),

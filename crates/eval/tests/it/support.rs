@@ -11,7 +11,7 @@ use hyoka_eval::{
 use hyoka_workspace::{EvalId, RunId};
 
 /// The wall-clock time every case starts at: 2027-01-15T08:00:00Z.
-pub(crate) const EPOCH: Duration = Duration::from_secs(1_800_000_000);
+pub(crate) const EPOCH: Duration = Duration::from_hours(500_000);
 
 /// One test's host and records.
 pub(crate) struct Case {

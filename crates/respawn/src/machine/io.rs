@@ -99,7 +99,8 @@ pub enum Action {
     Emit(Event),
 }
 
-/// A timer as [`Machine::active_timers`] reports it (Codeman's `getActiveTimers`).
+/// A timer as [`Machine::active_timers`](super::Machine::active_timers) reports it
+/// (Codeman's `getActiveTimers`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TimerInfo {
     /// The timer.
