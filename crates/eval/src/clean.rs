@@ -17,7 +17,7 @@ use hyoka_proctrack::{
 use hyoka_workspace::{read_marker, remove_tree};
 use serde::Serialize;
 
-use crate::EvalError;
+use crate::error::EvalError;
 
 /// What to clean.
 #[derive(Debug, Clone, PartialEq, Eq)]

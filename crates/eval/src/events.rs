@@ -27,13 +27,13 @@ pub enum EventSource {
 }
 
 impl std::str::FromStr for EventSource {
-    type Err = crate::EvalError;
+    type Err = crate::error::EvalError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "none" => Ok(Self::None),
             "stream-json" => Ok(Self::StreamJson),
             "jsonl" => Ok(Self::Jsonl),
-            other => Err(crate::EvalError::invalid(
+            other => Err(crate::error::EvalError::invalid(
                 "event source",
                 other,
                 "expected none, stream-json or jsonl",

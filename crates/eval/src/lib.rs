@@ -112,6 +112,8 @@ mod phases;
 mod records;
 mod report;
 mod runner;
+#[cfg(feature = "schema")]
+mod schema;
 mod settings;
 mod shard;
 mod stop;
@@ -144,7 +146,7 @@ pub use crate::records::{
     LiveRun, PhaseNow, STATUS_FILE, current_phase, live_runs, millis, rfc3339, write_json,
 };
 #[cfg(feature = "schema")]
-pub use crate::report::schemas;
+pub use crate::schema::schemas;
 pub use crate::report::{
     Cleanup, Counts, EvalSummary, Limits, PhaseRecord, PhaseStatus, Report, ReviewVerdict,
     RunSummary, Status, Termination, Totals,

@@ -4,7 +4,7 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
-use crate::EvalError;
+use crate::error::EvalError;
 use crate::records::{millis, rfc3339};
 use crate::report::{EvalSummary, RunSummary};
 

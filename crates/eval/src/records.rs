@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 use hyoka_proctrack::{RunListing, write_atomic};
 use serde::Serialize;
 
-use crate::EvalError;
+use crate::error::EvalError;
 
 /// The file an eval of a live run names its current phase in, for `hyoka ps`.
 pub const STATUS_FILE: &str = "status.json";

@@ -347,17 +347,3 @@ impl RunSummary {
         }
     }
 }
-
-/// The JSON Schemas of the records a run writes, by file stem: `report` (`report.json`),
-/// `run` (`run.json`) and `action-timeline` (`action_timeline.json`).
-#[cfg(feature = "schema")]
-pub fn schemas() -> Vec<(&'static str, schemars::Schema)> {
-    vec![
-        ("report", schemars::schema_for!(Report)),
-        ("run", schemars::schema_for!(RunSummary)),
-        (
-            "action-timeline",
-            schemars::schema_for!(crate::timeline::Timeline),
-        ),
-    ]
-}

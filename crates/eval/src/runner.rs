@@ -8,7 +8,7 @@ use std::time::Duration;
 use hyoka_proctrack::{Launcher, Tracker, TrackerOptions};
 use hyoka_workspace::{KeepPolicy, RunId};
 
-use crate::EvalError;
+use crate::error::EvalError;
 use crate::eval::{RunContext, not_started, run_eval};
 use crate::host::Harness;
 use crate::records::{millis, rfc3339, write_json};

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use hyoka_workspace::{EvalId, Injection};
 
-use crate::EvalError;
+use crate::error::EvalError;
 use crate::events::EventSource;
 use crate::limits::{LimitSet, PartialLimits};
 

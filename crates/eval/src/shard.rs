@@ -2,7 +2,7 @@
 
 use std::str::FromStr;
 
-use crate::EvalError;
+use crate::error::EvalError;
 
 /// The 1-based shard `index` of `count`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -39,7 +39,7 @@ use std::path::{Path, PathBuf};
 use hyoka_workspace::{EvalId, Injection};
 use serde::Deserialize;
 
-use crate::EvalError;
+use crate::error::EvalError;
 use crate::limits::PartialLimits;
 use crate::settings::{
     self, DEFAULT_PHASE_TIMEOUT, DEFAULT_READY_TIMEOUT, EvalSpec, PhaseCommand, PhaseSettings,

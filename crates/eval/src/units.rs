@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::EvalError;
+use crate::error::EvalError;
 
 /// Parses a humantime duration (`30s`, `10m`, `1h 30m`, `250ms`). A bare `0` is zero.
 ///

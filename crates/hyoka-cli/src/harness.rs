@@ -4,7 +4,7 @@
 use hyoka_eval::EvalError;
 use hyoka_proctrack::Launcher;
 
-use crate::Fail;
+use crate::exit::Fail;
 
 /// The subreaper shim every agent starts through: this executable's hidden `__shim`.
 pub(crate) fn shim() -> Result<Launcher, Fail> {

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use hyoka_respawn::{HooksInstalled, RespawnError, install_claude_hooks};
 
-use crate::Fail;
+use crate::exit::Fail;
 
 /// Installs the hooks in `dir`; a settings file that is not Claude Code's exits 2.
 pub(crate) fn install(dir: &Path) -> Result<HooksInstalled, Fail> {

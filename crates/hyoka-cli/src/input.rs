@@ -5,7 +5,7 @@ use std::time::SystemTime;
 
 use hyoka_workspace::RunId;
 
-use crate::Fail;
+use crate::exit::Fail;
 
 /// `path` must be an existing directory (`what` names it in the error).
 pub(crate) fn require_dir(path: &Path, what: &str) -> Result<(), Fail> {

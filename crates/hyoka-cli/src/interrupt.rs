@@ -5,7 +5,7 @@
 use hyoka_eval::{Stop, StopLevel, StopReason, Stopper};
 use tokio::signal::unix::{SignalKind, signal};
 
-use crate::ExitStatus;
+use crate::exit::ExitStatus;
 
 /// The exit status of a command stopped for `reason`.
 pub(crate) fn exit_status(reason: StopReason) -> ExitStatus {

@@ -14,45 +14,14 @@ mod interrupt;
 mod out;
 mod tty;
 
-use std::fmt;
-
 use tracing_subscriber::EnvFilter;
 
 pub use crate::args::Cli;
 pub use crate::exit::ExitStatus;
 
+use crate::exit::Fail;
+
 use crate::args::Command;
-
-/// A command's failure: a message for the user and the exit status it maps to.
-#[derive(Debug)]
-pub(crate) struct Fail {
-    status: ExitStatus,
-    message: String,
-}
-
-impl Fail {
-    /// Bad input (exit 2): nothing was started.
-    pub(crate) fn usage(message: impl Into<String>) -> Self {
-        Self {
-            status: ExitStatus::Error,
-            message: message.into(),
-        }
-    }
-
-    /// A failure while running (exit 1).
-    pub(crate) fn failure(message: impl Into<String>) -> Self {
-        Self {
-            status: ExitStatus::Failure,
-            message: message.into(),
-        }
-    }
-}
-
-impl fmt::Display for Fail {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
 
 /// Runs the parsed command line and returns its exit status. Errors are printed to stderr as
 /// one `error:` line.

@@ -67,7 +67,7 @@ fn the_strongest_level_that_sets_a_field_wins() {
         9,
         &[("MODE", "default"), ("ONLY_DEFAULT", "1")],
     );
-    check(&[], 600, crate::DEFAULT_MAX_TURNS, &[]);
+    check(&[], 600, crate::limits::DEFAULT_MAX_TURNS, &[]);
 }
 
 #[test]

@@ -9,7 +9,7 @@ use hyoka_eval::{CleanupOptions, CleanupReport, clean_abandoned};
 
 use crate::args::CleanArgs;
 use crate::out::outln;
-use crate::{ExitStatus, Fail};
+use crate::exit::{ExitStatus, Fail};
 
 pub(crate) async fn exec(args: CleanArgs) -> Result<ExitStatus, Fail> {
     match std::fs::metadata(&args.reports) {

@@ -10,7 +10,7 @@ use hyoka_idle_detect::{
 
 use crate::args::DetectArgs;
 use crate::out::{outln, style};
-use crate::{ExitStatus, Fail};
+use crate::exit::{ExitStatus, Fail};
 
 pub(crate) fn exec(args: &DetectArgs) -> Result<ExitStatus, Fail> {
     let profile = match &args.profile_file {

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::args::DoctorArgs;
 use crate::out::outln;
-use crate::{ExitStatus, Fail};
+use crate::exit::{ExitStatus, Fail};
 
 /// One capability the machine has or lacks.
 #[derive(Debug, Serialize)]

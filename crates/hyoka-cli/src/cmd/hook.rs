@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::args::HookArgs;
 use crate::hooks::{install, print_install};
-use crate::{ExitStatus, Fail};
+use crate::exit::{ExitStatus, Fail};
 
 /// The largest payload read from stdin.
 const MAX_PAYLOAD: u64 = 1024 * 1024;

@@ -4,7 +4,7 @@ use hyoka_eval::{LiveRun, live_runs};
 
 use crate::args::PsArgs;
 use crate::out::outln;
-use crate::{ExitStatus, Fail};
+use crate::exit::{ExitStatus, Fail};
 
 pub(crate) fn exec(args: &PsArgs) -> Result<ExitStatus, Fail> {
     match std::fs::metadata(&args.reports) {

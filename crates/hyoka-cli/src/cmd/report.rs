@@ -6,7 +6,7 @@ use hyoka_eval::{RunSummary, Status, merge_summaries, write_json};
 
 use crate::args::MergeArgs;
 use crate::out::outln;
-use crate::{ExitStatus, Fail};
+use crate::exit::{ExitStatus, Fail};
 
 pub(crate) fn merge(args: &MergeArgs) -> Result<ExitStatus, Fail> {
     let mut shards = Vec::new();

@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 use crate::args::{Backend, RespawnArgs};
 use crate::input::default_run_id;
 use crate::tty::{self, user_terminal};
-use crate::{ExitStatus, Fail};
+use crate::exit::{ExitStatus, Fail};
 
 /// The machine's configuration from the flags.
 fn config(args: &RespawnArgs) -> RespawnConfig {

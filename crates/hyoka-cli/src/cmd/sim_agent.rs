@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use serde_json::json;
 
 use crate::args::SimAgentArgs;
-use crate::{ExitStatus, Fail};
+use crate::exit::{ExitStatus, Fail};
 
 pub(crate) fn exec(args: &SimAgentArgs) -> Result<ExitStatus, Fail> {
     if args.interactive.interactive {

@@ -20,7 +20,7 @@ use serde_json::json;
 
 use crate::args::InteractiveArgs;
 use crate::tty::RawMode;
-use crate::{ExitStatus, Fail};
+use crate::exit::{ExitStatus, Fail};
 
 const SPINNER: [&str; 6] = ["·", "✢", "✳", "✶", "✻", "✽"];
 const VERBS: [&str; 6] = [
