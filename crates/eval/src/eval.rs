@@ -13,8 +13,8 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 use tokio::time::Instant;
 
-use crate::error::EvalError;
 use crate::capped_log::{CappedLog, OUTPUT_CAP};
+use crate::error::EvalError;
 use crate::events::{AgentEvent, EventSource, LineSplitter, StreamJsonParser, parse_jsonl_event};
 use crate::host::{EvalWorkspace, Harness, Pipe, WorkspaceEnd};
 use crate::limits::Monitor;

@@ -145,13 +145,13 @@ pub use crate::merge::merge_summaries;
 pub use crate::records::{
     LiveRun, PhaseNow, STATUS_FILE, current_phase, live_runs, millis, rfc3339, write_json,
 };
-#[cfg(feature = "schema")]
-pub use crate::schema::schemas;
 pub use crate::report::{
     Cleanup, Counts, EvalSummary, Limits, PhaseRecord, PhaseStatus, Report, ReviewVerdict,
     RunSummary, Status, Termination, Totals,
 };
 pub use crate::runner::{Containment, NoObserver, Observer, RunOutcome, RunPlan, run, run_tracked};
+#[cfg(feature = "schema")]
+pub use crate::schema::schemas;
 pub use crate::settings::{
     DEFAULT_GRACE, DEFAULT_PHASE_TIMEOUT, DEFAULT_READY_TIMEOUT, DEFAULT_TIMEOUT, EvalPhases,
     EvalSpec, PhaseCommand, PhaseSettings, Readiness, ServiceSpec, Settings, injection,

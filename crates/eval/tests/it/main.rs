@@ -8,6 +8,7 @@
     reason = "tests favour plain, linear scripts"
 )]
 
+mod ids;
 mod limits;
 mod phases;
 mod runs;

@@ -8,8 +8,8 @@
 use hyoka_eval::{CleanupOptions, CleanupReport, clean_abandoned};
 
 use crate::args::CleanArgs;
-use crate::out::outln;
 use crate::exit::{ExitStatus, Fail};
+use crate::out::outln;
 
 pub(crate) async fn exec(args: CleanArgs) -> Result<ExitStatus, Fail> {
     match std::fs::metadata(&args.reports) {

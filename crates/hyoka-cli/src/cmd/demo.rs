@@ -28,9 +28,9 @@ use hyoka_respawn::{
 use serde_json::Value;
 
 use crate::args::DemoArgs;
+use crate::exit::{ExitStatus, Fail};
 use crate::input::{check_reports_dir, default_run_id, require_dir};
 use crate::out::{outln, style};
-use crate::exit::{ExitStatus, Fail};
 
 /// What the demo found and stopped, for the closing summary.
 #[derive(Default)]

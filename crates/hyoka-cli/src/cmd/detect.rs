@@ -9,8 +9,8 @@ use hyoka_idle_detect::{
 };
 
 use crate::args::DetectArgs;
-use crate::out::{outln, style};
 use crate::exit::{ExitStatus, Fail};
+use crate::out::{outln, style};
 
 pub(crate) fn exec(args: &DetectArgs) -> Result<ExitStatus, Fail> {
     let profile = match &args.profile_file {

@@ -5,8 +5,8 @@ use hyoka_proctrack::Capabilities;
 use serde::Serialize;
 
 use crate::args::DoctorArgs;
-use crate::out::outln;
 use crate::exit::{ExitStatus, Fail};
+use crate::out::outln;
 
 /// One capability the machine has or lacks.
 #[derive(Debug, Serialize)]

@@ -12,8 +12,8 @@ use hyoka_respawn::{HookMessage, send_hook};
 use serde_json::{Value, json};
 
 use crate::args::HookArgs;
-use crate::hooks::{install, print_install};
 use crate::exit::{ExitStatus, Fail};
+use crate::hooks::{install, print_install};
 
 /// The largest payload read from stdin.
 const MAX_PAYLOAD: u64 = 1024 * 1024;

@@ -3,8 +3,8 @@
 use hyoka_eval::{LiveRun, live_runs};
 
 use crate::args::PsArgs;
-use crate::out::outln;
 use crate::exit::{ExitStatus, Fail};
+use crate::out::outln;
 
 pub(crate) fn exec(args: &PsArgs) -> Result<ExitStatus, Fail> {
     match std::fs::metadata(&args.reports) {

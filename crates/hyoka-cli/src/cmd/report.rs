@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use hyoka_eval::{RunSummary, Status, merge_summaries, write_json};
 
 use crate::args::MergeArgs;
-use crate::out::outln;
 use crate::exit::{ExitStatus, Fail};
+use crate::out::outln;
 
 pub(crate) fn merge(args: &MergeArgs) -> Result<ExitStatus, Fail> {
     let mut shards = Vec::new();

@@ -23,9 +23,9 @@ use hyoka_respawn::{
 use serde_json::{Value, json};
 
 use crate::args::{Backend, RespawnArgs};
+use crate::exit::{ExitStatus, Fail};
 use crate::input::default_run_id;
 use crate::tty::{self, user_terminal};
-use crate::exit::{ExitStatus, Fail};
 
 /// The machine's configuration from the flags.
 fn config(args: &RespawnArgs) -> RespawnConfig {

@@ -13,9 +13,9 @@ use hyoka_eval::{
 use hyoka_workspace::EvalId;
 
 use crate::args::RunArgs;
+use crate::exit::{ExitStatus, Fail};
 use crate::input::{check_reports_dir, default_run_id, require_dir};
 use crate::out::outln;
-use crate::exit::{ExitStatus, Fail};
 
 pub(crate) async fn exec(args: RunArgs) -> Result<ExitStatus, Fail> {
     let json = args.json;

@@ -19,8 +19,8 @@ use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use serde_json::json;
 
 use crate::args::InteractiveArgs;
-use crate::tty::RawMode;
 use crate::exit::{ExitStatus, Fail};
+use crate::tty::RawMode;
 
 const SPINNER: [&str; 6] = ["·", "✢", "✳", "✶", "✻", "✽"];
 const VERBS: [&str; 6] = [
