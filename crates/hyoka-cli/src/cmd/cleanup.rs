@@ -9,18 +9,11 @@ use hyoka_eval::{CleanupOptions, CleanupReport, clean_abandoned};
 
 use crate::args::CleanArgs;
 use crate::exit::{ExitStatus, Fail};
+use crate::input::check_reports_dir;
 use crate::out::outln;
 
 pub(crate) async fn exec(args: CleanArgs) -> Result<ExitStatus, Fail> {
-    match std::fs::metadata(&args.reports) {
-        Ok(meta) if !meta.is_dir() => {
-            return Err(Fail::usage(format!(
-                "reports path {} is not a directory",
-                args.reports.display()
-            )));
-        }
-        _ => {}
-    }
+    check_reports_dir(&args.reports)?;
     let workspace_root = args
         .workspace_root
         .clone()

@@ -69,10 +69,8 @@ impl Observer for CliObserver {
     }
 
     fn event(&mut self, at: Instant, event: &Event) {
-        if tracing::enabled!(target: "respawn", tracing::Level::INFO) {
-            let line = serde_json::to_value(event).unwrap_or(Value::Null);
-            tracing::info!(target: "respawn", "{line}");
-        }
+        let line = serde_json::to_value(event).unwrap_or(Value::Null);
+        tracing::info!(target: "respawn", "{line}");
         if let Some(events) = &self.events {
             events
                 .lock()
