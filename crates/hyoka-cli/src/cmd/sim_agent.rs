@@ -5,6 +5,8 @@
 //! per content block, `user` tool results, and a final `result`), and really writes the files
 //! its `Write` tool calls name, in its current directory.
 
+mod interactive;
+
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -15,7 +17,7 @@ use crate::exit::{ExitStatus, Fail};
 
 pub(crate) fn exec(args: &SimAgentArgs) -> Result<ExitStatus, Fail> {
     if args.interactive.interactive {
-        return super::sim_tui::exec(&args.interactive);
+        return interactive::exec(&args.interactive);
     }
     if let Some(role) = &args.role {
         return escapee(role, args.pid_file.as_deref());
