@@ -14,7 +14,7 @@ use crate::ledger::{EvalPath, LEDGER_FILE, Ledger, LedgerEntry, LedgerProblem};
 use crate::lock::{LOCK_FILE, LockState, OwnerLock};
 use crate::proc_table::{NativeProcTable, ProcTable};
 use crate::signal::{NativeSignaller, Signaller};
-use crate::teardown::{Outcome, ProcessReport, Seams, TeardownOptions, teardown};
+use crate::teardown::{ProcessFate, ProcessReport, Seams, TeardownOptions, teardown};
 
 /// What [`clean_run`] may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,7 +113,7 @@ pub struct CleanedProcess {
     /// Why it was attributed to the run.
     pub source: crate::Source,
     /// What became of it (`None` in a dry run).
-    pub outcome: Option<Outcome>,
+    pub outcome: Option<ProcessFate>,
 }
 
 impl From<&ProcessReport> for CleanedProcess {
@@ -299,7 +299,7 @@ pub fn clean_run_with(
     report.found = torn
         .processes
         .iter()
-        .filter(|p| p.outcome != Outcome::Exited)
+        .filter(|p| p.outcome != ProcessFate::Exited)
         .map(CleanedProcess::from)
         .collect();
     report.killed = torn.processes_killed;

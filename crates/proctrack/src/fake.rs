@@ -132,6 +132,7 @@ impl FakeSystem {
                     start_ticks,
                     state: 'S',
                     comm: comm.to_owned(),
+                    cpu_ticks: 0,
                 },
                 environ,
                 on_term: OnTerm::Exit,

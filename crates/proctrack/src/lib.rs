@@ -57,7 +57,7 @@
 //! # #[cfg(feature = "mock")] {
 //! use std::time::{Duration, Instant};
 //! use hyoka_proctrack::{
-//!     FakeClock, FakeSystem, OnTerm, Outcome, Scope, Seams, TeardownOptions, teardown,
+//!     FakeClock, FakeSystem, OnTerm, ProcessFate, Scope, Seams, TeardownOptions, teardown,
 //! };
 //!
 //! let fake = FakeSystem::new();
@@ -73,8 +73,8 @@
 //! let report = teardown(seams, &scope, &[], &TeardownOptions::with_grace(Duration::from_secs(2)));
 //!
 //! let outcome = |pid| report.processes.iter().find(|p| p.pid == pid).map(|p| p.outcome);
-//! assert_eq!(outcome(agent.pid), Some(Outcome::Terminated));
-//! assert_eq!(outcome(stubborn.pid), Some(Outcome::Killed));
+//! assert_eq!(outcome(agent.pid), Some(ProcessFate::Terminated));
+//! assert_eq!(outcome(stubborn.pid), Some(ProcessFate::Killed));
 //! assert_eq!(report.survivors, 0);
 //! // SIGKILL came exactly when the grace period ran out, in virtual time.
 //! assert!(clock.elapsed() >= Duration::from_secs(2));
@@ -112,6 +112,7 @@
     reason = "pid, ppid, pgid and sid are the kernel's names and read best as such"
 )]
 
+mod agent;
 mod caps;
 mod cgroup;
 mod clean;
@@ -124,11 +125,14 @@ mod identity;
 mod ledger;
 mod lock;
 mod proc_table;
+mod sampling;
 mod shim;
 mod signal;
+mod spawn;
 mod teardown;
 mod tracker;
 
+pub use crate::agent::{Agent, AgentExit, Refresh};
 pub use crate::caps::{Capabilities, Layers};
 pub use crate::cgroup::{CgroupLeaf, CgroupRoot, cgroup2_mount, own_cgroup};
 pub use crate::clean::{
@@ -142,20 +146,19 @@ pub use crate::discover::{Found, Marker, Scope, Source, discover};
 pub use crate::error::ProcTrackError;
 #[cfg(feature = "mock")]
 pub use crate::fake::{FAKE_BOOT_ID, FAKE_SELF_PID, FakeCall, FakeClock, FakeSystem, OnTerm};
-pub use crate::identity::{BootId, Identity, ProcInfo, ProcRef, parse_stat, parse_stat_cpu_ticks};
+pub use crate::identity::{BootId, Identity, ProcInfo, ProcRef, parse_stat};
 pub use crate::ledger::{EvalPath, LEDGER_FILE, Ledger, LedgerEntry, LedgerProblem, ParsedLedger};
 pub use crate::lock::{LOCK_FILE, LockState, OwnerLock};
 #[cfg(feature = "mock")]
 pub use crate::proc_table::MockProcTable;
 pub use crate::proc_table::{NativeProcTable, ProcTable};
+pub use crate::sampling::{TreeSample, sample_tree};
 pub use crate::shim::{SHIM_FAILURE, shim_args, shim_main};
 #[cfg(feature = "mock")]
 pub use crate::signal::MockSignaller;
 pub use crate::signal::{Delivery, NativeSignaller, Refusal, Signal, Signaller, refusal};
+pub use crate::spawn::{AgentCommand, StdioMode};
 pub use crate::teardown::{
-    Escalation, Outcome, ProcessReport, Seams, TeardownOptions, TeardownReport, teardown,
+    Escalation, ProcessFate, ProcessReport, Seams, TeardownOptions, TeardownReport, teardown,
 };
-pub use crate::tracker::{
-    Agent, AgentCommand, AgentExit, CgroupMode, Launcher, Refresh, StdioMode, Tracker,
-    TrackerOptions, TreeSample, sample_tree,
-};
+pub use crate::tracker::{CgroupMode, Launcher, Tracker, TrackerOptions};

@@ -93,7 +93,7 @@ impl Eq for Escalation {}
 /// What became of one process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Outcome {
+pub enum ProcessFate {
     /// It had exited on its own before teardown signalled anything.
     Exited,
     /// It exited after SIGTERM, within the grace period.
@@ -121,7 +121,7 @@ pub struct ProcessReport {
     /// Why it was attributed to the run.
     pub source: Source,
     /// What became of it.
-    pub outcome: Outcome,
+    pub outcome: ProcessFate,
     /// The errno of the last failed signal, if any.
     pub errno: Option<i32>,
 }
@@ -144,7 +144,7 @@ pub struct TeardownReport {
     /// Whether the kill timeout ran out with processes still found.
     pub timed_out: bool,
     /// What became of the subreaper shim, when there was one and it was still running.
-    pub shim: Option<Outcome>,
+    pub shim: Option<ProcessFate>,
     /// How long teardown took.
     #[serde(serialize_with = "millis")]
     pub elapsed: Duration,
@@ -160,12 +160,12 @@ impl TeardownReport {
         self.processes_killed = self
             .processes
             .iter()
-            .filter(|p| matches!(p.outcome, Outcome::Terminated | Outcome::Killed))
+            .filter(|p| matches!(p.outcome, ProcessFate::Terminated | ProcessFate::Killed))
             .count();
         self.survivors = self
             .processes
             .iter()
-            .filter(|p| p.outcome == Outcome::Failed)
+            .filter(|p| p.outcome == ProcessFate::Failed)
             .count();
     }
 }
@@ -186,7 +186,7 @@ struct Record {
     source: Source,
     term: bool,
     kill: bool,
-    outcome: Option<Outcome>,
+    outcome: Option<ProcessFate>,
     errno: Option<i32>,
 }
 
@@ -195,11 +195,11 @@ impl Record {
     /// stays.
     fn settle(&mut self) {
         self.outcome.get_or_insert(if self.kill {
-            Outcome::Killed
+            ProcessFate::Killed
         } else if self.term {
-            Outcome::Terminated
+            ProcessFate::Terminated
         } else {
-            Outcome::Vanished
+            ProcessFate::Vanished
         });
     }
 }
@@ -386,11 +386,12 @@ impl Engine<'_> {
                         start_ticks: entry.start_ticks,
                         state: 'X',
                         comm: entry.comm.clone(),
+                        cpu_ticks: 0,
                     },
                     source: Source::Tracked,
                     term: false,
                     kill: false,
-                    outcome: Some(Outcome::Exited),
+                    outcome: Some(ProcessFate::Exited),
                     errno: None,
                 });
             }
@@ -437,7 +438,7 @@ impl Engine<'_> {
         for r in self.pending() {
             if self.alive(r) {
                 if let Some(record) = self.seen.get_mut(&r) {
-                    record.outcome = Some(Outcome::Failed);
+                    record.outcome = Some(ProcessFate::Failed);
                 }
             } else {
                 self.settle(r);
@@ -452,7 +453,7 @@ impl Engine<'_> {
                 pgid: r.info.pgid,
                 comm: r.info.comm,
                 source: r.source,
-                outcome: r.outcome.unwrap_or(Outcome::Failed),
+                outcome: r.outcome.unwrap_or(ProcessFate::Failed),
                 errno: r.errno,
             })
             .collect();
@@ -496,7 +497,7 @@ impl Engine<'_> {
 
     /// Stops the shim once its tree is gone: SIGTERM (it then has nothing left to reap and
     /// exits), a short wait, SIGKILL.
-    fn stop_shim(&self, shim: ProcRef) -> Option<Outcome> {
+    fn stop_shim(&self, shim: ProcRef) -> Option<ProcessFate> {
         if !self.alive(shim) {
             return None;
         }
@@ -519,16 +520,16 @@ impl Engine<'_> {
         if self.seams.signaller.signal(shim, Signal::Term) == Delivery::Sent
             && wait(soon(Duration::from_secs(1)))
         {
-            return Some(Outcome::Terminated);
+            return Some(ProcessFate::Terminated);
         }
         if !self.alive(shim) {
-            return Some(Outcome::Exited);
+            return Some(ProcessFate::Exited);
         }
         self.seams.signaller.signal(shim, Signal::Kill);
         Some(if wait(soon(Duration::from_secs(1))) {
-            Outcome::Killed
+            ProcessFate::Killed
         } else {
-            Outcome::Failed
+            ProcessFate::Failed
         })
     }
 }
@@ -539,7 +540,7 @@ impl Engine<'_> {
 /// Blocking: it sleeps between polls. From async code run it in
 /// `tokio::task::spawn_blocking` (the `Agent` methods do).
 ///
-/// 1. Every tracked process that is already gone is reported [`Outcome::Exited`].
+/// 1. Every tracked process that is already gone is reported [`ProcessFate::Exited`].
 /// 2. A scan finds the run's processes; each process group led by one of them is signalled
 ///    through its verified leader, every other process through its own verified pidfd; then
 ///    teardown waits up to `grace` for them to go. With a zero grace this step is skipped.

@@ -70,7 +70,7 @@ fn kills_matching_identities_and_skips_strangers() {
     let report = check(&fake, &run, false);
     assert_eq!(report.state, LockState::Abandoned);
     assert_eq!(report.found.len(), 1);
-    assert_eq!(report.found[0].outcome, Some(Outcome::Terminated));
+    assert_eq!(report.found[0].outcome, Some(ProcessFate::Terminated));
     let reasons: Vec<SkipReason> = report.skipped.iter().map(|s| s.reason).collect();
     assert_eq!(reasons, [SkipReason::IdentityMismatch, SkipReason::Gone]);
     assert_eq!(fake.alive(), [stranger]);

@@ -13,6 +13,7 @@ fn p(pid: i32, ppid: i32, pgid: i32, state: char) -> ProcInfo {
         start_ticks: 1000 + u64::try_from(pid).unwrap(),
         state,
         comm: format!("p{pid}"),
+        cpu_ticks: 0,
     }
 }
 

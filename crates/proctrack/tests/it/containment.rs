@@ -4,7 +4,7 @@
 use std::os::unix::process::CommandExt;
 use std::time::Duration;
 
-use hyoka_proctrack::{AgentExit, Outcome, ProcRef, TeardownOptions, TeardownReport};
+use hyoka_proctrack::{AgentExit, ProcRef, ProcessFate, TeardownOptions, TeardownReport};
 
 use crate::roles::scenario_names;
 use crate::runner::Test;
@@ -164,7 +164,7 @@ fn scenario(
     out
 }
 
-fn outcome_of(o: &Outcome_, name: &str) -> Option<Outcome> {
+fn outcome_of(o: &Outcome_, name: &str) -> Option<ProcessFate> {
     let (_, r) = o.refs.iter().find(|(n, _)| n == name)?;
     o.report
         .processes
@@ -178,7 +178,7 @@ fn tree_three_deep() {
         for name in ["t", "t.c", "t.c.c"] {
             assert_eq!(
                 outcome_of(&o, name),
-                Some(Outcome::Terminated),
+                Some(ProcessFate::Terminated),
                 "{name} under {}: {:#?}",
                 o.config,
                 o.report
@@ -192,7 +192,7 @@ fn child_in_new_session() {
     for o in scenario("session", "stay", 0, Duration::from_secs(2), &[]) {
         assert_eq!(
             outcome_of(&o, "s"),
-            Some(Outcome::Terminated),
+            Some(ProcessFate::Terminated),
             "under {}",
             o.config
         );
@@ -204,7 +204,7 @@ fn double_forked_daemon_with_empty_env() {
         if o.config.cgroup || o.config.shim {
             assert_eq!(
                 outcome_of(&o, "d"),
-                Some(Outcome::Terminated),
+                Some(ProcessFate::Terminated),
                 "under {}",
                 o.config
             );
@@ -216,7 +216,7 @@ fn child_ignoring_term_and_hup() {
     for o in scenario("stubborn", "stay", 0, Duration::from_millis(500), &[]) {
         assert_eq!(
             outcome_of(&o, "st"),
-            Some(Outcome::Killed),
+            Some(ProcessFate::Killed),
             "under {}: {:#?} {:?}",
             o.config,
             o.report,
@@ -231,7 +231,7 @@ fn child_under_timeout() {
         assert!(
             matches!(
                 outcome_of(&o, "tm"),
-                Some(Outcome::Terminated | Outcome::Killed)
+                Some(ProcessFate::Terminated | ProcessFate::Killed)
             ),
             "under {}: {:#?}",
             o.config,
@@ -244,7 +244,7 @@ fn parent_restarting_its_child() {
     for o in scenario("restarter", "stay", 0, Duration::from_millis(500), &[]) {
         assert_eq!(
             outcome_of(&o, "restarter"),
-            Some(Outcome::Killed),
+            Some(ProcessFate::Killed),
             "under {}",
             o.config
         );
@@ -274,7 +274,7 @@ fn agent_exits_while_children_run() {
     for o in scenario("all", "exit", 0, Duration::from_millis(500), &["d"]) {
         assert_eq!(
             outcome_of(&o, "st"),
-            Some(Outcome::Killed),
+            Some(ProcessFate::Killed),
             "under {}",
             o.config
         );
@@ -286,7 +286,7 @@ fn zero_grace_kills_at_once() {
         for name in ["t", "t.c", "t.c.c", "st"] {
             assert_eq!(
                 outcome_of(&o, name),
-                Some(Outcome::Killed),
+                Some(ProcessFate::Killed),
                 "{name} under {}",
                 o.config
             );
