@@ -12,7 +12,7 @@ use std::process::Command;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use hyoka_workspace::{
-    KeepPolicy, Outcome, RunId, Snapshot, TempWorkspace, WorkspaceOptions, remove_tree, scan,
+    KeepPolicy, RunId, RunVerdict, Snapshot, TempWorkspace, WorkspaceOptions, remove_tree, scan,
 };
 
 fn options(root: &Path) -> WorkspaceOptions {
@@ -44,7 +44,7 @@ fn create_remove(c: &mut Criterion) {
         let options = options(root.path());
         b.iter(|| {
             let ws = TempWorkspace::create(&options).expect("create");
-            black_box(ws.close(Outcome::Success).expect("close"));
+            black_box(ws.close(RunVerdict::Success).expect("close"));
         });
     });
     group.finish();

@@ -25,7 +25,7 @@
 //!
 //! ```
 //! use std::path::Path;
-//! use hyoka_workspace::{KeepPolicy, Outcome, RunId, TempWorkspace, Workspace, WorkspaceOptions};
+//! use hyoka_workspace::{KeepPolicy, RunVerdict, RunId, TempWorkspace, Workspace, WorkspaceOptions};
 //!
 //! let root = tempfile::tempdir()?;
 //! let workspace = TempWorkspace::create(&WorkspaceOptions {
@@ -42,7 +42,7 @@
 //! assert_eq!(workspace.usage()?.files, 1);
 //!
 //! let path = workspace.path().to_owned();
-//! workspace.close(Outcome::Success)?;
+//! workspace.close(RunVerdict::Success)?;
 //! assert!(!path.exists());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -113,7 +113,7 @@ pub use crate::marker::{MARKER_XATTR, Marker, read_marker};
 #[cfg(feature = "mock")]
 pub use crate::mem::MemWorkspace;
 pub use crate::remove::{Leftover, LeftoverReason, MAX_OPEN_DEPTH, RemovalReport, remove_tree};
-pub use crate::temp::{Closed, Injection, KeepPolicy, Outcome, TempWorkspace, WorkspaceOptions};
+pub use crate::temp::{Closed, Injection, KeepPolicy, RunVerdict, TempWorkspace, WorkspaceOptions};
 pub use crate::usage::{Snapshot, Stamp, Usage, UsageTracker, scan};
 #[cfg(feature = "mock")]
 pub use crate::workspace::MockWorkspace;

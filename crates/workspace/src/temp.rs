@@ -40,10 +40,10 @@ impl KeepPolicy {
         }
     }
 
-    fn keeps(self, outcome: Outcome) -> bool {
+    fn keeps(self, outcome: RunVerdict) -> bool {
         match self {
             Self::Never => false,
-            Self::OnFailure => outcome == Outcome::Failure,
+            Self::OnFailure => outcome == RunVerdict::Failure,
             Self::Always => true,
         }
     }
@@ -65,7 +65,7 @@ impl FromStr for KeepPolicy {
 
 /// How the run that used a workspace ended, for the [`KeepPolicy`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Outcome {
+pub enum RunVerdict {
     /// The run passed.
     Success,
     /// The run failed, errored or was interrupted.
@@ -118,7 +118,7 @@ pub struct WorkspaceOptions {
 /// marked as hyoka's, filled from the starter, and removed on [`close`](Self::close) or on
 /// drop (also during a panic) unless the [`KeepPolicy`] says otherwise.
 ///
-/// Dropping a workspace that was not closed counts as [`Outcome::Failure`]; errors during
+/// Dropping a workspace that was not closed counts as [`RunVerdict::Failure`]; errors during
 /// that removal cannot be reported, so callers should always `close`.
 #[derive(Debug)]
 pub struct TempWorkspace {
@@ -296,7 +296,7 @@ impl TempWorkspace {
     /// # Errors
     /// [`WorkspaceError::RemoveIncomplete`] listing everything that could not be removed
     /// (for example a bind mount inside, or an immutable file).
-    pub fn close(mut self, outcome: Outcome) -> Result<Closed, WorkspaceError> {
+    pub fn close(mut self, outcome: RunVerdict) -> Result<Closed, WorkspaceError> {
         self.closed = true;
         if self.keep.keeps(outcome) {
             return Ok(Closed::Kept(self.path.clone()));
@@ -477,7 +477,7 @@ impl Workspace for TempWorkspace {
 
 impl Drop for TempWorkspace {
     fn drop(&mut self) {
-        if !self.closed && !self.keep.keeps(Outcome::Failure) {
+        if !self.closed && !self.keep.keeps(RunVerdict::Failure) {
             remove_tree(&self.path);
         }
     }
