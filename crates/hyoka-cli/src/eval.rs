@@ -8,7 +8,7 @@ use hyoka_proctrack::{
     AgentExit, Escalation, Layers, ProcTrackError, TeardownOptions, TeardownReport, Tracker,
 };
 use hyoka_workspace::{
-    Closed, EvalId, Injection, KeepPolicy, Outcome, RunId, TempWorkspace, Workspace,
+    Closed, EvalId, Injection, KeepPolicy, RunId, RunVerdict, TempWorkspace, Workspace,
     WorkspaceError, WorkspaceOptions,
 };
 use tokio::io::{AsyncRead, AsyncReadExt};
@@ -304,7 +304,7 @@ pub(crate) async fn run_eval(
     let workspace_path = workspace_path.display().to_string();
     let mut cleanup = close_workspace(workspace, status);
     if let Some(home) = home
-        && let Err(err) = home.close(Outcome::Success)
+        && let Err(err) = home.close(RunVerdict::Success)
     {
         tracing::error!(error = %err, "cannot remove the isolated home");
         cleanup.workspace_leftovers.push(err.to_string());
@@ -423,9 +423,9 @@ fn layer_names(layers: Layers) -> Vec<String> {
 fn close_workspace(workspace: TempWorkspace, status: Status) -> Cleanup {
     let mut cleanup = Cleanup::default();
     let outcome = if status == Status::Passed {
-        Outcome::Success
+        RunVerdict::Success
     } else {
-        Outcome::Failure
+        RunVerdict::Failure
     };
     match workspace.close(outcome) {
         Ok(Closed::Removed(_)) => cleanup.workspace_removed = true,
