@@ -1,5 +1,6 @@
 //! One eval's agent: its streams, its exit, discovery of its tree, and its teardown.
 
+use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,17 +11,17 @@ use tokio::net::unix::pipe;
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
 
 use crate::ProcTrackError;
-use crate::caps::Layers;
+use crate::caps::{Layer, Layers};
 use crate::cgroup::CgroupLeaf;
 use crate::clock::SystemClock;
-use crate::discover::{Marker, Scope, discover};
+use crate::discover::{Marker, Scope, Source, discover};
 use crate::identity::ProcRef;
 use crate::ledger::LedgerEntry;
 use crate::proc_table::{NativeProcTable, ProcTable};
 use crate::sampling::{TreeSample, cgroup_usage_usec, sample_processes};
 use crate::shim::{ShimReport, parse_report};
 use crate::signal::NativeSignaller;
-use crate::teardown::{Seams, TeardownOptions, TeardownReport, teardown};
+use crate::teardown::{ProcessFate, Seams, TeardownOptions, TeardownReport, teardown};
 use crate::tracker::{Shared, lock};
 
 /// How the agent process ended.
@@ -92,6 +93,15 @@ pub struct Agent {
     /// Every process ever attributed to this eval, for the final report.
     history: std::collections::BTreeMap<ProcRef, LedgerEntry>,
     pub(crate) torn_down: bool,
+    /// Whether the process was adopted rather than spawned (see [`Tracker::adopt`]).
+    ///
+    /// [`Tracker::adopt`]: crate::Tracker::adopt
+    pub(crate) adopted: bool,
+    /// Whether the shim died before teardown asked it to stop.
+    shim_lost: bool,
+    /// What this agent has in the process-wide record of attributed processes (see
+    /// `orphans`): its known set as of the last refresh.
+    attributed: Vec<ProcRef>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -129,6 +139,9 @@ impl Agent {
             known: Vec::new(),
             history: std::collections::BTreeMap::new(),
             torn_down: false,
+            adopted: false,
+            shim_lost: false,
+            attributed: Vec::new(),
         }
     }
 
@@ -239,6 +252,7 @@ impl Agent {
             .wait()
             .await
             .map_err(|e| ProcTrackError::io("wait for", format!("pid {}", self.process.pid), e))?;
+        self.collected(status);
         let exit = if self.shim.is_some() {
             // The shim died without reporting the agent's status.
             AgentExit::Unknown
@@ -254,15 +268,62 @@ impl Agent {
         Ok(exit)
     }
 
+    /// The containment layers this agent lost before teardown: the shim, when it died on
+    /// its own (an agent may SIGKILL it). The cgroup layer is judged at teardown (see
+    /// [`TeardownReport::layers_lost`]).
+    pub fn layers_lost(&self) -> Vec<Layer> {
+        if self.shim_lost {
+            vec![Layer::Shim]
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Takes note of the exit status of our own child (the shim, or an agent without one): a
+    /// shim that a signal killed before teardown was lost.
+    fn collected(&mut self, status: std::process::ExitStatus) {
+        use std::os::unix::process::ExitStatusExt as _;
+        if self.shim.is_some() && !self.torn_down && status.signal().is_some() {
+            self.shim_lost = true;
+        }
+    }
+
+    /// Looks, without waiting, whether our child has exited.
+    fn poll_child(&mut self) {
+        if let Some(status) = self
+            .child
+            .as_mut()
+            .and_then(|child| child.try_wait().ok().flatten())
+        {
+            self.collected(status);
+        }
+    }
+
+    /// Whether this tree's orphans come to this process (the subreaper): there is no shim,
+    /// or it was lost.
+    fn orphans_come_here(&self) -> bool {
+        self.shim.is_none() || self.shim_lost
+    }
+
     fn scope(&self) -> Scope {
+        let owner_ticks = self.shared.owner.proc_ref.start_ticks;
         Scope {
             roots: vec![self.shim.unwrap_or(self.process)],
             known: self.known.clone(),
             marker: Some(
-                Marker::eval(&self.shared.run_id, &self.eval_id)
-                    .since(self.shared.owner.proc_ref.start_ticks),
+                Marker::instance(&self.shared.instance)
+                    .with_eval(&self.eval_id)
+                    .since(owner_ticks),
             ),
             exclude: self.shim.into_iter().collect(),
+            orphans: self.orphans_come_here(),
+            // An adopted process may be older than the run.
+            since: if self.adopted {
+                owner_ticks.min(self.process.start_ticks)
+            } else {
+                owner_ticks
+            },
+            user: None,
         }
     }
 
@@ -276,6 +337,7 @@ impl Agent {
     /// # Errors
     /// [`ProcTrackError::ProcTable`] or [`ProcTrackError::Io`] (ledger).
     pub fn refresh(&mut self) -> Result<Refresh, ProcTrackError> {
+        self.poll_child();
         let table = NativeProcTable::new();
         let snapshot = table.snapshot()?;
         let members = self
@@ -285,21 +347,18 @@ impl Agent {
             .unwrap_or_default();
         let mut scope = self.scope();
         scope.exclude.clear();
-        let found = discover(
-            &snapshot,
-            &members,
-            &scope,
-            &|pid| table.environ(pid),
-            table.self_pid(),
-            table.self_pgid(),
-        );
+        let found = discover(&snapshot, &members, &scope, &table);
+        if scope.orphans {
+            crate::orphans::reap(&snapshot);
+        }
+        let now: HashSet<ProcRef> = found.iter().map(|f| f.info.proc_ref()).collect();
         let before = self.known.len();
-        self.known
-            .retain(|e| found.iter().any(|f| f.info.proc_ref() == e.proc_ref()));
+        self.known.retain(|e| now.contains(&e.proc_ref()));
         let removed = before - self.known.len();
+        let tracked: HashSet<ProcRef> = self.known.iter().map(LedgerEntry::proc_ref).collect();
         let mut added = 0;
         for f in &found {
-            if !self.known.iter().any(|e| e.proc_ref() == f.info.proc_ref()) {
+            if !tracked.contains(&f.info.proc_ref()) {
                 let entry = LedgerEntry::from_info(&f.info, &self.eval_id);
                 if Some(entry.proc_ref()) != self.shim {
                     self.history.insert(entry.proc_ref(), entry.clone());
@@ -318,7 +377,10 @@ impl Agent {
         })
     }
 
-    fn sync_ledger(&self) -> Result<(), ProcTrackError> {
+    fn sync_ledger(&mut self) -> Result<(), ProcTrackError> {
+        let known: Vec<ProcRef> = self.known.iter().map(LedgerEntry::proc_ref).collect();
+        crate::orphans::attribute(&self.attributed, &known);
+        self.attributed = known;
         let eval = &self.eval_id;
         self.shared.update(|l| {
             l.entries.retain(|e| &e.eval_id != eval);
@@ -342,6 +404,7 @@ impl Agent {
         if self.torn_down {
             return Ok(TeardownReport::default());
         }
+        self.poll_child();
         let scope = self.scope();
         let leaves: Vec<CgroupLeaf> = self.leaf.iter().cloned().collect();
         let mut report = tokio::task::spawn_blocking(move || {
@@ -351,17 +414,64 @@ impl Agent {
                 signaller: &signaller,
                 clock: &SystemClock,
             };
-            teardown(seams, &scope, &leaves, &options)
+            let report = teardown(seams, &scope, &leaves, &options);
+            if scope.orphans
+                && let Ok(snapshot) = table.snapshot()
+            {
+                crate::orphans::reap(&snapshot);
+            }
+            report
         })
         .await
         .map_err(|e| ProcTrackError::Task {
             reason: e.to_string(),
         })?;
         self.complete(&mut report);
+        self.judge_layers(&mut report);
         self.torn_down = true;
         self.reap().await;
         self.finish(&report)?;
         Ok(report)
+    }
+
+    /// Fills in the layers lost and whether the survivor count is proof.
+    ///
+    /// The cgroup layer was lost when a process of the tree was alive outside the leaf: the
+    /// teardown engine reads the leaf's members right after each process table snapshot, so
+    /// a process it then signalled (terminated, killed or surviving) that is not attributed
+    /// to the leaf was outside it. (Not for an adopted process, whose earlier children are
+    /// outside by design.)
+    ///
+    /// The count is proof only when a final scan covered the whole tree: it did unless the
+    /// tree's orphans could go to init, that is, the shim is absent or lost, this process is
+    /// not a subreaper, and no intact cgroup leaf holds the tree instead.
+    fn judge_layers(&self, report: &mut TeardownReport) {
+        let mut lost = self.layers_lost();
+        let escaped_leaf = self.leaf.is_some()
+            && !self.adopted
+            && report.processes.iter().any(|p| {
+                p.source != Source::Cgroup
+                    && matches!(
+                        p.outcome,
+                        ProcessFate::Terminated | ProcessFate::Killed | ProcessFate::Failed
+                    )
+            });
+        if escaped_leaf {
+            lost.push(Layer::Cgroup);
+        }
+        let leaf_holds = self.leaf.is_some() && !escaped_leaf;
+        if self.orphans_come_here() && !self.shared.subreaper && !leaf_holds {
+            report.survivors_unknown = Some(if self.shim_lost {
+                "the shim was lost and this process is not a subreaper: orphans of the tree \
+                 went to init, out of sight"
+                    .to_owned()
+            } else {
+                "no shim and this process is not a subreaper: orphans of the tree went to \
+                 init, out of sight"
+                    .to_owned()
+            });
+        }
+        report.layers_lost = lost;
     }
 
     /// Adds the processes seen by earlier refreshes that exited on their own before teardown
@@ -378,8 +488,8 @@ impl Agent {
                     start_ticks: entry.start_ticks,
                     pgid: entry.pgid,
                     comm: entry.comm.clone(),
-                    source: crate::Source::Tracked,
-                    outcome: crate::ProcessFate::Exited,
+                    source: Source::Tracked,
+                    outcome: ProcessFate::Exited,
                     errno: None,
                 });
             }
@@ -393,7 +503,10 @@ impl Agent {
             let _ = tokio::time::timeout(Duration::from_millis(500), self.wait()).await;
         }
         if let Some(child) = &mut self.child {
-            let _ = tokio::time::timeout(Duration::from_secs(2), child.wait()).await;
+            if let Ok(Ok(status)) = tokio::time::timeout(Duration::from_secs(2), child.wait()).await
+            {
+                self.collected(status);
+            }
             if self.exit.is_none() && self.shim.is_none() {
                 let _ = tokio::time::timeout(Duration::from_millis(10), self.wait()).await;
             }
@@ -401,11 +514,14 @@ impl Agent {
     }
 
     pub(crate) fn finish(&mut self, report: &TeardownReport) -> Result<(), ProcTrackError> {
-        *lock(&self.shared.survivors) += report.survivors;
+        // A count that is not proof withholds the ledger's `# cleaned` mark, like a survivor.
+        *lock(&self.shared.survivors) +=
+            report.survivors + usize::from(report.survivors_unknown.is_some());
+
         let survivors: Vec<ProcRef> = report
             .processes
             .iter()
-            .filter(|p| p.outcome == crate::ProcessFate::Failed)
+            .filter(|p| p.outcome == ProcessFate::Failed)
             .map(|p| ProcRef {
                 pid: p.pid,
                 start_ticks: p.start_ticks,
@@ -444,26 +560,24 @@ impl Agent {
 
 impl Drop for Agent {
     fn drop(&mut self) {
-        if self.torn_down {
-            return;
+        if !self.torn_down {
+            let scope = self.scope();
+            let leaves: Vec<CgroupLeaf> = self.leaf.iter().cloned().collect();
+            let (table, signaller) = (NativeProcTable::new(), NativeSignaller::new());
+            let seams = Seams {
+                table: &table,
+                signaller: &signaller,
+                clock: &SystemClock,
+            };
+            let options = TeardownOptions {
+                grace: Duration::ZERO,
+                kill_timeout: Duration::from_secs(2),
+                ..TeardownOptions::default()
+            };
+            let report = teardown(seams, &scope, &leaves, &options);
+            self.poll_child();
+            let _ = self.finish(&report);
         }
-        let scope = self.scope();
-        let leaves: Vec<CgroupLeaf> = self.leaf.iter().cloned().collect();
-        let (table, signaller) = (NativeProcTable::new(), NativeSignaller::new());
-        let seams = Seams {
-            table: &table,
-            signaller: &signaller,
-            clock: &SystemClock,
-        };
-        let options = TeardownOptions {
-            grace: Duration::ZERO,
-            kill_timeout: Duration::from_secs(2),
-            ..TeardownOptions::default()
-        };
-        let report = teardown(seams, &scope, &leaves, &options);
-        if let Some(child) = &mut self.child {
-            let _ = child.try_wait();
-        }
-        let _ = self.finish(&report);
+        crate::orphans::attribute(&std::mem::take(&mut self.attributed), &[]);
     }
 }

@@ -224,6 +224,53 @@ pub fn parse_stat(text: &str) -> Option<ProcInfo> {
     })
 }
 
+/// Whether the process that made a workspace still runs, from what the workspace's marker
+/// says of it (`hyoka-workspace`'s `MarkerOwner`) and when the workspace was created
+/// (`created_unix`, seconds since the epoch; 0 when unknown).
+///
+/// With the owner's start ticks (older markers) the identity is exact. The current marker
+/// records only the pid, and the workspace's creation time stands for the start time: a live
+/// process with that pid that started before the workspace existed is its owner, since no
+/// other process could hold the pid meanwhile. Two seconds of slack cover the boot time's
+/// whole-second precision; every doubt answers "running", so a workspace in doubt is kept.
+pub fn owner_running(
+    pid: i32,
+    start_ticks: Option<u64>,
+    boot_id: Option<&str>,
+    created_unix: u64,
+) -> bool {
+    use crate::ProcTable as _;
+    let table = crate::NativeProcTable::new();
+    if boot_id.is_some_and(|b| table.boot_id().is_ok_and(|now| now.as_str() != b)) {
+        return false;
+    }
+    let Some(info) = table.process(pid).filter(|p| !p.is_gone()) else {
+        return false;
+    };
+    if let Some(ticks) = start_ticks {
+        return info.start_ticks == ticks;
+    }
+    let hz = rustix::param::clock_ticks_per_second();
+    let Some(boot) = boot_time_unix() else {
+        return true;
+    };
+    if created_unix == 0 || hz == 0 {
+        return true;
+    }
+    boot.saturating_add(info.start_ticks / hz) <= created_unix.saturating_add(2)
+}
+
+/// The boot time, seconds since the epoch (`btime` in `/proc/stat`).
+fn boot_time_unix() -> Option<u64> {
+    std::fs::read_to_string("/proc/stat")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("btime "))?
+        .trim()
+        .parse()
+        .ok()
+}
+
 /// Validates a run or eval id: `[A-Za-z0-9][A-Za-z0-9._-]{0,63}` (the CLI's contract).
 pub(crate) fn validate_id(kind: &'static str, id: &str) -> Result<(), ProcTrackError> {
     let bytes = id.as_bytes();

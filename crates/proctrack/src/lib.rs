@@ -122,8 +122,10 @@ mod error;
 #[cfg(any(test, feature = "mock"))]
 mod fake;
 mod identity;
+mod instance;
 mod ledger;
 mod lock;
+mod orphans;
 mod proc_table;
 mod sampling;
 mod shim;
@@ -131,13 +133,15 @@ mod signal;
 mod spawn;
 mod teardown;
 mod tracker;
+mod trust;
 
 pub use crate::agent::{Agent, AgentExit, Refresh};
-pub use crate::caps::{Capabilities, Layers};
+pub use crate::caps::{Capabilities, Layer, Layers};
 pub use crate::cgroup::{CgroupLeaf, CgroupRoot, cgroup2_mount, own_cgroup};
 pub use crate::clean::{
     CgroupCleanup, CleanOptions, CleanReport, CleanedProcess, ListedProcess, RunListing,
-    SkipReason, Skipped, clean_run, clean_run_with, list_runs, list_runs_with, live_runs,
+    SkipReason, Skipped, clean_run, clean_run_with, clean_runs, list_runs, list_runs_with,
+    live_runs,
 };
 #[cfg(feature = "mock")]
 pub use crate::clock::MockClock;
@@ -146,12 +150,15 @@ pub use crate::discover::{Found, Marker, Scope, Source, discover};
 pub use crate::error::ProcTrackError;
 #[cfg(feature = "mock")]
 pub use crate::fake::{FAKE_BOOT_ID, FAKE_SELF_PID, FakeCall, FakeClock, FakeSystem, OnTerm};
-pub use crate::identity::{BootId, Identity, ProcInfo, ProcRef, parse_stat};
-pub use crate::ledger::{EvalPath, LEDGER_FILE, Ledger, LedgerEntry, LedgerProblem, ParsedLedger};
+pub use crate::identity::{BootId, Identity, ProcInfo, ProcRef, owner_running, parse_stat};
+pub use crate::instance::{INSTANCE_ENV, Instance};
+pub use crate::ledger::{
+    EvalPath, LEDGER_FILE, Ledger, LedgerEntry, LedgerProblem, MAX_LEDGER_BYTES, ParsedLedger,
+};
 pub use crate::lock::{LOCK_FILE, LockState, OwnerLock};
 #[cfg(feature = "mock")]
 pub use crate::proc_table::MockProcTable;
-pub use crate::proc_table::{NativeProcTable, ProcTable};
+pub use crate::proc_table::{NativeProcTable, ProcTable, Uids};
 pub use crate::sampling::{TreeSample, sample_tree};
 pub use crate::shim::{SHIM_FAILURE, shim_args, shim_main};
 #[cfg(feature = "mock")]
@@ -162,3 +169,4 @@ pub use crate::teardown::{
     Escalation, ProcessFate, ProcessReport, Seams, TeardownOptions, TeardownReport, teardown,
 };
 pub use crate::tracker::{CgroupMode, Launcher, Tracker, TrackerOptions};
+pub use crate::trust::{Authority, ReportsUse, check_reports_dir, read_reports_file};

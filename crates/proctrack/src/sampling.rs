@@ -40,14 +40,7 @@ pub fn sample_tree(root: ProcRef, agent_depth: u32) -> Result<TreeSample, ProcTr
         roots: vec![root],
         ..Scope::default()
     };
-    let found = discover(
-        &snapshot,
-        &[],
-        &scope,
-        &|_| None,
-        table.self_pid(),
-        table.self_pgid(),
-    );
+    let found = discover(&snapshot, &[], &scope, &table);
     let (cpu_ticks, busy_children) = sample_processes(
         found
             .iter()

@@ -17,6 +17,7 @@ use crate::ProcTrackError;
 use crate::agent::Agent;
 use crate::cgroup::CgroupLeaf;
 use crate::identity::{ProcRef, validate_id};
+use crate::instance::INSTANCE_ENV;
 use crate::proc_table::{NativeProcTable, ProcTable};
 use crate::shim::{ShimReport, parse_report, report_lines, shim_args};
 use crate::signal::reset_signal_state;
@@ -47,8 +48,9 @@ impl StdioMode {
 
 /// The agent to run: program, arguments, environment, directory and streams.
 ///
-/// The tracker adds `HYOKA_RUN_ID` and `HYOKA_EVAL_ID` to the environment (overriding any
-/// values given here): they are the marker discovery scans for.
+/// The tracker adds `HYOKA_RUN_ID`, `HYOKA_EVAL_ID` and `HYOKA_RUN_INSTANCE` to the
+/// environment (overriding any values given here): the marker discovery scans for
+/// (see [`Tracker::marker_env`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AgentCommand {
     /// The program.
@@ -167,7 +169,10 @@ impl Tracker {
                     None
                 }
             });
+        // Its parent (this process, usually) collects its exit status: never an orphan.
+        crate::orphans::owned().insert(info.proc_ref());
         let mut agent = Agent::new(shared, eval_id, info.proc_ref(), leaf);
+        agent.adopted = true;
         agent.refresh()?;
         Ok(agent)
     }
@@ -218,7 +223,14 @@ impl Tracker {
         })?;
         let spawned = on_spawner(move || {
             let _enter = handle.enter();
-            cmd.spawn()
+            // The record of owned children is held across the fork, so a scan for adopted
+            // orphans never takes this child for one (see `orphans`).
+            let mut owned = crate::orphans::owned();
+            let spawned = cmd.spawn();
+            if let Some(pid) = spawned.as_ref().ok().and_then(tokio::process::Child::id) {
+                crate::orphans::own(&mut owned, i32::try_from(pid).unwrap_or(0));
+            }
+            spawned
         })
         .await?;
         drop(report_write);
@@ -281,6 +293,7 @@ fn build_command(
     cmd.envs(command.env.iter().map(|(k, v)| (k, v)))
         .env("HYOKA_RUN_ID", &shared.run_id)
         .env("HYOKA_EVAL_ID", eval_id)
+        .env(INSTANCE_ENV, shared.instance.as_str())
         .stdin(command.stdin.stdio())
         .stdout(command.stdout.stdio())
         .stderr(command.stderr.stdio())

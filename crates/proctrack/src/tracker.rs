@@ -13,6 +13,7 @@ use crate::caps::{Capabilities, Layers};
 use crate::cgroup::{CgroupLeaf, CgroupRoot};
 use crate::clock::{SystemClock, unix_now};
 use crate::identity::{Identity, validate_id};
+use crate::instance::{INSTANCE_ENV, Instance};
 use crate::ledger::{LEDGER_FILE, Ledger};
 use crate::lock::{LOCK_FILE, OwnerLock};
 
@@ -53,10 +54,15 @@ pub struct TrackerOptions {
     pub shim: Option<Launcher>,
     /// The grace period the shim uses when it tears its tree down on its own (when hyoka dies).
     pub shim_grace: Duration,
+    /// Make this process a subreaper (`PR_SET_CHILD_SUBREAPER`), so orphans of the trees it
+    /// tracks come to it instead of init when their shim is lost (or when there is no shim),
+    /// and it keeps tracking them. On by default; see [`Tracker::start`].
+    pub subreaper: bool,
 }
 
 impl TrackerOptions {
-    /// Options with the defaults: cgroup `Auto`, no shim, a 5 s shim grace period.
+    /// Options with the defaults: cgroup `Auto`, no shim, a 5 s shim grace period, this
+    /// process a subreaper.
     pub fn new(run_id: impl Into<String>, reports_dir: impl Into<PathBuf>) -> Self {
         Self {
             run_id: run_id.into(),
@@ -64,12 +70,15 @@ impl TrackerOptions {
             cgroup: CgroupMode::Auto,
             shim: None,
             shim_grace: Duration::from_secs(5),
+            subreaper: true,
         }
     }
 }
 
 pub(crate) struct Shared {
     pub(crate) run_id: String,
+    pub(crate) instance: Instance,
+    pub(crate) subreaper: bool,
     pub(crate) run_dir: PathBuf,
     pub(crate) ledger_path: PathBuf,
     pub(crate) owner: Identity,
@@ -104,13 +113,13 @@ impl Shared {
     /// not know of; a leaf that could not be made is forgotten again.
     pub(crate) fn create_leaf(&self, eval_id: &str) -> Option<Result<CgroupLeaf, ProcTrackError>> {
         let root = self.cgroup.as_ref()?;
-        let path = root.leaf_path(&self.run_id, eval_id);
+        let path = root.leaf_path(&self.run_id, &self.instance, eval_id);
         if let Err(e) = self.update(|l| {
             let _ = l.set_cgroup(eval_id, &path);
         }) {
             return Some(Err(e));
         }
-        let created = root.create_leaf(&self.run_id, eval_id);
+        let created = root.create_leaf(&self.run_id, &self.instance, eval_id);
         if created.is_err() {
             let _ = self.update(|l| l.cgroups.retain(|c| c.eval_id != eval_id));
         }
@@ -143,8 +152,16 @@ impl std::fmt::Debug for Tracker {
 }
 
 impl Tracker {
-    /// Starts tracking a run: creates `<reports_dir>/<run_id>/`, takes the owner lock, detects
-    /// the cgroup layer and writes the ledger's headers.
+    /// Starts tracking a run: creates `<reports_dir>/<run_id>/` (mode 0755 whatever the
+    /// umask: `clean` refuses a run directory others may write), takes the owner lock, draws
+    /// the run's [`Instance`], detects the cgroup layer, makes this process a subreaper (with
+    /// [`TrackerOptions::subreaper`]) and writes the ledger's headers.
+    ///
+    /// The subreaper mark is for the whole process and stays after the run: later orphans of
+    /// any tree started from this process come to it rather than to init. Agents' trees are
+    /// watched for them (see [`Scope::orphans`](crate::Scope::orphans)); anything else
+    /// re-parented here is neither signalled nor waited for, only left as a zombie until
+    /// this process exits.
     ///
     /// # Errors
     /// [`ProcTrackError::InvalidId`], [`ProcTrackError::RunLive`] (another process owns this
@@ -154,7 +171,7 @@ impl Tracker {
     pub fn start(options: TrackerOptions) -> Result<Self, ProcTrackError> {
         validate_id("run", &options.run_id)?;
         let run_dir = options.reports_dir.join(&options.run_id);
-        std::fs::create_dir_all(&run_dir).map_err(|e| ProcTrackError::io("create", &run_dir, e))?;
+        create_run_dir(&options.reports_dir, &run_dir)?;
         let owner_lock = OwnerLock::acquire(&run_dir.join(LOCK_FILE))?;
         let ledger_path = run_dir.join(LEDGER_FILE);
         if let Ok(previous) = Ledger::read(&ledger_path, std::process::id().try_into().unwrap_or(0))
@@ -179,11 +196,16 @@ impl Tracker {
                 (caps.cgroup, caps.cgroup_unavailable)
             }
         };
-        let ledger = Ledger::new(&options.run_id, owner.clone())?;
+        let instance = Instance::generate()?;
+        let subreaper = options.subreaper && crate::orphans::become_subreaper();
+        let mut ledger = Ledger::new(&options.run_id, owner.clone())?;
+        ledger.instance = Some(instance.clone());
         ledger.write_atomic(&ledger_path)?;
         Ok(Self {
             shared: Arc::new(Shared {
                 run_id: options.run_id,
+                instance,
+                subreaper,
                 run_dir,
                 ledger_path,
                 owner,
@@ -220,6 +242,29 @@ impl Tracker {
         &self.shared.owner
     }
 
+    /// This run's instance token (ledger `# instance`, workspace markers, cgroup leaves, the
+    /// [`INSTANCE_ENV`] marker).
+    pub fn instance(&self) -> &Instance {
+        &self.shared.instance
+    }
+
+    /// The marker variables a process of eval `eval_id` carries: `HYOKA_RUN_ID`,
+    /// `HYOKA_EVAL_ID` and [`INSTANCE_ENV`]. [`Tracker::spawn`] sets them itself; a process
+    /// started by other means and then [adopted](Tracker::adopt) needs them in its
+    /// environment from the start, for `clean` to find its escapees by the marker.
+    pub fn marker_env(&self, eval_id: &str) -> Vec<(OsString, OsString)> {
+        vec![
+            ("HYOKA_RUN_ID".into(), self.shared.run_id.clone().into()),
+            ("HYOKA_EVAL_ID".into(), eval_id.into()),
+            (INSTANCE_ENV.into(), self.shared.instance.as_str().into()),
+        ]
+    }
+
+    /// Whether this process is a subreaper (see [`TrackerOptions::subreaper`]).
+    pub fn is_subreaper(&self) -> bool {
+        self.shared.subreaper
+    }
+
     /// The layers agents of this run get (the cgroup layer may still degrade per eval if a
     /// leaf cannot be created).
     pub fn layers(&self) -> Layers {
@@ -237,7 +282,10 @@ impl Tracker {
     }
 
     /// Records an eval's workspace in the ledger (`# workspace`), so `clean` can remove it
-    /// after a crash. Call it before spawning the agent.
+    /// after a crash. Call it before the workspace is created (as the tracker does for cgroup
+    /// leaves: `hyoka-workspace`'s `TempWorkspace::create_recorded` calls back with the path
+    /// it is about to create), so an owner that dies in between leaves nothing `clean` does
+    /// not know of; a path that was never created costs `clean` nothing.
     ///
     /// # Errors
     /// [`ProcTrackError::InvalidId`], [`ProcTrackError::InvalidPath`] or
@@ -246,6 +294,16 @@ impl Tracker {
         let mut ledger = lock(&self.shared.ledger);
         ledger.set_workspace(eval_id, path)?;
         self.shared.write_ledger(&ledger)
+    }
+
+    /// Drops eval `eval_id`'s `# workspace` record (a workspace that could not be created,
+    /// or that was removed).
+    ///
+    /// # Errors
+    /// [`ProcTrackError::Io`] when the ledger cannot be written.
+    pub fn forget_workspace(&self, eval_id: &str) -> Result<(), ProcTrackError> {
+        self.shared
+            .update(|l| l.workspaces.retain(|w| w.eval_id != eval_id))
     }
 
     /// Ends the run: marks the ledger cleaned when every agent was torn down without
@@ -264,4 +322,18 @@ impl Tracker {
         lock(&self.shared.lock).take();
         result
     }
+}
+
+/// Creates `<reports_dir>/<run_id>` with mode 0755 (the umask cannot make it group- or
+/// world-writable), or accepts it when it is already a directory.
+fn create_run_dir(reports_dir: &Path, run_dir: &Path) -> Result<(), ProcTrackError> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    std::fs::create_dir_all(reports_dir)
+        .map_err(|e| ProcTrackError::io("create", reports_dir, e))?;
+    match std::fs::DirBuilder::new().mode(0o755).create(run_dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && run_dir.is_dir() => {}
+        Err(e) => return Err(ProcTrackError::io("create", run_dir, e)),
+    }
+    Ok(())
 }

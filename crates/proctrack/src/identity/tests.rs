@@ -90,3 +90,26 @@ fn cpu_ticks_add_own_and_waited_for_children() {
         None
     );
 }
+
+#[test]
+fn a_workspace_owner_is_running_only_if_it_predates_the_workspace() {
+    let me = Identity::current().unwrap();
+    let pid = me.pid();
+    let now = crate::clock::unix_now();
+    // We started before a workspace made now, so we can be its owner...
+    assert!(owner_running(pid, None, None, now));
+    // ...but not the owner of one made long before we started: that owner is gone and our
+    // pid is a reuse.
+    assert!(!owner_running(pid, None, None, 1_000_000_000));
+    // Exact identities, other boots, and dead pids.
+    assert!(owner_running(pid, Some(me.proc_ref.start_ticks), None, 0));
+    assert!(!owner_running(
+        pid,
+        Some(me.proc_ref.start_ticks + 1),
+        None,
+        0
+    ));
+    let other_boot = "11111111-2222-4333-8444-555555555555";
+    assert!(!owner_running(pid, None, Some(other_boot), now));
+    assert!(!owner_running(4_194_000, None, None, now));
+}

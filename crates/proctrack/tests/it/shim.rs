@@ -49,6 +49,7 @@ fn both() -> [Config; 2] {
 
 fn streams_and_exit_code_pass_through() {
     for config in both() {
+        let _pool = crate::support::orphan_pool(config);
         let sandbox = Sandbox::new();
         let run_id = sandbox.run_id("s");
         runtime().block_on(async {
@@ -93,6 +94,7 @@ fn streams_and_exit_code_pass_through() {
 
 fn death_by_signal_is_reported() {
     for config in both() {
+        let _pool = crate::support::orphan_pool(config);
         let sandbox = Sandbox::new();
         let run_id = sandbox.run_id("k");
         runtime().block_on(async {
@@ -114,6 +116,7 @@ fn death_by_signal_is_reported() {
 
 fn missing_program_is_a_spawn_error() {
     for config in both() {
+        let _pool = crate::support::orphan_pool(config);
         let sandbox = Sandbox::new();
         let run_id = sandbox.run_id("m");
         runtime().block_on(async {
@@ -152,6 +155,7 @@ fn missing_program_is_a_spawn_error() {
 
 fn owner_lock_is_not_inherited() {
     for config in both() {
+        let _pool = crate::support::orphan_pool(config);
         let sandbox = Sandbox::new();
         let dir = sandbox.subdir("lock");
         let run_id = sandbox.run_id("l");
