@@ -28,7 +28,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         keep: KeepPolicy::OnFailure,
         starter: None,
         inject: Vec::new(),
-        owner: String::new(),
+        instance: None,
+        owner: None,
     })?;
     // Written after creation, this counts as output; instructions for an agent belong in
     // `WorkspaceOptions::inject`, which makes them part of the baseline.

@@ -26,7 +26,8 @@ fn name_mode_and_marker() {
     let marker = read_marker(ws.path()).unwrap().expect("marked");
     assert_eq!(marker.run_id, "run-1");
     assert_eq!(marker.eval_id, "eval.a");
-    assert_eq!(marker.owner, "test-owner");
+    assert_eq!(marker.owner, Some(hyoka_workspace::MarkerOwner::pid(4242)));
+    assert_eq!(marker.instance.as_deref(), Some("0123456789abcdef"));
     assert!(marker.created_unix > 1_700_000_000);
     ws.close(RunVerdict::Success).unwrap();
 }
