@@ -8,8 +8,8 @@ use hyoka_proctrack::{
     AgentExit, Escalation, Layers, ProcTrackError, TeardownOptions, TeardownReport, Tracker,
 };
 use hyoka_workspace::{
-    Closed, EvalId, Injection, KeepPolicy, RunId, RunVerdict, TempWorkspace, Workspace,
-    WorkspaceError, WorkspaceOptions,
+    Closed, EvalId, Injection, KeepPolicy, MarkerOwner, RunId, RunVerdict, TempWorkspace,
+    Workspace, WorkspaceError, WorkspaceOptions,
 };
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
@@ -139,15 +139,20 @@ pub(crate) async fn run_eval(
 
     mark_phase(&eval_dir, "setup");
     let setup = PhaseClock::start("setup");
-    let mut workspace = TempWorkspace::create(&WorkspaceOptions {
-        root: ctx.workspace_root.clone(),
-        run_id: ctx.run_id.clone(),
-        eval_id: ctx.name_with_eval.then(|| spec.eval_id.clone()),
-        keep: ctx.keep,
-        starter: spec.starter.clone(),
-        inject: spec.phases.files.clone(),
-        owner: marker_owner(ctx),
-    })?;
+    let (instance, owner) = marker_fields(ctx);
+    let mut workspace = TempWorkspace::create_recorded(
+        &WorkspaceOptions {
+            root: ctx.workspace_root.clone(),
+            run_id: ctx.run_id.clone(),
+            eval_id: ctx.name_with_eval.then(|| spec.eval_id.clone()),
+            keep: ctx.keep,
+            starter: spec.starter.clone(),
+            inject: spec.phases.files.clone(),
+            instance,
+            owner,
+        },
+        |path| ctx.tracker.record_workspace(eval_id, path),
+    )?;
     let home = if spec.phases.isolate_home {
         Some(isolated_home(ctx, &spec.eval_id)?)
     } else {
@@ -387,18 +392,20 @@ pub(crate) async fn run_eval(
 /// so `clean` removes it after a crash) with its XDG directories.
 fn isolated_home(ctx: &RunContext, eval_id: &EvalId) -> Result<TempWorkspace, WorkspaceError> {
     let home_id = EvalId::new(format!("{eval_id}.home"))?;
-    let home = TempWorkspace::create(&WorkspaceOptions {
-        root: ctx.workspace_root.clone(),
-        run_id: ctx.run_id.clone(),
-        eval_id: Some(home_id.clone()),
-        keep: KeepPolicy::Never,
-        starter: None,
-        inject: Vec::new(),
-        owner: marker_owner(ctx),
-    })?;
-    if let Err(err) = ctx.tracker.record_workspace(home_id.as_str(), home.path()) {
-        tracing::warn!(error = %err, "cannot record the isolated home in the ledger");
-    }
+    let (instance, owner) = marker_fields(ctx);
+    let home = TempWorkspace::create_recorded(
+        &WorkspaceOptions {
+            root: ctx.workspace_root.clone(),
+            run_id: ctx.run_id.clone(),
+            eval_id: Some(home_id.clone()),
+            keep: KeepPolicy::Never,
+            starter: None,
+            inject: Vec::new(),
+            instance,
+            owner,
+        },
+        |path| ctx.tracker.record_workspace(home_id.as_str(), path),
+    )?;
     prepare_home(home.path()).map_err(|e| WorkspaceError::Io {
         op: "prepare",
         path: home.path().to_owned(),
@@ -855,11 +862,11 @@ async fn tail_jsonl(
     (0, bad)
 }
 
-/// The owner recorded in a workspace's marker: `<pid> <start_ticks>`, short enough for the
-/// marker to stay in the inode (`hyoka-workspace`'s `marker` docs). The boot id is left out:
-/// after a reboot a dead owner could only be taken for alive (its workspace is kept), never
-/// the other way round.
-fn marker_owner(ctx: &RunContext) -> String {
-    let owner = ctx.tracker.owner();
-    format!("{} {}", owner.proc_ref.pid, owner.proc_ref.start_ticks)
+/// The run instance and owner recorded in a workspace's marker (`hyoka-workspace` writes
+/// and parses the format).
+fn marker_fields(ctx: &RunContext) -> (Option<String>, Option<MarkerOwner>) {
+    (
+        Some(ctx.tracker.instance().to_string()),
+        Some(MarkerOwner::pid(ctx.tracker.owner().pid())),
+    )
 }
