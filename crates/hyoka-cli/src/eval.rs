@@ -317,10 +317,22 @@ pub(crate) async fn run_eval(
     for teardown in &teardowns {
         cleanup.processes_seen += teardown.processes_seen as u64;
         cleanup.processes_killed += teardown.processes_killed as u64;
-        cleanup.survivors += teardown.survivors as u64;
+        cleanup.survivors = cleanup
+            .survivors
+            .map(|n| n + teardown.survivors as u64)
+            .filter(|_| teardown.survivors_unknown.is_none());
+        if let Some(why) = &teardown.survivors_unknown {
+            cleanup.survivors_unknown.get_or_insert_with(|| why.clone());
+        }
+        for layer in &teardown.layers_lost {
+            let name = layer.as_str().to_owned();
+            if !cleanup.layers_lost.contains(&name) {
+                cleanup.layers_lost.push(name);
+            }
+        }
     }
     cleanup.layers = layer_names(outcome.layers);
-    let cleaned = cleanup.survivors == 0 && cleanup.workspace_leftovers.is_empty();
+    let cleaned = cleanup.survivors == Some(0) && cleanup.workspace_leftovers.is_empty();
     phases.push(cleanup_clock.finish(
         if cleaned {
             PhaseStatus::Passed
@@ -331,7 +343,9 @@ pub(crate) async fn run_eval(
         (!cleaned).then(|| {
             format!(
                 "{} survivor(s), {} leftover(s)",
-                cleanup.survivors,
+                cleanup
+                    .survivors
+                    .map_or_else(|| "unknown".to_owned(), |n| n.to_string()),
                 cleanup.workspace_leftovers.len()
             )
         }),
