@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use hyoka_proctrack::{RunListing, live_runs};
+use hyoka_proctrack::{ReportsUse, RunListing, check_reports_dir, live_runs};
 use serde::Serialize;
 
 use crate::phases::current_phase;
@@ -12,23 +12,7 @@ use crate::out::outln;
 use crate::{ExitStatus, Fail};
 
 pub(crate) fn exec(args: &PsArgs) -> Result<ExitStatus, Fail> {
-    match std::fs::metadata(&args.reports) {
-        Ok(meta) if !meta.is_dir() => {
-            return Err(Fail::usage(format!(
-                "reports path {} is not a directory",
-                args.reports.display()
-            )));
-        }
-        Err(_) => {
-            if args.json {
-                outln!("[]");
-            } else {
-                outln!("no live runs");
-            }
-            return Ok(ExitStatus::Success);
-        }
-        Ok(_) => {}
-    }
+    check_reports_dir(&args.reports, ReportsUse::Read).map_err(|e| Fail::usage(e.to_string()))?;
     let listings =
         live_runs(&args.reports).map_err(|e| Fail::failure(format!("cannot list runs: {e}")))?;
     let runs: Vec<LiveRun<'_>> = listings

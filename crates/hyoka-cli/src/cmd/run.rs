@@ -139,12 +139,6 @@ fn cli_phases(args: &RunArgs) -> Result<PhaseSettings, Fail> {
                 .ok_or_else(|| Fail::usage(format!("--file {spec:?} has no file name")))?;
             (source, name)
         };
-        if !source.exists() {
-            return Err(Fail::usage(format!(
-                "--file {}: no such file or directory",
-                source.display()
-            )));
-        }
         if target.is_absolute()
             || target
                 .components()
@@ -155,7 +149,10 @@ fn cli_phases(args: &RunArgs) -> Result<PhaseSettings, Fail> {
                 target.display()
             )));
         }
-        files.push(Injection { source, target });
+        let injection = Injection { source, target };
+        hyoka_workspace::check_injection(&injection)
+            .map_err(|e| Fail::usage(format!("--file {spec}: {e}")))?;
+        files.push(injection);
     }
     for name in &args.pass_env {
         if name.is_empty() || name.contains('=') {
@@ -484,13 +481,8 @@ pub(crate) fn require_dir(path: &Path, what: &str) -> Result<(), Fail> {
 }
 
 pub(crate) fn check_reports_dir(path: &Path) -> Result<(), Fail> {
-    match std::fs::metadata(path) {
-        Ok(meta) if !meta.is_dir() => Err(Fail::usage(format!(
-            "reports path {} is not a directory",
-            path.display()
-        ))),
-        _ => Ok(()),
-    }
+    hyoka_proctrack::check_reports_dir(path, hyoka_proctrack::ReportsUse::Write)
+        .map_err(|e| Fail::usage(e.to_string()))
 }
 
 /// `YYYYMMDD-HHMMSS-xxxxxx` in UTC, with a random suffix so two runs in one second differ.
