@@ -161,11 +161,52 @@ impl SocketDir {
         }
     }
 
-    fn create(session: Option<&str>, run_id: &str) -> Result<Self, Fail> {
+    fn create(
+        session: Option<&str>,
+        run_id: &str,
+        tracker: Option<&Tracker>,
+    ) -> Result<Self, Fail> {
         Self::sweep_stale();
         let fail = |e: std::io::Error| {
             Fail::failure(format!("cannot create the hook socket directory: {e}"))
         };
+        let dir = match (session, tracker) {
+            // Marked like a workspace of the run instance and recorded in the ledger before it
+            // exists, so `clean` removes it if the controller is SIGKILLed.
+            (None, Some(tracker)) => {
+                let options = hyoka_workspace::WorkspaceOptions {
+                    root: std::env::temp_dir(),
+                    run_id: hyoka_workspace::RunId::new(run_id)
+                        .map_err(|e| Fail::failure(e.to_string()))?,
+                    eval_id: Some(
+                        hyoka_workspace::EvalId::new(SOCKET_EVAL)
+                            .map_err(|e| Fail::failure(e.to_string()))?,
+                    ),
+                    keep: hyoka_workspace::KeepPolicy::Always,
+                    starter: None,
+                    inject: Vec::new(),
+                    instance: Some(tracker.instance().to_string()),
+                    owner: Some(hyoka_workspace::MarkerOwner::pid(tracker.owner().pid())),
+                };
+                let made = hyoka_workspace::TempWorkspace::create_recorded(&options, |path| {
+                    tracker.record_workspace(SOCKET_EVAL, path)
+                })
+                .and_then(|ws| ws.close(hyoka_workspace::RunVerdict::Success))
+                .map_err(|e| {
+                    Fail::failure(format!("cannot create the hook socket directory: {e}"))
+                })?;
+                match made {
+                    hyoka_workspace::Closed::Kept(path) => path,
+                    _ => return Err(Fail::failure("the hook socket directory was not kept")),
+                }
+            }
+            (_, _) => Self::create_plain(session, run_id).map_err(fail)?,
+        };
+        Ok(Self(dir))
+    }
+
+    fn create_plain(session: Option<&str>, run_id: &str) -> Result<PathBuf, std::io::Error> {
+        let fail = |e: std::io::Error| e;
         let dir = match session {
             Some(session) => {
                 let dir = std::env::temp_dir().join(format!("hyoka-respawn-{session}"));
@@ -179,16 +220,18 @@ impl SocketDir {
                 std::fs::set_permissions(&dir, private).map_err(fail)?;
                 dir
             }
-            // `hyoka-<run_id>-…`: the name `hyoka clean` accepts for a run's directories.
             None => tempfile::Builder::new()
                 .prefix(&format!("hyoka-{run_id}-sock-"))
                 .tempdir()
                 .map_err(fail)?
                 .keep(),
         };
-        Ok(Self(dir))
+        Ok(dir)
     }
 }
+
+/// The ledger id of the hook socket directory (a workspace of the session's run).
+const SOCKET_EVAL: &str = "session.sock";
 
 impl Drop for SocketDir {
     fn drop(&mut self) {
@@ -417,13 +460,6 @@ async fn start(args: &RespawnArgs) -> Result<Session, Fail> {
         .ok_or_else(|| Fail::usage("no agent command after `--`"))?;
     let run_id = format!("respawn-{}", default_run_id());
     let session = args.tmux_session.clone().unwrap_or_else(|| run_id.clone());
-    let socket_dir = SocketDir::create(args.tmux_session.as_deref(), &run_id)?;
-    let listener = HookListener::bind(&socket_dir.0.join("hook.sock"))
-        .await
-        .map_err(|e| Fail::failure(e.to_string()))?;
-    let mirror = !args.headless;
-    let interactive = mirror && tty::interactive();
-    let size = if mirror { tty::size() } else { None }.unwrap_or_default();
     let tracker = if args.backend == Backend::Pty {
         let tracker = Tracker::start(TrackerOptions::new(run_id.as_str(), &args.reports)).map_err(
             |e| match e {
@@ -434,20 +470,27 @@ async fn start(args: &RespawnArgs) -> Result<Session, Fail> {
                 other => Fail::failure(format!("cannot start tracking the session: {other}")),
             },
         )?;
-        // Listed like a workspace, so `clean` removes it if the controller is SIGKILLed.
-        if let Err(err) = tracker.record_workspace("session.sock", &socket_dir.0) {
-            tracing::warn!(error = %err, "cannot record the hook socket directory");
-        }
         Some(tracker)
     } else {
         None
     };
+    let socket_dir = SocketDir::create(args.tmux_session.as_deref(), &run_id, tracker.as_ref())?;
+    let listener = HookListener::bind(&socket_dir.0.join("hook.sock"))
+        .await
+        .map_err(|e| Fail::failure(e.to_string()))?;
+    let mirror = !args.headless;
+    let interactive = mirror && tty::interactive();
+    let size = if mirror { tty::size() } else { None }.unwrap_or_default();
     let ledger_dir = tracker.as_ref().map(|t| t.run_dir().to_owned());
-    let mut env: Vec<(OsString, OsString)> = vec![
-        ("HYOKA_RUN_ID".into(), run_id.clone().into()),
-        ("HYOKA_EVAL_ID".into(), SESSION_EVAL.into()),
-        (SOCKET_ENV.into(), listener.path().as_os_str().to_owned()),
-    ];
+    let mut env: Vec<(OsString, OsString)> = match &tracker {
+        // The run instance's marker, for `clean` to find the session's escapees.
+        Some(tracker) => tracker.marker_env(SESSION_EVAL),
+        None => vec![
+            ("HYOKA_RUN_ID".into(), run_id.clone().into()),
+            ("HYOKA_EVAL_ID".into(), SESSION_EVAL.into()),
+        ],
+    };
+    env.push((SOCKET_ENV.into(), listener.path().as_os_str().to_owned()));
     if std::env::var_os("TERM").is_none_or(|t| t.is_empty() || t == "dumb") {
         env.push(("TERM".into(), "xterm-256color".into()));
     }
