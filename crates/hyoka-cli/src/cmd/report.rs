@@ -10,6 +10,9 @@ use crate::records::{millis, rfc3339, write_json};
 use crate::report::{EvalSummary, RunSummary, Status};
 use crate::{ExitStatus, Fail};
 
+/// The largest `run.json` read (a suite of a hundred thousand evals stays well below it).
+const MAX_RUN_JSON: u64 = 256 << 20;
+
 pub(crate) fn merge(args: &MergeArgs) -> Result<ExitStatus, Fail> {
     let mut shards = Vec::new();
     for input in &args.inputs {
@@ -21,9 +24,10 @@ pub(crate) fn merge(args: &MergeArgs) -> Result<ExitStatus, Fail> {
                 input.parent().map_or_else(PathBuf::new, Path::to_owned),
             )
         };
-        let text = std::fs::read_to_string(&file)
+        // As evidence: not through a link, not a special file, bounded.
+        let text = hyoka_proctrack::read_reports_file(&file, MAX_RUN_JSON)
             .map_err(|e| Fail::usage(format!("cannot read {}: {e}", file.display())))?;
-        let summary: RunSummary = serde_json::from_str(&text)
+        let summary: RunSummary = serde_json::from_slice(&text)
             .map_err(|e| Fail::usage(format!("{} is not a run.json: {e}", file.display())))?;
         shards.push((dir, summary));
     }
