@@ -269,8 +269,9 @@ impl CgroupLeaf {
     /// SIGKILLs every process in the leaf at once, including ones forking right now.
     ///
     /// Uses `cgroup.kill`; without it (Linux < 5.14) freezes the leaf, SIGKILLs each member
-    /// (a fatal signal is delivered even to frozen tasks) and thaws it. Returns whether the
-    /// kill was issued (never for a leaf opened on another user's behalf).
+    /// through the verified [`Signaller`](crate::Signaller) (a fatal signal is delivered even
+    /// to frozen tasks) and thaws it. Returns whether the kill was issued (never for a leaf
+    /// opened on another user's behalf).
     pub fn kill(&self) -> bool {
         if !self.may_kill {
             return false;
@@ -278,13 +279,16 @@ impl CgroupLeaf {
         if self.has_kill {
             return std::fs::write(self.path.join("cgroup.kill"), b"1").is_ok();
         }
+        use crate::proc_table::ProcTable as _;
+        use crate::signal::Signaller as _;
         let frozen = std::fs::write(self.path.join("cgroup.freeze"), b"1").is_ok();
-        for pid in self.members() {
-            if let Some(pid) =
-                rustix::process::Pid::from_raw(pid).filter(|p| p.as_raw_nonzero().get() > 1)
-            {
-                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-            }
+        let (table, signaller) = (
+            crate::proc_table::NativeProcTable::new(),
+            crate::signal::NativeSignaller::new(),
+        );
+        // Frozen members cannot exit and hand their pid to someone else meanwhile.
+        for info in self.members().into_iter().filter_map(|pid| table.process(pid)) {
+            signaller.signal(info.proc_ref(), crate::signal::Signal::Kill);
         }
         if frozen {
             let _ = std::fs::write(self.path.join("cgroup.freeze"), b"0");
