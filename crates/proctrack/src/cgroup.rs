@@ -287,7 +287,11 @@ impl CgroupLeaf {
             crate::signal::NativeSignaller::new(),
         );
         // Frozen members cannot exit and hand their pid to someone else meanwhile.
-        for info in self.members().into_iter().filter_map(|pid| table.process(pid)) {
+        for info in self
+            .members()
+            .into_iter()
+            .filter_map(|pid| table.process(pid))
+        {
             signaller.signal(info.proc_ref(), crate::signal::Signal::Kill);
         }
         if frozen {
