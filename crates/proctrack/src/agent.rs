@@ -82,11 +82,11 @@ pub struct Agent {
     pub(crate) shim: Option<ProcRef>,
     pub(crate) report: Option<Lines<BufReader<pipe::Receiver>>>,
     pub(crate) leaf: Option<CgroupLeaf>,
-    /// The agent's standard input, when [`StdioMode::Piped`].
+    /// The agent's standard input, when [`StdioMode::Piped`](crate::StdioMode::Piped).
     pub stdin: Option<ChildStdin>,
-    /// The agent's standard output, when [`StdioMode::Piped`].
+    /// The agent's standard output, when [`StdioMode::Piped`](crate::StdioMode::Piped).
     pub stdout: Option<ChildStdout>,
-    /// The agent's standard error, when [`StdioMode::Piped`].
+    /// The agent's standard error, when [`StdioMode::Piped`](crate::StdioMode::Piped).
     pub stderr: Option<ChildStderr>,
     exit: Option<AgentExit>,
     known: Vec<LedgerEntry>,

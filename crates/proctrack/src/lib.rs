@@ -10,13 +10,18 @@
 //!   layer the machine offers ([`Capabilities`], [`Layers`]); [`Agent::wait`],
 //!   [`Agent::refresh`] and [`Agent::teardown`] (a [`TeardownReport`]) follow.
 //! - The layers: a cgroup v2 leaf per eval ([`CgroupRoot`], [`CgroupLeaf`]); the subreaper
-//!   shim ([`shim_main`], started through a [`Launcher`]); a new session and process group;
-//!   discovery by a direct `/proc` scan ([`discover`]) of descendants, process groups and the
-//!   `HYOKA_RUN_ID` [`Marker`].
+//!   shim ([`shim_main`], started through a [`Launcher`]), and the tracker's own process as
+//!   the next subreaper (its adopted orphans are [`Source::Orphan`]); a new session and
+//!   process group; discovery by a direct `/proc` scan ([`discover`]) of descendants, process
+//!   groups and the run [`Instance`]'s [`Marker`] ([`INSTANCE_ENV`]). A layer an agent
+//!   defeats is reported as lost ([`Layer`]).
 //! - Identity: [`Identity`] (pid, start ticks, [`BootId`]) and [`ProcRef`]; every signal goes
 //!   through a [`Signaller`] that re-verifies it (see [`Delivery`]).
-//! - `clean` and `ps`: [`clean_run`] ([`CleanOptions`], [`CleanReport`]), [`list_runs`] and
-//!   [`live_runs`] ([`RunListing`]).
+//! - `clean` and `ps`: [`clean_run`] and [`clean_runs`] ([`CleanOptions`], [`CleanReport`]),
+//!   [`list_runs`] and [`live_runs`] ([`RunListing`]). A reports directory is evidence, not a
+//!   command: it is read through the checks of [`ProcTrackError::Untrusted`], and `clean`
+//!   acts with its owner's power only ([`Authority`]); [`check_reports_dir`] and
+//!   [`read_reports_file`] serve the CLI.
 //! - Seams: [`ProcTable`], [`Signaller`], [`Clock`] with [`NativeProcTable`],
 //!   [`NativeSignaller`], [`SystemClock`]; with the `mock` feature also `FakeSystem`,
 //!   `FakeClock` and the `mockall` mocks `MockProcTable`, `MockSignaller`, `MockClock`.
@@ -102,7 +107,13 @@
 //!
 //! If hyoka is SIGKILLed, the shim receives its parent-death signal and tears its tree down;
 //! whatever it cannot reach (no shim, or an escapee from it) is found by the next
-//! [`clean_run`] through the ledger, the recorded cgroup leaf and the marker.
+//! [`clean_run`] through the ledger, the recorded cgroup leaf and the instance marker. If
+//! instead the agent SIGKILLs the shim, its orphans come to the tracker's process, a
+//! subreaper since [`Tracker::start`]: the agent notices the shim's death, reports
+//! [`Layer::Shim`] lost and attributes those orphans from then on. They are told apart from
+//! the process's own children by their session and by the record of children the tracker
+//! started (taken while forking), and their zombies are reaped by pid only, never with
+//! `waitpid(-1)`, so the statuses tokio waits for are never stolen.
 #![warn(
     clippy::disallowed_methods,
     reason = "libraries read no environment and take time from their callers"

@@ -25,7 +25,7 @@ pub struct TreeSample {
     pub busy_children: u32,
 }
 
-/// Samples a process tree that is not tracked by an [`Agent`] (a tmux pane's, for
+/// Samples a process tree that is not tracked by an [`Agent`](crate::Agent) (a tmux pane's, for
 /// example): `root` and every descendant, found by one `/proc` scan. The CPU is the sum of
 /// their own and their waited-for children's ticks; processes deeper than `agent_depth`
 /// (0: the root is the agent; 1: the root is a wrapper whose children are the agent) count

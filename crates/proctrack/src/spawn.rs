@@ -125,7 +125,7 @@ impl Tracker {
     /// Call it right after starting the process: children it forked before being moved into
     /// the leaf stay outside the leaf, though ancestry and the marker still find them. The
     /// process is not a child of the tracker, so [`Agent::wait`] answers
-    /// [`AgentExit::Unknown`] at once; its own parent waits for it.
+    /// [`AgentExit::Unknown`](crate::AgentExit::Unknown) at once; its own parent waits for it.
     ///
     /// # Errors
     /// [`ProcTrackError::InvalidId`], [`ProcTrackError::DuplicateEval`], or
