@@ -87,8 +87,13 @@ pub(crate) fn own(record: &mut BTreeSet<ProcRef>, pid: i32) {
 /// Makes the calling process a subreaper. Returns whether it is one.
 pub(crate) fn become_subreaper() -> bool {
     let me = rustix::process::getpid();
-    rustix::process::set_child_subreaper(Some(me)).is_ok()
-        && rustix::process::child_subreaper().is_ok_and(|p| p.is_some())
+    let _ = rustix::process::set_child_subreaper(Some(me));
+    is_subreaper()
+}
+
+/// Whether the calling process is a subreaper (the mark stays once set, whoever set it).
+pub(crate) fn is_subreaper() -> bool {
+    rustix::process::child_subreaper().is_ok_and(|p| p.is_some())
 }
 
 /// The session of `self_pid`, from the snapshot; `None` when it is not there (a fake world

@@ -197,7 +197,11 @@ impl Tracker {
             }
         };
         let instance = Instance::generate()?;
-        let subreaper = options.subreaper && crate::orphans::become_subreaper();
+        let subreaper = if options.subreaper {
+            crate::orphans::become_subreaper()
+        } else {
+            crate::orphans::is_subreaper()
+        };
         let mut ledger = Ledger::new(&options.run_id, owner.clone())?;
         ledger.instance = Some(instance.clone());
         ledger.write_atomic(&ledger_path)?;
@@ -260,7 +264,9 @@ impl Tracker {
         ]
     }
 
-    /// Whether this process is a subreaper (see [`TrackerOptions::subreaper`]).
+    /// Whether this process was a subreaper when the run started (see
+    /// [`TrackerOptions::subreaper`]; the mark is the process's, so an earlier tracker may have
+    /// set it).
     pub fn is_subreaper(&self) -> bool {
         self.shared.subreaper
     }
