@@ -11,6 +11,8 @@ use rustix::fs::{Mode, OFlags};
 
 use crate::ProcTrackError;
 use crate::instance::Instance;
+use crate::proc_table::{NativeProcTable, ProcTable as _};
+use crate::signal::{NativeSignaller, Signal, Signaller as _};
 
 /// Where this process can create cgroup v2 leaves.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -279,20 +281,15 @@ impl CgroupLeaf {
         if self.has_kill {
             return std::fs::write(self.path.join("cgroup.kill"), b"1").is_ok();
         }
-        use crate::proc_table::ProcTable as _;
-        use crate::signal::Signaller as _;
         let frozen = std::fs::write(self.path.join("cgroup.freeze"), b"1").is_ok();
-        let (table, signaller) = (
-            crate::proc_table::NativeProcTable::new(),
-            crate::signal::NativeSignaller::new(),
-        );
+        let (table, signaller) = (NativeProcTable::new(), NativeSignaller::new());
         // Frozen members cannot exit and hand their pid to someone else meanwhile.
         for info in self
             .members()
             .into_iter()
             .filter_map(|pid| table.process(pid))
         {
-            signaller.signal(info.proc_ref(), crate::signal::Signal::Kill);
+            signaller.signal(info.proc_ref(), Signal::Kill);
         }
         if frozen {
             let _ = std::fs::write(self.path.join("cgroup.freeze"), b"0");
