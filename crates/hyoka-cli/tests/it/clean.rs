@@ -38,13 +38,7 @@ fn start_lingering(s: &Scratch, run_id: &str) -> (Child, PathBuf) {
     wait_until("the escapees", || escapee_pids(&pids).len() == 3);
     let ledger = s.reports().join(run_id).join("pids.txt");
     let escapees = escapee_pids(&pids);
-    wait_until("the ledger to list every escapee", || {
-        std::fs::read_to_string(&ledger).is_ok_and(|l| {
-            escapees
-                .iter()
-                .all(|pid| l.lines().any(|line| line.starts_with(&format!("{pid}\t"))))
-        })
-    });
+    crate::support::wait_for_ledger(&ledger, &escapees);
     (child, pids)
 }
 
@@ -196,16 +190,6 @@ fn forged_run(s: &Scratch, run_id: &str, ledger: &str) {
     std::fs::write(dir.join("pids.txt"), ledger).unwrap();
 }
 
-fn start_ticks(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    stat[stat.rfind(')').unwrap() + 2..]
-        .split(' ')
-        .nth(19)
-        .unwrap()
-        .parse()
-        .unwrap()
-}
-
 #[test]
 fn strangers_hostile_lines_and_foreign_paths_are_left_alone() {
     let s = Scratch::new();
@@ -226,7 +210,7 @@ fn strangers_hostile_lines_and_foreign_paths_are_left_alone() {
         &format!(
             "# hyoka-pids v1\n# run forged\n# owner 999999 1 {boot}# workspace main {victim}\n# workspace other /etc\n{pid}\t{ticks}\t{pid}\tmain\tsleep\n0\t1\t0\tmain\tx\n1\t1\t1\tmain\tinit\n-1\t5\t5\tmain\tneg\ngarbage line\n{pid}\t",
             victim = victim.display(),
-            ticks = start_ticks(pid) + 1,
+            ticks = crate::support::start_ticks(pid) + 1,
         ),
     );
     let out = clean(&s, &["--json"]);

@@ -129,10 +129,7 @@ fn a_huge_clean_grace_does_not_panic() {
         .unwrap();
     let escapee = read_pid(&ready);
     let ledger = s.reports().join("huge/pids.txt");
-    crate::support::wait_until("the ledger to list the escapee", || {
-        std::fs::read_to_string(&ledger)
-            .is_ok_and(|l| l.lines().any(|x| x.starts_with(&format!("{escapee}\t"))))
-    });
+    crate::support::wait_for_ledger(&ledger, &[escapee]);
     crate::support::send(&run, rustix::process::Signal::KILL);
     run.wait().unwrap();
     let out = s

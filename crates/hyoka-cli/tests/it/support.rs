@@ -187,3 +187,25 @@ impl Scratch {
         self.dir.path().join("files")
     }
 }
+
+/// Field 22 of `/proc/<pid>/stat`: the process's start time in clock ticks.
+pub(crate) fn start_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    stat[stat.rfind(')').unwrap() + 2..]
+        .split(' ')
+        .nth(19)
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// Waits until the ledger at `ledger` lists every one of `pids`.
+#[track_caller]
+pub(crate) fn wait_for_ledger(ledger: &Path, pids: &[u32]) {
+    wait_until("the ledger to list the processes", || {
+        std::fs::read_to_string(ledger).is_ok_and(|l| {
+            pids.iter()
+                .all(|pid| l.lines().any(|line| line.starts_with(&format!("{pid}\t"))))
+        })
+    });
+}

@@ -10,7 +10,6 @@ use std::process::{Command, Output, Stdio};
 
 use crate::support::{
     NOBODY, Scratch, as_nobody, give_to_nobody, hyoka, need_root, pid_alive, read_pid, stderr,
-    wait_until,
 };
 
 /// Runs `script` with `sh -c` as `nobody` and asserts it succeeded.
@@ -48,16 +47,6 @@ fn boot_id() -> String {
         .unwrap()
         .trim()
         .to_owned()
-}
-
-fn start_ticks(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    stat[stat.rfind(')').unwrap() + 2..]
-        .split(' ')
-        .nth(19)
-        .unwrap()
-        .parse()
-        .unwrap()
 }
 
 /// A forged ledger header: the run, an owner that never existed (started at boot, so every
@@ -129,8 +118,8 @@ fn a_forged_ledger_cannot_make_root_signal_roots_processes() {
     let ledger = format!(
         "{}{leader}\t{}\t{leader}\tmain\tsh\n{child}\t{}\t{leader}\tmain\tsleep\n",
         header("forged"),
-        start_ticks(leader),
-        start_ticks(tree.child),
+        crate::support::start_ticks(leader),
+        crate::support::start_ticks(tree.child),
         child = tree.child,
     );
     let reports = nobodys_run(&s, "forged", &ledger);
@@ -296,7 +285,7 @@ fn a_group_writable_run_directory_is_refused() {
     let ledger = format!(
         "{}{leader}\t{}\t{leader}\tmain\tsh\n",
         header("loose"),
-        start_ticks(leader)
+        crate::support::start_ticks(leader)
     );
     let reports = nobodys_run(&s, "loose", &ledger);
     as_nobody_sh(&format!("chmod 777 {}", reports.join("loose").display()));
@@ -332,10 +321,7 @@ fn roots_clean_of_nobodys_crashed_run_keeps_the_ledger_nobodys() {
         .unwrap();
     let escapee = read_pid(&ready);
     let ledger = s.reports().join("crashed/pids.txt");
-    wait_until("the ledger to list the escapee", || {
-        std::fs::read_to_string(&ledger)
-            .is_ok_and(|l| l.lines().any(|x| x.starts_with(&format!("{escapee}\t"))))
-    });
+    crate::support::wait_for_ledger(&ledger, &[escapee]);
     crate::support::send(&run, rustix::process::Signal::KILL);
     run.wait().unwrap();
     let before = std::fs::metadata(&ledger).unwrap();
