@@ -69,7 +69,12 @@ pub fn shim_args(
         "--parent".into(),
         parent.to_string().into(),
         "--grace-ms".into(),
-        grace.as_millis().to_string().into(),
+        // A grace too long for milliseconds in a u64 (centuries) is as good as forever.
+        grace
+            .as_millis()
+            .min(u128::from(u64::MAX))
+            .to_string()
+            .into(),
         "--".into(),
         program.to_owned(),
     ];

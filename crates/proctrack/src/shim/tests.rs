@@ -87,3 +87,12 @@ fn report_lines_round_trip_and_refuse_garbage() {
         assert_eq!(parse_report(bad), None, "{bad:?}");
     }
 }
+
+/// Regression test for issue 11, finding 6: `run --grace` near `u64::MAX` seconds made a
+/// shim argument the shim could not parse (a misleading `spawn_failed`).
+#[test]
+fn a_huge_grace_still_makes_arguments_the_shim_accepts() {
+    let built = shim_args(9, 1234, Duration::MAX, OsStr::new("agent"), &[]);
+    let parsed = parse_args(built).expect("accepted");
+    assert_eq!(parsed.grace, Duration::from_millis(u64::MAX));
+}

@@ -298,3 +298,41 @@ fn escalation_cuts_the_grace_period_short() {
         w.clock.elapsed()
     );
 }
+
+/// Regression test for issue 11, finding 6: a grace or kill timeout near `u64::MAX` seconds
+/// panicked adding it to an `Instant`; now such a period never ends, and teardown simply
+/// waits for what it waits for.
+#[test]
+fn huge_periods_never_overflow() {
+    let w = world();
+    let agent = w.fake.spawn(100, true, "agent", None);
+    let child = w.fake.spawn(agent.pid, false, "child", None);
+    let seams = Seams {
+        table: &w.fake,
+        signaller: &w.fake,
+        clock: &w.clock,
+    };
+    let report = teardown(
+        seams,
+        &root(agent),
+        &[],
+        &TeardownOptions {
+            grace: Duration::MAX,
+            kill_timeout: Duration::MAX,
+            ..TeardownOptions::default()
+        },
+    );
+    assert_eq!(report.survivors, 0);
+    let fates: Vec<(i32, ProcessFate)> = report
+        .processes
+        .iter()
+        .map(|p| (p.pid, p.outcome))
+        .collect();
+    assert_eq!(
+        fates,
+        [
+            (agent.pid, ProcessFate::Terminated),
+            (child.pid, ProcessFate::Terminated)
+        ]
+    );
+}
