@@ -181,3 +181,21 @@ fn an_oversized_ledger_is_refused_unread() {
     assert_eq!(ps.status.code(), Some(0), "{}", stderr(&ps));
     assert_eq!(String::from_utf8_lossy(&ps.stdout).trim(), "no live runs");
 }
+
+/// Regression test for issue 11, finding 6: `run --grace` near `u64::MAX` seconds gave a
+/// misleading `spawn_failed` (the shim could not parse its own grace).
+#[test]
+fn a_huge_run_grace_still_starts_the_agent() {
+    let s = Scratch::new();
+    let out = s.run(&[
+        "--run-id",
+        "huge-grace",
+        "--grace",
+        "18446744073709551615s",
+        "--",
+        "true",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(s.report("huge-grace", "main")["termination"], "exited");
+    s.assert_no_workspaces();
+}
