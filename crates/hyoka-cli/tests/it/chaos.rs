@@ -97,10 +97,20 @@ fn shims_of(parent: u32) -> Vec<hyoka_proctrack::ProcRef> {
 
 fn shim_round(rng: &mut fastrand::Rng, round: u32) {
     use hyoka_proctrack::Signaller as _;
-    let s = Scratch::new();
+    // As `nobody` when we are root: no cgroup layer, so only the subreaper keeps the orphans
+    // of a killed shim (a cgroup leaf would hold these escapees on its own).
+    let nobody = crate::support::is_root();
+    let s = if nobody {
+        Scratch::for_nobody()
+    } else {
+        Scratch::new()
+    };
     let run_id = format!("shimchaos{round}-{}", rng.u32(..));
-    let pids = s.path().join("pids");
-    std::fs::create_dir(&pids).unwrap();
+    let pids = s.files().join("pids");
+    std::fs::create_dir_all(&pids).unwrap();
+    if nobody {
+        crate::support::give_to_nobody(&pids);
+    }
     let evals: String = (0..SHIM_KILLS)
         .map(|i| {
             format!(
@@ -116,14 +126,16 @@ fn shim_round(rng: &mut fastrand::Rng, round: u32) {
         format!("defaults:\n  timeout: 40s\n  grace: 1s\nevals:\n{evals}"),
     )
     .unwrap();
-    let mut hyoka = s
-        .hyoka("run")
+    let mut command = s.hyoka("run");
+    command
         .args(["--run-id", &run_id, "--workers", "12", "--suite"])
         .arg(&suite)
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .stderr(Stdio::piped());
+    if nobody {
+        crate::support::as_nobody(&mut command);
+    }
+    let mut hyoka = command.spawn().unwrap();
     let signaller = hyoka_proctrack::NativeSignaller::new();
     let mut doomed: Vec<(hyoka_proctrack::ProcRef, Instant)> = Vec::new();
     let mut seen = std::collections::BTreeSet::new();

@@ -182,7 +182,8 @@ impl Scratch {
         s
     }
 
-    /// `files/`: where agents of `for_nobody` scratch areas write their pid files.
+    /// `files/`: where agents of `for_nobody` scratch areas write their pid files (and
+    /// where any test may keep files of its own).
     pub(crate) fn files(&self) -> PathBuf {
         self.dir.path().join("files")
     }
