@@ -318,8 +318,14 @@ pub fn clean_run_with(
     let since = ledger.owner.as_ref().map_or(0, |o| o.proc_ref.start_ticks);
     let user = authority.user_filter();
     let snapshot = table.snapshot()?;
-    let (live_entries, skipped) =
-        classify(&ledger.entries, &snapshot, table, other_boot, since, user);
+    let (live_entries, skipped) = classify(
+        std::mem::take(&mut ledger.entries),
+        &snapshot,
+        table,
+        other_boot,
+        since,
+        user,
+    );
     report.skipped = skipped;
 
     let instance = ledger.instance.clone();
@@ -453,7 +459,7 @@ fn open_leaves(
 /// belonging to that user), and the rest. One pass over the snapshot, whatever the size of
 /// the ledger.
 fn classify(
-    entries: &[LedgerEntry],
+    entries: Vec<LedgerEntry>,
     snapshot: &[ProcInfo],
     table: &dyn ProcTable,
     other_boot: bool,
@@ -483,11 +489,8 @@ fn classify(
             }
         };
         match reason {
-            Some(reason) => skipped.push(Skipped {
-                entry: entry.clone(),
-                reason,
-            }),
-            None => live.push(entry.clone()),
+            Some(reason) => skipped.push(Skipped { entry, reason }),
+            None => live.push(entry),
         }
     }
     (live, skipped)
