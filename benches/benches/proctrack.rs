@@ -7,6 +7,10 @@
 //!   process's `environ`) against a full `sysinfo` refresh, with 1,000 extra processes alive.
 //!   Throughput is per process in the table.
 //! - `teardown_engine_fake`: the decision loop alone over `FakeSystem`.
+//! - `ledger_100k`: `clean --dry-run` of one abandoned run whose ledger has 100,000 process
+//!   lines (`clean_run` with `dry_run`: the checks, the bounded read, the one-pass parse, one
+//!   `/proc` snapshot, classification and discovery), against the baseline of merely reading
+//!   the same file and counting its lines.
 //!
 //! The binary is also its own helper: `--tree N FILE` forks N children that pause, writes
 //! FILE and exits (or, with `--hold`, stays); `__shim …` is the subreaper shim.
@@ -25,8 +29,9 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
 use hyoka_proctrack::{
-    AgentCommand, CgroupMode, FakeClock, FakeSystem, Launcher, Marker, NativeProcTable, OnTerm,
-    ProcTable, Scope, Seams, TeardownOptions, Tracker, TrackerOptions, discover, teardown,
+    AgentCommand, CgroupMode, CleanOptions, FakeClock, FakeSystem, Instance, Launcher, Marker,
+    NativeProcTable, OnTerm, ProcTable, Scope, Seams, TeardownOptions, Tracker, TrackerOptions,
+    clean_run, discover, teardown,
 };
 
 const TREE: u32 = 1000;
@@ -44,6 +49,7 @@ fn main() -> ExitCode {
             teardown_1000(&mut criterion);
             discovery(&mut criterion);
             teardown_engine_fake(&mut criterion);
+            ledger_100k(&mut criterion);
             criterion.final_summary();
             ExitCode::SUCCESS
         }
@@ -224,14 +230,7 @@ fn discovery(c: &mut Criterion) {
     group.bench_function(BenchmarkId::new("proc_discover_with_marker", n), |b| {
         b.iter(|| {
             let snapshot = table.snapshot().expect("snapshot");
-            black_box(discover(
-                &snapshot,
-                &[],
-                &scope,
-                &|pid| table.environ(pid),
-                table.self_pid(),
-                table.self_pgid(),
-            ))
+            black_box(discover(&snapshot, &[], &scope, &table))
         });
     });
     // What the tracker really scans: the marker is only looked for in processes younger
@@ -246,14 +245,7 @@ fn discovery(c: &mut Criterion) {
         |b| {
             b.iter(|| {
                 let snapshot = table.snapshot().expect("snapshot");
-                black_box(discover(
-                    &snapshot,
-                    &[],
-                    &young,
-                    &|pid| table.environ(pid),
-                    table.self_pid(),
-                    table.self_pgid(),
-                ))
+                black_box(discover(&snapshot, &[], &young, &table))
             });
         },
     );
@@ -308,6 +300,53 @@ fn teardown_engine_fake(c: &mut Criterion) {
                 black_box(teardown(seams, &scope, &[], &TeardownOptions::default()))
             },
         );
+    });
+    group.finish();
+}
+
+/// Lines in the `ledger_100k` ledger.
+const LEDGER_LINES: u32 = 100_000;
+
+fn ledger_100k(c: &mut Criterion) {
+    use std::fmt::Write as _;
+    let dir = tempfile::Builder::new()
+        .prefix("pt-bench-ledger-")
+        .tempdir()
+        .expect("tempdir");
+    let run = dir.path().join("big");
+    std::fs::create_dir(&run).expect("run dir");
+    std::fs::write(run.join("owner.lock"), b"").expect("lock");
+    let boot = NativeProcTable::new().boot_id().expect("boot id");
+    let instance = Instance::generate().expect("instance");
+    let mut text =
+        format!("# hyoka-pids v1\n# run big\n# owner 4194000 1 {boot}\n# instance {instance}\n");
+    // Pids above any pid_max: every line is a process that is gone, as after a crash.
+    for i in 0..LEDGER_LINES {
+        let pid = 10_000_000 + i;
+        let _ = writeln!(text, "{pid}\t{}\t{pid}\tmain\tagent-tool", 1000 + i);
+    }
+    let ledger = run.join("pids.txt");
+    std::fs::write(&ledger, &text).expect("ledger");
+    let mut group = c.benchmark_group("ledger_100k");
+    group.throughput(Throughput::Elements(u64::from(LEDGER_LINES)));
+    group.sample_size(20);
+    let options = CleanOptions {
+        dry_run: true,
+        ..CleanOptions::default()
+    };
+    group.bench_function("clean_dry_run", |b| {
+        b.iter(|| {
+            let report = clean_run(&run, &options).expect("clean");
+            assert_eq!(report.skipped.len(), LEDGER_LINES as usize);
+            black_box(report)
+        });
+    });
+    // `wc -l` in process: read the file, count its newlines with memchr.
+    group.bench_function("baseline_read_and_count_lines", |b| {
+        b.iter(|| {
+            let bytes = std::fs::read(&ledger).expect("read");
+            black_box(memchr::memchr_iter(b'\n', &bytes).count())
+        });
     });
     group.finish();
 }

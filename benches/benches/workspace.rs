@@ -12,18 +12,22 @@ use std::process::Command;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use hyoka_workspace::{
-    KeepPolicy, Outcome, RunId, Snapshot, TempWorkspace, WorkspaceOptions, remove_tree, scan,
+    KeepPolicy, MarkerOwner, RunId, RunVerdict, Snapshot, TempWorkspace, WorkspaceOptions,
+    remove_tree, scan,
 };
 
 fn options(root: &Path) -> WorkspaceOptions {
     WorkspaceOptions {
         root: root.to_owned(),
-        run_id: RunId::new("bench").expect("valid id"),
+        // What `hyoka run` writes: a default run id, an instance token, the owner's pid (the
+        // marker then is 55 bytes, still inside an ext4 inode).
+        run_id: RunId::new("20261129-120000-abc123").expect("valid id"),
         eval_id: None,
         keep: KeepPolicy::Never,
         starter: None,
         inject: Vec::new(),
-        owner: "1 2 bench".to_owned(),
+        instance: Some("0123456789abcdef".to_owned()),
+        owner: Some(MarkerOwner::pid(4_194_303)),
     }
 }
 
@@ -44,7 +48,7 @@ fn create_remove(c: &mut Criterion) {
         let options = options(root.path());
         b.iter(|| {
             let ws = TempWorkspace::create(&options).expect("create");
-            black_box(ws.close(Outcome::Success).expect("close"));
+            black_box(ws.close(RunVerdict::Success).expect("close"));
         });
     });
     group.finish();

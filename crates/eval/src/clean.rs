@@ -5,16 +5,19 @@
 //! are killed and removed, its workspaces are removed, and the ledger is marked cleaned.
 //! Then the workspace root is swept for marked workspaces whose owner is gone (a run whose
 //! reports are elsewhere). Live runs, identity mismatches, unmarked directories and hostile
-//! ledger lines are reported and never acted on.
+//! ledger lines are reported and never acted on; so is a run directory that fails
+//! `hyoka-proctrack`'s checks (links, loose modes, another user's files), and a run of
+//! another user is cleaned with that user's power only.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+#[cfg(doc)]
+use hyoka_proctrack::ProcTrackError;
 use hyoka_proctrack::{
-    CleanOptions, CleanReport, Identity, LockState, NativeProcTable, ProcRef, ProcTable, clean_run,
-    list_runs,
+    Authority, CleanOptions, CleanReport, ReportsUse, check_reports_dir, clean_runs, owner_running,
 };
-use hyoka_workspace::{read_marker, remove_tree};
+use hyoka_workspace::{Disposal, Expected, InstanceRule, MarkerOwner, find_marked, remove_marked};
 use serde::Serialize;
 
 use crate::error::EvalError;
@@ -103,11 +106,18 @@ pub struct CleanupReport {
 /// leaves are killed and removed, its workspaces are removed, and the ledger is marked
 /// cleaned. Then marked workspaces under `options.workspace_root` whose owner is gone are
 /// removed. Live runs, identity mismatches, unmarked directories and hostile ledger lines are
-/// reported and never acted on. A dry run changes nothing. Blocks for the grace periods.
+/// reported and never acted on; a run directory that fails `hyoka-proctrack`'s checks is
+/// reported as refused and nothing is read from it; a run of another user is cleaned with
+/// that user's power only. A ledger's workspaces are removed only from the workspace root
+/// or the system temp directory, and only when `hyoka-workspace`'s checks prove them the
+/// run instance's. A dry run changes nothing. Blocks for the grace periods.
 ///
 /// # Errors
-/// [`EvalError::Clean`] when the runs cannot be listed or a run cannot be cleaned.
+/// [`EvalError::Tracker`] with [`ProcTrackError::ReportsDir`] when `options.reports` is not
+/// an existing directory (bad input: [`EvalError::is_bad_input`]); [`EvalError::Clean`] when
+/// the runs cannot be listed or cleaned.
 pub fn clean_abandoned(options: &CleanupOptions) -> Result<CleanupReport, EvalError> {
+    check_reports_dir(&options.reports, ReportsUse::Read)?;
     let args = options;
     let workspace_root = &options.workspace_root;
     let options = CleanOptions {
@@ -115,55 +125,55 @@ pub fn clean_abandoned(options: &CleanupOptions) -> Result<CleanupReport, EvalEr
         dry_run: args.dry_run,
         ..CleanOptions::default()
     };
-    let listings = if args.reports.is_dir() {
-        list_runs(&args.reports).map_err(|source| EvalError::Clean {
-            context: "cannot list runs".to_owned(),
-            source,
-        })?
-    } else {
-        Vec::new()
-    };
-    let mut runs = Vec::new();
+    let runs = clean_runs(&args.reports, &options).map_err(|source| EvalError::Clean {
+        context: "cannot clean runs".to_owned(),
+        source,
+    })?;
+    // A ledger's workspaces are removed only from these roots: the one given, and the
+    // default one (the system temp directory).
+    let mut roots = vec![workspace_root.to_owned(), std::env::temp_dir()];
+    roots.dedup();
     let mut workspaces = Vec::new();
     let mut remaining = false;
-    for listing in listings {
-        if listing.state != LockState::Abandoned {
-            continue;
-        }
-        let report = clean_run(&listing.run_dir, &options).map_err(|source| EvalError::Clean {
-            context: format!("run {}", listing.run_id),
-            source,
-        })?;
+    for report in &runs {
         remaining |= if args.dry_run {
-            !report.found.is_empty()
+            !report.found.is_empty() || report.refused.is_some()
         } else {
             !report.is_clean()
         };
+        let Some(authority) = report.authority else {
+            continue;
+        };
+        let instance = match &report.instance {
+            Some(instance) => InstanceRule::Exactly(instance.as_str()),
+            None => InstanceRule::Absent,
+        };
+        let expected = Expected {
+            run_id: &report.run_id,
+            instance,
+            owner_uid: authority.user_filter(),
+        };
         for workspace in &report.workspaces {
-            let result = remove_workspace(&workspace.path, &report.run_id, args.dry_run);
+            let result = dispose(authority, &roots, &workspace.path, &expected, args.dry_run);
             remaining |= result.action.remains();
             workspaces.push(result);
         }
-        runs.push(report);
     }
-    // Marked workspaces of runs whose reports are not under --reports.
-    for path in marked_candidates(workspace_root) {
+    // Marked workspaces of runs whose reports are not under `reports`.
+    for (path, marker) in find_marked(workspace_root) {
         if workspaces.iter().any(|w| w.path == path) {
             continue;
         }
-        let Ok(Some(marker)) = read_marker(&path) else {
+        let Ok(authority) = Authority::of(&path) else {
             continue;
         };
-        let result = if owner_alive(&marker.owner) {
-            WorkspaceCleanup {
-                path,
-                run_id: marker.run_id,
-                action: WorkspaceAction::KeptLive,
-                detail: Some(format!("owner {} is running", marker.owner)),
-            }
-        } else {
-            remove_workspace(&path, &marker.run_id, args.dry_run)
+        let expected = Expected {
+            run_id: &marker.run_id,
+            instance: InstanceRule::Any,
+            owner_uid: authority.user_filter(),
         };
+        let roots = [workspace_root.to_owned()];
+        let result = dispose(authority, &roots, &path, &expected, args.dry_run);
         remaining |= result.action.remains();
         workspaces.push(result);
     }
@@ -175,90 +185,43 @@ pub fn clean_abandoned(options: &CleanupOptions) -> Result<CleanupReport, EvalEr
     })
 }
 
-/// Directories (not links) in `root` whose name starts with `hyoka-`.
-fn marked_candidates(root: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(root) else {
-        return Vec::new();
+/// Removes one recorded workspace with `authority`'s power only, after `hyoka-workspace`'s
+/// checks (see [`remove_marked`]); whether its owner still runs is decided from the
+/// marker's [`MarkerOwner`].
+fn dispose(
+    authority: Authority,
+    roots: &[PathBuf],
+    path: &Path,
+    expected: &Expected<'_>,
+    dry_run: bool,
+) -> WorkspaceCleanup {
+    let alive = |owner: &MarkerOwner, created: u64| {
+        owner_running(
+            owner.pid,
+            owner.start_ticks,
+            owner.boot_id.as_deref(),
+            created,
+        )
     };
-    let mut paths: Vec<PathBuf> = entries
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with("hyoka-"))
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .map(|e| e.path())
-        .collect();
-    paths.sort();
-    paths
-}
-
-/// Removes one workspace of `run_id`, after checking it really is one: an absolute path whose
-/// name is `hyoka-<run_id>-…`, and whose marker, if it has one, names the same run. Anything
-/// else a ledger might name is refused.
-fn remove_workspace(path: &Path, run_id: &str, dry_run: bool) -> WorkspaceCleanup {
-    let result = |action, detail: Option<String>| WorkspaceCleanup {
+    let disposal = authority
+        .run(|| remove_marked(roots, path, expected, &alive, dry_run))
+        .unwrap_or_else(|e| Disposal::Refused(e.to_string()));
+    let (action, detail) = match disposal {
+        Disposal::Removed(_) => (WorkspaceAction::Removed, None),
+        Disposal::WouldRemove => (WorkspaceAction::WouldRemove, None),
+        Disposal::AlreadyGone => (WorkspaceAction::AlreadyGone, None),
+        Disposal::KeptLive(owner) => (
+            WorkspaceAction::KeptLive,
+            Some(format!("owner {owner} is running")),
+        ),
+        Disposal::Incomplete(report) => (WorkspaceAction::Incomplete, Some(report.summary())),
+        Disposal::Refused(why) => (WorkspaceAction::Refused, Some(why)),
+        _ => (WorkspaceAction::Refused, None),
+    };
+    WorkspaceCleanup {
         path: path.to_owned(),
-        run_id: run_id.to_owned(),
+        run_id: expected.run_id.to_owned(),
         action,
         detail,
-    };
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    if !path.is_absolute() || !name.starts_with(&format!("hyoka-{run_id}-")) {
-        return result(
-            WorkspaceAction::Refused,
-            Some("not a workspace of this run (name or path)".to_owned()),
-        );
     }
-    match std::fs::symlink_metadata(path) {
-        Err(_) => return result(WorkspaceAction::AlreadyGone, None),
-        Ok(meta) if !meta.is_dir() => {
-            return result(WorkspaceAction::Refused, Some("not a directory".to_owned()));
-        }
-        Ok(_) => {}
-    }
-    if let Ok(Some(marker)) = read_marker(path)
-        && marker.run_id != run_id
-    {
-        return result(
-            WorkspaceAction::Refused,
-            Some(format!("marked as run {}", marker.run_id)),
-        );
-    }
-    if dry_run {
-        return result(WorkspaceAction::WouldRemove, None);
-    }
-    let report = remove_tree(path);
-    if report.is_complete() {
-        result(WorkspaceAction::Removed, None)
-    } else {
-        result(WorkspaceAction::Incomplete, Some(report.summary()))
-    }
-}
-
-/// Whether the process named by a marker's owner identity still runs. An owner that cannot
-/// be parsed counts as alive: what cannot be proven abandoned is not touched.
-/// Whether a workspace marker's owner (`<pid> <start_ticks>`, or a full identity with the
-/// boot id) still runs. Anything unreadable counts as alive: the workspace is kept.
-fn owner_alive(owner: &str) -> bool {
-    let table = NativeProcTable::new();
-    let proc_ref = if let Ok(identity) = owner.parse::<Identity>() {
-        if table.boot_id().is_ok_and(|boot| boot != identity.boot_id) {
-            return false;
-        }
-        identity.proc_ref
-    } else {
-        let mut fields = owner.split_ascii_whitespace();
-        let (Some(Ok(pid)), Some(Ok(start_ticks)), None) = (
-            fields.next().map(str::parse::<i32>),
-            fields.next().map(str::parse::<u64>),
-            fields.next(),
-        ) else {
-            return true;
-        };
-        ProcRef { pid, start_ticks }
-    };
-    table
-        .process(proc_ref.pid)
-        .is_some_and(|p| p.start_ticks == proc_ref.start_ticks && !p.is_gone())
 }

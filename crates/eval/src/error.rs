@@ -61,6 +61,16 @@ pub enum EvalError {
         /// Why, with examples of valid values.
         reason: String,
     },
+    /// A shard's `run.json` could not be read as evidence (a link, a special file, a file
+    /// others may write, too large, unreadable) or is not a run summary; the message names
+    /// the file.
+    #[error("{message}")]
+    Summary {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, in one line, naming the file.
+        message: String,
+    },
     /// Two shards' summaries name the same eval.
     #[error("eval {eval_id} appears in more than one input (again in {})", input.display())]
     DuplicateEval {
@@ -115,16 +125,18 @@ impl EvalError {
 
     /// Whether the error is bad input that a caller should fix before running again (exit 2
     /// in the CLI): an invalid suite or value, a run id that is live or was never cleaned,
-    /// an invalid id.
+    /// an invalid id, an unusable reports directory.
     pub fn is_bad_input(&self) -> bool {
         match self {
             Self::Suite { .. }
             | Self::InvalidValue { .. }
             | Self::DuplicateEval { .. }
+            | Self::Summary { .. }
             | Self::Tracker(
                 ProcTrackError::RunLive { .. }
                 | ProcTrackError::UncleanRun { .. }
-                | ProcTrackError::InvalidId { .. },
+                | ProcTrackError::InvalidId { .. }
+                | ProcTrackError::ReportsDir { .. },
             )
             | Self::Workspace(WorkspaceError::InvalidId { .. }) => true,
             Self::Eval { source, .. } => source.is_bad_input(),

@@ -113,15 +113,20 @@ pub(crate) async fn run_eval(
 
     mark_phase(&eval_dir, "setup", clock.wall());
     let setup = PhaseClock::start(clock, "setup");
-    let mut workspace = ctx.harness.workspaces.create(&WorkspaceOptions {
-        root: ctx.workspace_root.clone(),
-        run_id: ctx.run_id.clone(),
-        eval_id: ctx.name_with_eval.then(|| spec.eval_id.clone()),
-        keep: ctx.keep,
-        starter: spec.starter.clone(),
-        inject: spec.phases.files.clone(),
-        owner: ctx.harness.processes.marker_owner(),
-    })?;
+    let mut workspace = create_recorded(
+        ctx,
+        eval_id,
+        &WorkspaceOptions {
+            root: ctx.workspace_root.clone(),
+            run_id: ctx.run_id.clone(),
+            eval_id: ctx.name_with_eval.then(|| spec.eval_id.clone()),
+            keep: ctx.keep,
+            starter: spec.starter.clone(),
+            inject: spec.phases.files.clone(),
+            instance: ctx.harness.processes.instance(),
+            owner: ctx.harness.processes.marker_owner(),
+        },
+    )?;
     let home = if spec.phases.isolate_home {
         Some(isolated_home(ctx, &spec.eval_id)?)
     } else {
@@ -296,10 +301,22 @@ pub(crate) async fn run_eval(
     for teardown in &teardowns {
         cleanup.processes_seen += teardown.processes_seen as u64;
         cleanup.processes_killed += teardown.processes_killed as u64;
-        cleanup.survivors += teardown.survivors as u64;
+        cleanup.survivors = cleanup
+            .survivors
+            .map(|n| n + teardown.survivors as u64)
+            .filter(|_| teardown.survivors_unknown.is_none());
+        if let Some(why) = &teardown.survivors_unknown {
+            cleanup.survivors_unknown.get_or_insert_with(|| why.clone());
+        }
+        for layer in &teardown.layers_lost {
+            let name = layer.as_str().to_owned();
+            if !cleanup.layers_lost.contains(&name) {
+                cleanup.layers_lost.push(name);
+            }
+        }
     }
     cleanup.layers = layer_names(outcome.layers);
-    let cleaned = cleanup.survivors == 0 && cleanup.workspace_leftovers.is_empty();
+    let cleaned = cleanup.survivors == Some(0) && cleanup.workspace_leftovers.is_empty();
     phases.push(cleanup_clock.finish(
         if cleaned {
             PhaseStatus::Passed
@@ -310,7 +327,9 @@ pub(crate) async fn run_eval(
         (!cleaned).then(|| {
             format!(
                 "{} survivor(s), {} leftover(s)",
-                cleanup.survivors,
+                cleanup
+                    .survivors
+                    .map_or_else(|| "unknown".to_owned(), |n| n.to_string()),
                 cleanup.workspace_leftovers.len()
             )
         }),
@@ -357,22 +376,20 @@ pub(crate) async fn run_eval(
 /// so `clean` removes it after a crash) with its XDG directories.
 fn isolated_home(ctx: &RunContext, eval_id: &EvalId) -> Result<Box<dyn EvalWorkspace>, EvalError> {
     let home_id = EvalId::new(format!("{eval_id}.home"))?;
-    let home = ctx.harness.workspaces.create(&WorkspaceOptions {
-        root: ctx.workspace_root.clone(),
-        run_id: ctx.run_id.clone(),
-        eval_id: Some(home_id.clone()),
-        keep: KeepPolicy::Never,
-        starter: None,
-        inject: Vec::new(),
-        owner: ctx.harness.processes.marker_owner(),
-    })?;
-    if let Err(err) = ctx
-        .harness
-        .processes
-        .record_workspace(home_id.as_str(), home.path())
-    {
-        tracing::warn!(error = %err, "cannot record the isolated home in the ledger");
-    }
+    let home = create_recorded(
+        ctx,
+        home_id.as_str(),
+        &WorkspaceOptions {
+            root: ctx.workspace_root.clone(),
+            run_id: ctx.run_id.clone(),
+            eval_id: Some(home_id.clone()),
+            keep: KeepPolicy::Never,
+            starter: None,
+            inject: Vec::new(),
+            instance: ctx.harness.processes.instance(),
+            owner: ctx.harness.processes.marker_owner(),
+        },
+    )?;
     prepare_home(&*home)?;
     Ok(home)
 }
@@ -806,4 +823,19 @@ async fn tail_jsonl(
     }
     splitter.finish(|line, oversized| handle(line, oversized, &mut bad));
     (0, bad)
+}
+
+/// Creates a workspace of `id` (or an isolated home), recording it in the run's ledger
+/// *before* it exists, so an owner that dies while it is made or filled leaves nothing
+/// `clean` does not know of. When recording fails nothing is created.
+fn create_recorded(
+    ctx: &RunContext,
+    id: &str,
+    options: &WorkspaceOptions,
+) -> Result<Box<dyn EvalWorkspace>, EvalError> {
+    let processes = &ctx.harness.processes;
+    Ok(ctx
+        .harness
+        .workspaces
+        .create(options, &mut |path| processes.record_workspace(id, path))?)
 }

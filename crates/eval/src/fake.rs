@@ -13,7 +13,9 @@ use hyoka_proctrack::{
     AgentCommand, AgentExit, FAKE_SELF_PID, FakeSystem, Layers, LedgerEntry, OnTerm, ProcRef,
     ProcTable, ProcTrackError, Scope, Seams, TeardownOptions, TeardownReport, teardown,
 };
-use hyoka_workspace::{Entry, MemWorkspace, Usage, Workspace, WorkspaceError, WorkspaceOptions};
+use hyoka_workspace::{
+    Entry, MarkerOwner, MemWorkspace, Usage, Workspace, WorkspaceError, WorkspaceOptions,
+};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::watch;
@@ -23,6 +25,9 @@ use crate::host::{
 };
 use crate::report::Status;
 use crate::watch::{FileChange, WatchUpdate};
+
+/// The instance token of the fake run.
+const FAKE_INSTANCE: &str = "00000000000000fa";
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
@@ -204,7 +209,8 @@ impl FakeHost {
         lock(&self.inner.spawned).clone()
     }
 
-    /// The workspaces recorded for crash cleanup so far, in order.
+    /// The workspaces recorded for crash cleanup so far, as a ledger lists them: one per
+    /// id, in the order they were last recorded.
     pub fn recorded(&self) -> Vec<(String, PathBuf)> {
         lock(&self.inner.recorded).clone()
     }
@@ -233,12 +239,19 @@ impl FakeHost {
 
 #[async_trait]
 impl Processes for FakeHost {
-    fn marker_owner(&self) -> String {
-        format!("{FAKE_SELF_PID} 1")
+    fn instance(&self) -> Option<String> {
+        Some(FAKE_INSTANCE.to_owned())
+    }
+
+    fn marker_owner(&self) -> Option<MarkerOwner> {
+        Some(MarkerOwner::pid(FAKE_SELF_PID))
     }
 
     fn record_workspace(&self, id: &str, path: &Path) -> Result<(), ProcTrackError> {
-        lock(&self.inner.recorded).push((id.to_owned(), path.to_owned()));
+        // As the ledger records it: a later record of the same id replaces the earlier one.
+        let mut recorded = lock(&self.inner.recorded);
+        recorded.retain(|(known, _)| known != id);
+        recorded.push((id.to_owned(), path.to_owned()));
         Ok(())
     }
 
@@ -398,7 +411,7 @@ impl Process for FakeProcess {
         let report = teardown(seams, &scope, &[], &options);
         if self.exit().is_none() {
             let terminated = report.processes.iter().any(|p| {
-                p.pid == self.root.pid && p.outcome == hyoka_proctrack::Outcome::Terminated
+                p.pid == self.root.pid && p.outcome == hyoka_proctrack::ProcessFate::Terminated
             });
             let signal = if terminated { SIGTERM } else { SIGKILL };
             self.exit_tx.send_replace(Some(AgentExit::Signal(signal)));
@@ -552,14 +565,24 @@ impl EvalWorkspace for MemHandle {
 }
 
 impl Workspaces for FakeHost {
-    fn create(&self, options: &WorkspaceOptions) -> Result<Box<dyn EvalWorkspace>, WorkspaceError> {
+    fn create(
+        &self,
+        options: &WorkspaceOptions,
+        record: &mut dyn FnMut(&Path) -> Result<(), ProcTrackError>,
+    ) -> Result<Box<dyn EvalWorkspace>, WorkspaceError> {
         let mut workspaces = lock(&self.inner.workspaces);
         let name = match &options.eval_id {
             Some(eval) => format!("hyoka-{}-{eval}-{}", options.run_id, workspaces.len()),
             None => format!("hyoka-{}-{}", options.run_id, workspaces.len()),
         };
+        let path = Path::new("/mem").join(name);
+        // Recorded before it exists, as `TempWorkspace::create_recorded` does.
+        record(&path).map_err(|e| WorkspaceError::Record {
+            path: path.clone(),
+            source: Box::new(e),
+        })?;
         let workspace = Arc::new(MemEval {
-            path: Path::new("/mem").join(name),
+            path,
             inner: Mutex::new(Arc::new(MemWorkspace::new())),
             watcher: Arc::new(Mutex::new(None)),
             closed: Mutex::new(false),

@@ -15,7 +15,9 @@ use hyoka_proctrack::{
     Agent, AgentCommand, AgentExit, Layers, NativeProcTable, NativeSignaller, ProcTable,
     ProcTrackError, Signal, Signaller, TeardownOptions, TeardownReport, Tracker,
 };
-use hyoka_workspace::{Closed, TempWorkspace, Workspace, WorkspaceError, WorkspaceOptions};
+use hyoka_workspace::{
+    Closed, MarkerOwner, RunVerdict, TempWorkspace, Workspace, WorkspaceError, WorkspaceOptions,
+};
 use tokio::io::AsyncRead;
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -50,9 +52,14 @@ pub trait Process: Send {
 /// Where an eval's processes start.
 #[async_trait]
 pub trait Processes: Send + Sync {
-    /// The owner recorded in the markers of the run's workspaces.
-    fn marker_owner(&self) -> String;
-    /// Records a workspace of `id` so that a crash leaves its removal to `hyoka clean`.
+    /// The run instance's token, recorded in the markers of the run's workspaces: `clean`
+    /// removes a workspace a ledger lists only when its marker names the same instance.
+    fn instance(&self) -> Option<String>;
+    /// The process recorded as the owner in the markers of the run's workspaces
+    /// (`hyoka-workspace`'s [`MarkerOwner`] writes and parses the format).
+    fn marker_owner(&self) -> Option<MarkerOwner>;
+    /// Records a workspace of `id` so that a crash leaves its removal to `hyoka clean`;
+    /// called before the workspace exists (see [`Workspaces::create`]).
     ///
     /// # Errors
     /// The tracker's, when the ledger cannot be written.
@@ -108,11 +115,18 @@ pub enum WorkspaceEnd {
 
 /// Where an eval's workspaces (and isolated homes) come from.
 pub trait Workspaces: Send + Sync {
-    /// Creates, marks and fills a workspace.
+    /// Creates, marks and fills a workspace, calling `record` with its path *before* the
+    /// directory exists (and again with a new path if that name was taken meanwhile), so
+    /// an owner that dies while it is made leaves nothing unrecorded.
     ///
     /// # Errors
-    /// The workspace's, when it cannot be created.
-    fn create(&self, options: &WorkspaceOptions) -> Result<Box<dyn EvalWorkspace>, WorkspaceError>;
+    /// The workspace's, when it cannot be created; [`WorkspaceError::Record`] (and nothing
+    /// created) when `record` fails.
+    fn create(
+        &self,
+        options: &WorkspaceOptions,
+        record: &mut dyn FnMut(&Path) -> Result<(), ProcTrackError>,
+    ) -> Result<Box<dyn EvalWorkspace>, WorkspaceError>;
 }
 
 /// Time for the harness: the monotonic clock of tokio (so a paused test runtime drives the
@@ -184,13 +198,14 @@ pub struct TrackedProcesses {
 
 #[async_trait]
 impl Processes for TrackedProcesses {
-    /// `<pid> <start_ticks>`, short enough for the marker to stay in the inode
-    /// (`hyoka-workspace`'s `marker` docs). The boot id is left out: after a reboot a dead
-    /// owner could only be taken for alive (its workspace is kept), never the other way
-    /// round.
-    fn marker_owner(&self) -> String {
-        let owner = self.tracker.owner();
-        format!("{} {}", owner.proc_ref.pid, owner.proc_ref.start_ticks)
+    fn instance(&self) -> Option<String> {
+        Some(self.tracker.instance().to_string())
+    }
+
+    /// The tracker's owner process by pid; the workspace's creation time stands for its
+    /// start time (`hyoka-workspace`'s `marker` docs).
+    fn marker_owner(&self) -> Option<MarkerOwner> {
+        Some(MarkerOwner::pid(self.tracker.owner().pid()))
     }
 
     fn record_workspace(&self, id: &str, path: &Path) -> Result<(), ProcTrackError> {
@@ -290,8 +305,12 @@ impl Process for TrackedProcess {
 pub struct TempWorkspaces;
 
 impl Workspaces for TempWorkspaces {
-    fn create(&self, options: &WorkspaceOptions) -> Result<Box<dyn EvalWorkspace>, WorkspaceError> {
-        Ok(Box::new(TempWorkspace::create(options)?))
+    fn create(
+        &self,
+        options: &WorkspaceOptions,
+        record: &mut dyn FnMut(&Path) -> Result<(), ProcTrackError>,
+    ) -> Result<Box<dyn EvalWorkspace>, WorkspaceError> {
+        Ok(Box::new(TempWorkspace::create_recorded(options, record)?))
     }
 }
 
@@ -314,9 +333,9 @@ impl EvalWorkspace for TempWorkspace {
 
     fn close(self: Box<Self>, status: Status) -> WorkspaceEnd {
         let outcome = if status == Status::Passed {
-            hyoka_workspace::Outcome::Success
+            RunVerdict::Success
         } else {
-            hyoka_workspace::Outcome::Failure
+            RunVerdict::Failure
         };
         match TempWorkspace::close(*self, outcome) {
             Ok(Closed::Kept(path)) => WorkspaceEnd::Kept(path),

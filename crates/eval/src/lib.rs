@@ -24,10 +24,11 @@
 //!   the `mock` feature `FakeHost`, `FakeProgram` and `FakeClock` run the same policy in
 //!   memory.
 //! - Records are written atomically ([`write_json`]); [`merge_summaries`] joins the
-//!   summaries of a suite's shards; with the `schema` feature [`schemas`] gives their JSON
-//!   Schemas.
+//!   summaries of a suite's shards (each read as evidence by [`read_summary`]); with the
+//!   `schema` feature [`schemas`] gives their JSON Schemas.
 //! - After a crash, [`clean_abandoned`] repairs what abandoned runs left behind (their
-//!   processes through `hyoka-proctrack`, their workspaces through `hyoka-workspace`).
+//!   processes through `hyoka-proctrack`, their workspaces through `hyoka-workspace`, each
+//!   only when provably the run instance's, with the run owner's power).
 //!
 //! # Example
 //!
@@ -141,7 +142,7 @@ pub use crate::limits::{
     DEFAULT_MAX_FILES, DEFAULT_MAX_OUTPUT_SIZE, DEFAULT_MAX_SESSION_ACTIONS, DEFAULT_MAX_TURNS,
     LimitSet, Monitor, PartialLimits,
 };
-pub use crate::merge::merge_summaries;
+pub use crate::merge::{merge_summaries, read_summary};
 pub use crate::records::{
     LiveRun, PhaseNow, STATUS_FILE, current_phase, live_runs, millis, rfc3339, write_json,
 };

@@ -1,12 +1,43 @@
 //! One summary from the `run.json` files of a suite's shards.
 
 use std::collections::HashSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use crate::error::EvalError;
 use crate::records::{millis, rfc3339};
 use crate::report::{EvalSummary, RunSummary};
+
+/// The largest `run.json` read (a suite of a hundred thousand evals stays well below it).
+const MAX_RUN_JSON: u64 = 256 << 20;
+
+/// Reads one shard's summary for [`merge_summaries`]: `input` is a run directory (its
+/// `run.json` is read) or a `run.json` file. The file is read as evidence, the way `clean`
+/// reads a ledger: not through a link, not a FIFO or a device, not writable by others than
+/// its owner, and bounded in size. Returns the run directory with the summary.
+///
+/// # Errors
+/// [`EvalError::Summary`] when the file fails those checks, cannot be read, or is not a
+/// run summary.
+pub fn read_summary(input: &Path) -> Result<(PathBuf, RunSummary), EvalError> {
+    let (file, dir) = if input.is_dir() {
+        (input.join("run.json"), input.to_owned())
+    } else {
+        (
+            input.to_owned(),
+            input.parent().map_or_else(PathBuf::new, Path::to_owned),
+        )
+    };
+    let fail = |message: String| EvalError::Summary {
+        path: file.clone(),
+        message,
+    };
+    let text = hyoka_proctrack::read_reports_file(&file, MAX_RUN_JSON)
+        .map_err(|e| fail(format!("cannot read {}: {e}", file.display())))?;
+    let summary = serde_json::from_slice(&text)
+        .map_err(|e| fail(format!("{} is not a run.json: {e}", file.display())))?;
+    Ok((dir, summary))
+}
 
 /// Merges the summaries of a suite's shards, each with the run directory it came from (each
 /// eval's `report` path is made relative to where the merged summary's reader starts). The

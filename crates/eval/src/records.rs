@@ -81,8 +81,10 @@ pub struct PhaseNow {
 /// The live runs (owner lock held) under `reports`, each with its evals' phases.
 ///
 /// # Errors
-/// [`EvalError::Clean`] when the runs cannot be listed.
+/// [`EvalError::Tracker`] when `reports` is not an existing directory (bad input:
+/// [`EvalError::is_bad_input`]); [`EvalError::Clean`] when the runs cannot be listed.
 pub fn live_runs(reports: &Path) -> Result<Vec<LiveRun>, EvalError> {
+    hyoka_proctrack::check_reports_dir(reports, hyoka_proctrack::ReportsUse::Read)?;
     let listings = hyoka_proctrack::live_runs(reports).map_err(|source| EvalError::Clean {
         context: "cannot list runs".to_owned(),
         source,

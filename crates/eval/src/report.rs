@@ -103,15 +103,25 @@ pub struct Counts {
 }
 
 /// What was cleaned up after the agent.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Cleanup {
     /// Processes of the agent's tree that hyoka saw.
     pub processes_seen: u64,
     /// Processes hyoka had to signal to stop.
     pub processes_killed: u64,
-    /// Processes still alive after teardown (should always be 0).
-    pub survivors: u64,
+    /// Processes still alive after teardown (should always be 0), as counted by a final scan
+    /// that covered every containment layer still in force; `null` when no such scan could
+    /// prove it (`survivors_unknown` says why), never 0 by assumption.
+    pub survivors: Option<u64>,
+    /// Why `survivors` is `null`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub survivors_unknown: Option<String>,
+    /// Containment layers lost while the agent ran: `shim` (it died before teardown asked
+    /// it to stop; its orphans came to hyoka, a subreaper too) and `cgroup` (a process of the
+    /// tree was found outside its leaf).
+    #[serde(default)]
+    pub layers_lost: Vec<String>,
     /// Whether the workspace was removed completely.
     pub workspace_removed: bool,
     /// Where the workspace was kept, per `--keep-workspace`.
@@ -122,6 +132,22 @@ pub struct Cleanup {
     /// The containment layers the agent ran under (`cgroup`, `shim`, `session`, `marker`).
     #[serde(default)]
     pub layers: Vec<String>,
+}
+
+impl Default for Cleanup {
+    fn default() -> Self {
+        Self {
+            processes_seen: 0,
+            processes_killed: 0,
+            survivors: Some(0),
+            survivors_unknown: None,
+            layers_lost: Vec::new(),
+            workspace_removed: false,
+            workspace_kept_at: None,
+            workspace_leftovers: Vec::new(),
+            layers: Vec::new(),
+        }
+    }
 }
 
 /// `reports/<run_id>/<eval_id>/report.json`.

@@ -118,13 +118,15 @@ pub struct RunOutcome {
 ///
 /// # Errors
 /// [`EvalError::Tracker`] when the run cannot start (its id is live, or an earlier run with
-/// it was never cleaned, or the reports directory is unusable); otherwise as [`run`].
+/// it was never cleaned, or the reports directory is unusable, which is checked before
+/// anything is created); otherwise as [`run`].
 pub async fn run_tracked(
     plan: &RunPlan,
     containment: Containment,
     stop: Stop,
     observer: Arc<dyn Observer>,
 ) -> Result<RunOutcome, EvalError> {
+    hyoka_proctrack::check_reports_dir(&plan.reports, hyoka_proctrack::ReportsUse::Write)?;
     let mut options = TrackerOptions::new(plan.run_id.as_str(), &plan.reports);
     options.shim = containment.shim;
     options.shim_grace = containment.shim_grace.unwrap_or(DEFAULT_GRACE);

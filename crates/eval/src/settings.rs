@@ -146,8 +146,10 @@ pub struct EvalPhases {
     pub pass_env: Vec<String>,
 }
 
-/// A file or directory to inject into a workspace: `source` must exist, and `target` (the
-/// source's file name by default) must stay inside the workspace.
+/// A file or directory to inject into a workspace: `source` must be a regular file (at most
+/// `hyoka-workspace`'s `MAX_INJECTED_FILE_BYTES`) or a directory, never a FIFO or a device,
+/// and `target` (the source's file name by default) must name something inside the
+/// workspace.
 ///
 /// # Errors
 /// [`EvalError::InvalidValue`] saying which rule the file or its target breaks.
@@ -175,7 +177,17 @@ pub fn injection(source: PathBuf, target: Option<PathBuf>) -> Result<Injection, 
             "must stay inside the workspace",
         ));
     }
-    Ok(Injection { source, target })
+    let injection = Injection { source, target };
+    // A regular file (size-capped) or a directory, never a FIFO or a device, and a target
+    // that names something: refused before anything is created.
+    hyoka_workspace::check_injection(&injection).map_err(|e| {
+        EvalError::invalid(
+            "file",
+            &injection.source.display().to_string(),
+            e.to_string(),
+        )
+    })?;
+    Ok(injection)
 }
 
 /// Whether `name` can be an environment variable's name (not empty, no `=`, no NUL).

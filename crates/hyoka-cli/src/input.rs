@@ -19,15 +19,12 @@ pub(crate) fn require_dir(path: &Path, what: &str) -> Result<(), Fail> {
     }
 }
 
-/// A reports path that exists must be a directory (a missing one is created later).
+/// A reports path runs are written to must be usable (`hyoka-proctrack`'s
+/// [`check_reports_dir`](hyoka_proctrack::check_reports_dir)): a writable directory, or one
+/// that can be created, not on a kernel or read-only file system.
 pub(crate) fn check_reports_dir(path: &Path) -> Result<(), Fail> {
-    match std::fs::metadata(path) {
-        Ok(meta) if !meta.is_dir() => Err(Fail::usage(format!(
-            "reports path {} is not a directory",
-            path.display()
-        ))),
-        _ => Ok(()),
-    }
+    hyoka_proctrack::check_reports_dir(path, hyoka_proctrack::ReportsUse::Write)
+        .map_err(|e| Fail::usage(e.to_string()))
 }
 
 /// `YYYYMMDD-HHMMSS-xxxxxx` in UTC, with a random suffix so two runs in one second differ.

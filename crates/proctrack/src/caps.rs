@@ -52,3 +52,25 @@ pub struct Layers {
     /// Carrying the `HYOKA_RUN_ID`/`HYOKA_EVAL_ID` marker (always, unless the agent clears it).
     pub marker: bool,
 }
+
+/// One containment layer, as named in reports (`cleanup.layers_lost`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Layer {
+    /// The eval's cgroup v2 leaf: a process of the tree was found outside it (a process that
+    /// may write the root cgroup's `cgroup.procs` can leave).
+    Cgroup,
+    /// The subreaper shim: it died before teardown asked it to stop (an agent may SIGKILL
+    /// it), so its orphans went to hyoka, the next subreaper.
+    Shim,
+}
+
+impl Layer {
+    /// The layer's name in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Cgroup => "cgroup",
+            Self::Shim => "shim",
+        }
+    }
+}

@@ -10,6 +10,9 @@ use std::time::Duration;
 use rustix::fs::{Mode, OFlags};
 
 use crate::ProcTrackError;
+use crate::instance::Instance;
+use crate::proc_table::{NativeProcTable, ProcTable as _};
+use crate::signal::{NativeSignaller, Signal, Signaller as _};
 
 /// Where this process can create cgroup v2 leaves.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,20 +122,29 @@ impl CgroupRoot {
         })
     }
 
-    /// Where [`CgroupRoot::create_leaf`] puts eval `eval_id`'s leaf, so it can be recorded
-    /// before it exists.
-    pub fn leaf_path(&self, run_id: &str, eval_id: &str) -> PathBuf {
-        self.base.join(format!("hyoka-{run_id}")).join(eval_id)
+    /// Where [`CgroupRoot::create_leaf`] puts eval `eval_id`'s leaf of run instance
+    /// `instance`, so it can be recorded before it exists:
+    /// `<base>/hyoka-<run_id>-<instance>/<eval_id>`. Keyed by the instance, a leaf left by a
+    /// crashed run never collides with a later run that reuses the run id.
+    pub fn leaf_path(&self, run_id: &str, instance: &Instance, eval_id: &str) -> PathBuf {
+        self.base
+            .join(run_dir_name(run_id, Some(instance)))
+            .join(eval_id)
     }
 
-    /// Creates the leaf `<base>/hyoka-<run_id>/<eval_id>` (ids must already be validated).
+    /// Creates the leaf [`CgroupRoot::leaf_path`] (ids must already be validated).
     ///
     /// # Errors
     /// [`ProcTrackError::Io`] when a directory cannot be created (an existing leaf is an error:
     /// it would mean two trackers share one eval).
-    pub fn create_leaf(&self, run_id: &str, eval_id: &str) -> Result<CgroupLeaf, ProcTrackError> {
-        let path = self.leaf_path(run_id, eval_id);
-        let run_dir = self.base.join(format!("hyoka-{run_id}"));
+    pub fn create_leaf(
+        &self,
+        run_id: &str,
+        instance: &Instance,
+        eval_id: &str,
+    ) -> Result<CgroupLeaf, ProcTrackError> {
+        let path = self.leaf_path(run_id, instance, eval_id);
+        let run_dir = self.base.join(run_dir_name(run_id, Some(instance)));
         match std::fs::create_dir(&run_dir) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
@@ -142,13 +154,24 @@ impl CgroupRoot {
         Ok(CgroupLeaf {
             path,
             has_kill: self.has_kill,
+            may_kill: true,
         })
     }
 }
 
+/// The name of a run's cgroup directory: `hyoka-<run_id>-<instance>`, or `hyoka-<run_id>` for
+/// a ledger written before instances existed.
+fn run_dir_name(run_id: &str, instance: Option<&Instance>) -> String {
+    match instance {
+        Some(instance) => format!("hyoka-{run_id}-{instance}"),
+        None => format!("hyoka-{run_id}"),
+    }
+}
+
 /// Whether a recorded leaf path looks like one of ours: absolute, no `..`, under the cgroup2
-/// mount, named `…/hyoka-<run_id>/<eval_id>`.
-fn looks_ours(path: &Path, run_id: &str, mount: &Path) -> bool {
+/// mount, named `…/hyoka-<run_id>-<instance>/<eval_id>` (`…/hyoka-<run_id>/<eval_id>` without
+/// an instance).
+fn looks_ours(path: &Path, run_id: &str, instance: Option<&Instance>, mount: &Path) -> bool {
     let clean = path.is_absolute()
         && path
             .components()
@@ -156,14 +179,19 @@ fn looks_ours(path: &Path, run_id: &str, mount: &Path) -> bool {
     let parent_ok = path
         .parent()
         .and_then(Path::file_name)
-        .is_some_and(|n| n == OsStr::new(&format!("hyoka-{run_id}")));
+        .is_some_and(|n| n == OsStr::new(&run_dir_name(run_id, instance)));
     clean && parent_ok && path.starts_with(mount)
 }
 
 /// For a recorded leaf that does not exist (its owner died after recording it, before or
 /// while creating it): removes the run's `hyoka-<run_id>` directory if it was left empty.
-pub(crate) fn remove_empty_run_dir(path: &Path, run_id: &str, mount: &Path) {
-    if looks_ours(path, run_id, mount)
+pub(crate) fn remove_empty_run_dir(
+    path: &Path,
+    run_id: &str,
+    instance: Option<&Instance>,
+    mount: &Path,
+) {
+    if looks_ours(path, run_id, instance, mount)
         && !path.exists()
         && let Some(run_dir) = path.parent()
     {
@@ -177,18 +205,39 @@ pub(crate) fn remove_empty_run_dir(path: &Path, run_id: &str, mount: &Path) {
 pub struct CgroupLeaf {
     path: PathBuf,
     has_kill: bool,
+    /// Whether [`CgroupLeaf::kill`] may kill the whole leaf at once (not when acting for a
+    /// user who could not: then each member is signalled, and checked, on its own).
+    may_kill: bool,
 }
 
 impl CgroupLeaf {
     /// Opens an existing leaf (for `clean`), after checking that `path` looks like one of ours:
-    /// absolute, no `..`, under a cgroup2 mount, named `…/hyoka-<run_id>/<eval_id>`.
-    pub fn open_recorded(path: &Path, run_id: &str, mount: &Path) -> Option<Self> {
-        if !(looks_ours(path, run_id, mount) && path.join("cgroup.procs").is_file()) {
+    /// absolute, no `..`, under a cgroup2 mount, named `…/hyoka-<run_id>-<instance>/<eval_id>`
+    /// (without an instance, `…/hyoka-<run_id>/<eval_id>`), a directory (not a link).
+    ///
+    /// With `owner` (acting for another user), the leaf must belong to that user, and it is
+    /// never killed at once: its members are signalled one by one, each checked.
+    pub fn open_recorded(
+        path: &Path,
+        run_id: &str,
+        instance: Option<&Instance>,
+        mount: &Path,
+        owner: Option<u32>,
+    ) -> Option<Self> {
+        use std::os::unix::fs::MetadataExt as _;
+        let meta = std::fs::symlink_metadata(path).ok()?;
+        let owned = owner.is_none_or(|uid| meta.uid() == uid);
+        if !(looks_ours(path, run_id, instance, mount)
+            && meta.is_dir()
+            && owned
+            && path.join("cgroup.procs").is_file())
+        {
             return None;
         }
         Some(Self {
             path: path.to_owned(),
             has_kill: path.join("cgroup.kill").exists(),
+            may_kill: owner.is_none(),
         })
     }
 
@@ -222,19 +271,25 @@ impl CgroupLeaf {
     /// SIGKILLs every process in the leaf at once, including ones forking right now.
     ///
     /// Uses `cgroup.kill`; without it (Linux < 5.14) freezes the leaf, SIGKILLs each member
-    /// (a fatal signal is delivered even to frozen tasks) and thaws it. Returns whether the
-    /// kill was issued.
+    /// through the verified [`Signaller`](crate::Signaller) (a fatal signal is delivered even
+    /// to frozen tasks) and thaws it. Returns whether the kill was issued (never for a leaf
+    /// opened on another user's behalf).
     pub fn kill(&self) -> bool {
+        if !self.may_kill {
+            return false;
+        }
         if self.has_kill {
             return std::fs::write(self.path.join("cgroup.kill"), b"1").is_ok();
         }
         let frozen = std::fs::write(self.path.join("cgroup.freeze"), b"1").is_ok();
-        for pid in self.members() {
-            if let Some(pid) =
-                rustix::process::Pid::from_raw(pid).filter(|p| p.as_raw_nonzero().get() > 1)
-            {
-                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-            }
+        let (table, signaller) = (NativeProcTable::new(), NativeSignaller::new());
+        // Frozen members cannot exit and hand their pid to someone else meanwhile.
+        for info in self
+            .members()
+            .into_iter()
+            .filter_map(|pid| table.process(pid))
+        {
+            signaller.signal(info.proc_ref(), Signal::Kill);
         }
         if frozen {
             let _ = std::fs::write(self.path.join("cgroup.freeze"), b"0");
@@ -244,13 +299,17 @@ impl CgroupLeaf {
 
     /// Removes the leaf (and its `hyoka-<run_id>` parent when that is now empty), waiting up to
     /// `patience` for exiting processes to leave it. Returns whether the leaf is gone.
+    ///
+    /// A `patience` too long for the clock means waiting as long as it takes.
     pub fn remove(&self, patience: Duration, clock: &dyn crate::Clock) -> bool {
-        let deadline = clock.now() + patience;
+        let deadline = crate::clock::deadline(clock.now(), patience);
         loop {
             match std::fs::remove_dir(&self.path) {
                 Ok(()) => break,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
-                Err(_) if clock.now() < deadline => clock.sleep(Duration::from_millis(5)),
+                Err(_) if deadline.is_none_or(|d| clock.now() < d) => {
+                    clock.sleep(Duration::from_millis(5));
+                }
                 Err(_) => return false,
             }
         }

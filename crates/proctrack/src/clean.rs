@@ -1,5 +1,7 @@
-//! The library side of `hyoka clean` and `hyoka ps`: sweep abandoned runs, list live ones.
+//! The library side of `hyoka clean` and `hyoka ps`: sweep abandoned runs, list live ones,
+//! and read nothing that failed the checks of `trust`.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -9,17 +11,20 @@ use crate::ProcTrackError;
 use crate::cgroup::{CgroupLeaf, cgroup2_mount};
 use crate::clock::{Clock, SystemClock, unix_now};
 use crate::discover::{Found, Marker, Scope, discover};
-use crate::identity::validate_id;
-use crate::ledger::{EvalPath, LEDGER_FILE, Ledger, LedgerEntry, LedgerProblem};
-use crate::lock::{LOCK_FILE, LockState, OwnerLock};
+use crate::identity::{ProcInfo, validate_id};
+use crate::instance::Instance;
+use crate::ledger::{EvalPath, Ledger, LedgerEntry, LedgerProblem};
+use crate::lock::LockState;
 use crate::proc_table::{NativeProcTable, ProcTable};
 use crate::signal::{NativeSignaller, Signaller};
-use crate::teardown::{Outcome, ProcessReport, Seams, TeardownOptions, teardown};
+use crate::teardown::{ProcessFate, ProcessReport, Seams, TeardownOptions, teardown};
+use crate::trust::{Authority, RunDir};
 
 /// What [`clean_run`] may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CleanOptions {
-    /// SIGTERM→SIGKILL grace period (`--grace`).
+    /// SIGTERM→SIGKILL grace period (`--grace`). A period too long for the clock means
+    /// waiting as long as it takes.
     pub grace: Duration,
     /// Extra time for SIGKILL rounds.
     pub kill_timeout: Duration,
@@ -47,6 +52,11 @@ pub enum SkipReason {
     OtherBoot,
     /// The process is gone (absent or a zombie): nothing to do.
     Gone,
+    /// The process started before the run's owner did, so it cannot be the run's.
+    BeforeRun,
+    /// The process belongs to a user other than the run directory's owner, whose power is
+    /// all `clean` acts with.
+    OtherUser,
 }
 
 /// One ledger entry `clean` did not signal.
@@ -78,6 +88,13 @@ pub struct CleanReport {
     pub run_dir: PathBuf,
     /// The owner lock's state when `clean` looked. Only `Abandoned` runs are touched.
     pub state: LockState,
+    /// Why the run directory, its lock or its ledger was refused as evidence (see
+    /// [`ProcTrackError::Untrusted`]): then nothing in it was read, acted on or reported.
+    pub refused: Option<String>,
+    /// The user whose power `clean` acted with: the run directory's owner.
+    pub authority: Option<Authority>,
+    /// The run instance from the ledger (`None` for a ledger written before instances).
+    pub instance: Option<Instance>,
     /// Whether this was a dry run.
     pub dry_run: bool,
     /// Whether the ledger was already marked cleaned.
@@ -91,7 +108,8 @@ pub struct CleanReport {
     pub problems: Vec<LedgerProblem>,
     /// The run's cgroup leaves.
     pub cgroups: Vec<CgroupCleanup>,
-    /// The workspaces from the `# workspace` headers, for the caller to remove.
+    /// The workspaces from the `# workspace` headers, for the caller to remove (with
+    /// `hyoka-workspace`'s checks, as [`CleanReport::authority`]).
     pub workspaces: Vec<EvalPath>,
     /// Processes stopped by this clean.
     pub killed: usize,
@@ -113,7 +131,7 @@ pub struct CleanedProcess {
     /// Why it was attributed to the run.
     pub source: crate::Source,
     /// What became of it (`None` in a dry run).
-    pub outcome: Option<Outcome>,
+    pub outcome: Option<ProcessFate>,
 }
 
 impl From<&ProcessReport> for CleanedProcess {
@@ -134,6 +152,9 @@ impl CleanReport {
             run_id: run_id.to_owned(),
             run_dir: run_dir.to_owned(),
             state,
+            refused: None,
+            authority: None,
+            instance: None,
             dry_run,
             already_cleaned: false,
             found: Vec::new(),
@@ -147,9 +168,20 @@ impl CleanReport {
         }
     }
 
+    /// A run whose directory, lock or ledger failed the checks: nothing else is reported.
+    fn refused(run_dir: &Path, run_id: &str, dry_run: bool, error: &ProcTrackError) -> Self {
+        let mut report = Self::new(run_dir, run_id, LockState::Missing, dry_run);
+        report.refused = Some(error.to_string());
+        report
+    }
+
     /// Whether nothing that should be gone remains (the CLI's exit status 0). A live run
-    /// counts as fine: it is not `clean`'s to touch.
+    /// counts as fine: it is not `clean`'s to touch. A refused run does not: what it names
+    /// could not be checked.
     pub fn is_clean(&self) -> bool {
+        if self.refused.is_some() {
+            return false;
+        }
         match self.state {
             LockState::Live | LockState::Missing => true,
             LockState::Abandoned if self.dry_run => self.found.is_empty(),
@@ -162,14 +194,22 @@ impl CleanReport {
 
 /// Cleans one run directory `reports/<run_id>` whose owner lock is free.
 ///
-/// A run whose lock is held (live) or missing is reported and never touched. Otherwise, with
-/// the lock held for the duration: every ledger entry whose identity still matches a running
-/// process, every member of a recorded cgroup leaf, and every process carrying the run's
-/// `HYOKA_RUN_ID` marker (plus their descendants and groups) are torn down (SIGTERM, grace,
-/// SIGKILL rounds, each signal identity-verified); the leaves are killed and removed; and
-/// when nothing survived the ledger is marked `# cleaned`. Entries naming a stranger (same pid,
-/// other start time), entries from another boot and hostile lines are reported, never acted
-/// on. The workspaces from the ledger are returned for the caller to remove.
+/// The directory, its `owner.lock` and its `pids.txt` are first checked as evidence (see
+/// [`ProcTrackError::Untrusted`]): a link, a special file, a file others may write or one too
+/// large makes the run *refused*, reported with the reason only. A run whose lock is held
+/// (live) or missing is reported and never touched.
+///
+/// Otherwise, with the lock held for the duration and with the directory owner's power only
+/// (see [`Authority::run`]): every ledger entry whose identity still matches a running
+/// process of that user, every member of a recorded cgroup leaf of this run instance, and
+/// every process carrying the instance's marker (`HYOKA_RUN_INSTANCE`, never `HYOKA_RUN_ID`
+/// alone), plus their descendants and the groups they lead, are torn down (SIGTERM, grace,
+/// SIGKILL rounds, each signal identity-verified); nothing that started before the run's
+/// owner is ever attributed. The leaves are killed and removed, and when nothing survived the
+/// ledger is marked `# cleaned` (rewritten in place, keeping its owner and mode). Entries
+/// naming a stranger (same pid, other start time, other user, older than the run), entries
+/// from another boot and hostile lines are reported, never acted on. The workspaces from the
+/// ledger are returned for the caller to remove.
 ///
 /// With `dry_run`, nothing is signalled, written or removed; the report says what would be.
 ///
@@ -177,7 +217,8 @@ impl CleanReport {
 ///
 /// # Errors
 /// [`ProcTrackError::InvalidId`] when the directory name is not a run id,
-/// [`ProcTrackError::Io`] when the lock or ledger cannot be read.
+/// [`ProcTrackError::Io`] when the directory, lock or ledger cannot be read,
+/// [`ProcTrackError::Task`] when acting as the directory's owner is impossible.
 pub fn clean_run(run_dir: &Path, options: &CleanOptions) -> Result<CleanReport, ProcTrackError> {
     let (table, signaller) = (NativeProcTable::new(), NativeSignaller::new());
     let mount = std::fs::read_to_string("/proc/self/mountinfo")
@@ -193,13 +234,31 @@ pub fn clean_run(run_dir: &Path, options: &CleanOptions) -> Result<CleanReport, 
     )
 }
 
+/// Cleans every abandoned run under `reports_dir` (see [`clean_run`]), and reports the runs
+/// that were refused as evidence; live runs and directories without a lock are left out.
+///
+/// # Errors
+/// As [`list_runs`] and [`clean_run`].
+pub fn clean_runs(
+    reports_dir: &Path,
+    options: &CleanOptions,
+) -> Result<Vec<CleanReport>, ProcTrackError> {
+    let mut reports = Vec::new();
+    for listing in list_runs(reports_dir)? {
+        if listing.state == LockState::Abandoned || listing.refused.is_some() {
+            reports.push(clean_run(&listing.run_dir, options)?);
+        }
+    }
+    Ok(reports)
+}
+
 /// [`clean_run`] against explicit seams (fakes in tests) and cgroup2 mount.
 ///
 /// # Errors
 /// As [`clean_run`].
 #[expect(
     clippy::too_many_lines,
-    reason = "one linear sequence: lock, read, classify, signal, remove, mark"
+    reason = "one linear sequence: check, lock, read, classify, signal, remove, mark"
 )]
 pub fn clean_run_with(
     run_dir: &Path,
@@ -215,26 +274,33 @@ pub fn clean_run_with(
         .unwrap_or_default()
         .to_owned();
     validate_id("run", &run_id)?;
+    let refuse = |e: &ProcTrackError| CleanReport::refused(run_dir, &run_id, options.dry_run, e);
     let untouched = |state| Ok(CleanReport::new(run_dir, &run_id, state, options.dry_run));
-    let lock = match OwnerLock::acquire_existing(&run_dir.join(LOCK_FILE)) {
+    let dir = match RunDir::open(run_dir) {
+        Ok(dir) => dir,
+        Err(e @ ProcTrackError::Untrusted { .. }) => return Ok(refuse(&e)),
+        Err(e) => return Err(e),
+    };
+    let lock = match dir.lock() {
         Ok(Some(lock)) => lock,
         Ok(None) => return untouched(LockState::Missing),
         Err(ProcTrackError::RunLive { .. }) => return untouched(LockState::Live),
+        Err(e @ ProcTrackError::Untrusted { .. }) => return Ok(refuse(&e)),
         Err(e) => return Err(e),
     };
     let mut report = CleanReport::new(run_dir, &run_id, LockState::Abandoned, options.dry_run);
-    let ledger_path = run_dir.join(LEDGER_FILE);
-    let parsed = match Ledger::read(&ledger_path, table.self_pid()) {
-        Ok(parsed) => parsed,
-        Err(ProcTrackError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
-            drop(lock);
-            return Ok(report);
-        }
+    let authority = dir.authority();
+    report.authority = Some(authority);
+    let parsed = match dir.read_ledger(table.self_pid()) {
+        Ok(Some(parsed)) => parsed,
+        Ok(None) => return Ok(report),
+        Err(e @ ProcTrackError::Untrusted { .. }) => return Ok(refuse(&e)),
         Err(e) => return Err(e),
     };
     let mut ledger = parsed.ledger;
     report.problems = parsed.problems;
     report.already_cleaned = ledger.cleaned.is_some();
+    report.instance.clone_from(&ledger.instance);
     report.workspaces.clone_from(&ledger.workspaces);
     if !ledger.run_id.is_empty() && ledger.run_id != run_id {
         report.problems.push(LedgerProblem {
@@ -249,13 +315,30 @@ pub fn clean_run_with(
         .owner
         .as_ref()
         .is_some_and(|o| table.boot_id().is_ok_and(|b| b != o.boot_id));
-    let (live_entries, skipped) = classify(&ledger.entries, table, other_boot);
+    let since = ledger.owner.as_ref().map_or(0, |o| o.proc_ref.start_ticks);
+    let user = authority.user_filter();
+    let snapshot = table.snapshot()?;
+    let (live_entries, skipped) = classify(
+        std::mem::take(&mut ledger.entries),
+        &snapshot,
+        table,
+        other_boot,
+        since,
+        user,
+    );
     report.skipped = skipped;
 
+    let instance = ledger.instance.clone();
     let leaves = if other_boot {
         Vec::new()
     } else {
-        open_leaves(&ledger.cgroups, &run_id, cgroup_mount)
+        open_leaves(
+            &ledger.cgroups,
+            &run_id,
+            instance.as_ref(),
+            cgroup_mount,
+            user,
+        )
     };
     report.cgroups = ledger
         .cgroups
@@ -266,17 +349,22 @@ pub fn clean_run_with(
             removed: false,
         })
         .collect();
+    // Without an instance (an older ledger) there is no marker that only this run's
+    // processes carry: `HYOKA_RUN_ID` alone may be anyone's.
+    let marker = instance
+        .as_ref()
+        .filter(|_| !other_boot)
+        .map(|i| Marker::instance(i).since(since));
     let scope = Scope {
-        roots: Vec::new(),
         known: live_entries,
-        marker: (!other_boot).then(|| {
-            Marker::run(&run_id).since(ledger.owner.as_ref().map_or(0, |o| o.proc_ref.start_ticks))
-        }),
-        exclude: Vec::new(),
+        marker,
+        since,
+        user,
+        ..Scope::default()
     };
 
     if options.dry_run {
-        report.found = would_clean(table, &scope, &leaves)?;
+        report.found = would_clean(table, &snapshot, &scope, &leaves);
         drop(lock);
         return Ok(report);
     }
@@ -286,37 +374,33 @@ pub fn clean_run_with(
         signaller,
         clock,
     };
-    let torn = teardown(
-        seams,
-        &scope,
-        &leaves,
-        &TeardownOptions {
-            grace: options.grace,
-            kill_timeout: options.kill_timeout,
-            ..TeardownOptions::default()
-        },
-    );
-    report.found = torn
-        .processes
-        .iter()
-        .filter(|p| p.outcome != Outcome::Exited)
-        .map(CleanedProcess::from)
-        .collect();
-    report.killed = torn.processes_killed;
-    report.survivors = torn.survivors;
-    if let Some(mount) = cgroup_mount.filter(|_| !other_boot) {
-        for cleanup in report.cgroups.iter().filter(|c| !c.found) {
-            crate::cgroup::remove_empty_run_dir(&cleanup.leaf.path, &run_id, mount);
+    let teardown_options = TeardownOptions {
+        grace: options.grace,
+        kill_timeout: options.kill_timeout,
+        ..TeardownOptions::default()
+    };
+    let report = authority.run(|| {
+        let torn = teardown(seams, &scope, &leaves, &teardown_options);
+        report.found = torn
+            .processes
+            .iter()
+            .filter(|p| p.outcome != ProcessFate::Exited)
+            .map(CleanedProcess::from)
+            .collect();
+        report.killed = torn.processes_killed;
+        report.survivors = torn.survivors;
+        if let Some(mount) = cgroup_mount.filter(|_| !other_boot) {
+            for cleanup in report.cgroups.iter().filter(|c| !c.found) {
+                crate::cgroup::remove_empty_run_dir(
+                    &cleanup.leaf.path,
+                    &run_id,
+                    instance.as_ref(),
+                    mount,
+                );
+            }
         }
-    }
-    finish(
-        &mut report,
-        &mut ledger,
-        &leaves,
-        clock,
-        &ledger_path,
-        options,
-    )?;
+        finish(&mut report, &mut ledger, &leaves, clock, &dir, options).map(|()| report)
+    })??;
     drop(lock);
     Ok(report)
 }
@@ -327,7 +411,7 @@ fn finish(
     ledger: &mut Ledger,
     leaves: &[CgroupLeaf],
     clock: &dyn Clock,
-    ledger_path: &Path,
+    dir: &RunDir,
     options: &CleanOptions,
 ) -> Result<(), ProcTrackError> {
     let patience = options.kill_timeout.max(Duration::from_secs(2));
@@ -348,48 +432,65 @@ fn finish(
                 .iter()
                 .any(|r| r.leaf.path == c.path && !r.removed)
         });
-        ledger.write_atomic(ledger_path)?;
+        dir.write_ledger(&ledger.render())?;
         report.marked_cleaned = true;
     }
     Ok(())
 }
 
-/// The recorded leaves that still exist and look like ours.
-fn open_leaves(recorded: &[EvalPath], run_id: &str, mount: Option<&Path>) -> Vec<CgroupLeaf> {
+/// The recorded leaves that still exist and look like ours (with `owner`, that user's).
+fn open_leaves(
+    recorded: &[EvalPath],
+    run_id: &str,
+    instance: Option<&Instance>,
+    mount: Option<&Path>,
+    owner: Option<u32>,
+) -> Vec<CgroupLeaf> {
     let Some(mount) = mount else {
         return Vec::new();
     };
     recorded
         .iter()
-        .filter_map(|c| CgroupLeaf::open_recorded(&c.path, run_id, mount))
+        .filter_map(|c| CgroupLeaf::open_recorded(&c.path, run_id, instance, mount, owner))
         .collect()
 }
 
-/// Splits ledger entries into those still running with their identity, and the rest.
+/// Splits ledger entries into those still running with their identity (and, with `user`,
+/// belonging to that user), and the rest. One pass over the snapshot, whatever the size of
+/// the ledger.
 fn classify(
-    entries: &[LedgerEntry],
+    entries: Vec<LedgerEntry>,
+    snapshot: &[ProcInfo],
     table: &dyn ProcTable,
     other_boot: bool,
+    since: u64,
+    user: Option<u32>,
 ) -> (Vec<LedgerEntry>, Vec<Skipped>) {
+    let by_pid: BTreeMap<i32, &ProcInfo> = snapshot.iter().map(|p| (p.pid, p)).collect();
     let mut live = Vec::new();
     let mut skipped = Vec::new();
     for entry in entries {
         let reason = if other_boot {
             Some(SkipReason::OtherBoot)
         } else {
-            match table.process(entry.pid) {
+            match by_pid.get(&entry.pid) {
                 None => Some(SkipReason::Gone),
                 Some(p) if p.start_ticks != entry.start_ticks => Some(SkipReason::IdentityMismatch),
                 Some(p) if p.is_gone() => Some(SkipReason::Gone),
+                Some(p) if p.start_ticks < since => Some(SkipReason::BeforeRun),
+                Some(p)
+                    if user.is_some_and(|uid| {
+                        !table.uids(p.pid).is_some_and(|u| u.signalable_by(uid))
+                    }) =>
+                {
+                    Some(SkipReason::OtherUser)
+                }
                 Some(_) => None,
             }
         };
         match reason {
-            Some(reason) => skipped.push(Skipped {
-                entry: entry.clone(),
-                reason,
-            }),
-            None => live.push(entry.clone()),
+            Some(reason) => skipped.push(Skipped { entry, reason }),
+            None => live.push(entry),
         }
     }
     (live, skipped)
@@ -398,20 +499,13 @@ fn classify(
 /// What a real clean would signal: one scan, no side effect.
 fn would_clean(
     table: &dyn ProcTable,
+    snapshot: &[ProcInfo],
     scope: &Scope,
     leaves: &[CgroupLeaf],
-) -> Result<Vec<CleanedProcess>, ProcTrackError> {
-    let snapshot = table.snapshot()?;
+) -> Vec<CleanedProcess> {
     let members: Vec<i32> = leaves.iter().flat_map(CgroupLeaf::members).collect();
-    let found: Vec<Found> = discover(
-        &snapshot,
-        &members,
-        scope,
-        &|pid| table.environ(pid),
-        table.self_pid(),
-        table.self_pgid(),
-    );
-    Ok(found
+    let found: Vec<Found> = discover(snapshot, &members, scope, table);
+    found
         .into_iter()
         .map(|f| CleanedProcess {
             pid: f.info.pid,
@@ -420,7 +514,7 @@ fn would_clean(
             source: f.source,
             outcome: None,
         })
-        .collect())
+        .collect()
 }
 
 /// One run directory, as `hyoka ps` and `hyoka clean` see it.
@@ -432,7 +526,11 @@ pub struct RunListing {
     pub run_dir: PathBuf,
     /// Live, abandoned or without lock.
     pub state: LockState,
-    /// The ledger (empty when it is missing), with its problems.
+    /// Why the directory, its lock or its ledger was refused as evidence; nothing was read
+    /// from a refused run.
+    pub refused: Option<String>,
+    /// The ledger of a live run (empty for other runs: only `clean` reads those, with its
+    /// lock held).
     pub ledger: Ledger,
     /// Ledger lines that were refused.
     pub problems: Vec<LedgerProblem>,
@@ -452,7 +550,9 @@ pub struct ListedProcess {
 }
 
 /// Lists every run directory under `reports_dir` that has an owner lock or a ledger, without
-/// side effects (the lock is probed with a shared lock released at once).
+/// side effects (the lock is probed with a shared lock released at once). Only a live run's
+/// ledger is read (bounded, through the checks of [`clean_run`]); a run that fails those
+/// checks is listed with the reason it was refused.
 ///
 /// # Errors
 /// [`ProcTrackError::Io`] when `reports_dir` cannot be read (a missing directory is empty).
@@ -479,58 +579,94 @@ pub fn list_runs_with(
         let Some(run_id) = entry.file_name().to_str().map(str::to_owned) else {
             continue;
         };
-        if validate_id("run", &run_id).is_err() || !entry.file_type().is_ok_and(|t| t.is_dir()) {
+        if validate_id("run", &run_id).is_err() {
             continue;
         }
-        let state = OwnerLock::probe(&run_dir.join(LOCK_FILE))?;
-        let parsed = match Ledger::read(&run_dir.join(LEDGER_FILE), table.self_pid()) {
-            Ok(parsed) => parsed,
-            Err(_) if state == LockState::Missing => continue,
-            Err(_) => crate::ledger::ParsedLedger::default(),
-        };
-        let mut evals: Vec<String> = parsed
-            .ledger
-            .workspaces
-            .iter()
-            .chain(&parsed.ledger.cgroups)
-            .map(|e| e.eval_id.clone())
-            .chain(parsed.ledger.entries.iter().map(|e| e.eval_id.clone()))
-            .collect();
-        evals.sort();
-        evals.dedup();
-        let processes = parsed
-            .ledger
-            .entries
-            .iter()
-            .map(|e| ListedProcess {
-                entry: e.clone(),
-                alive: table
-                    .process(e.pid)
-                    .is_some_and(|p| p.start_ticks == e.start_ticks && !p.is_gone()),
-            })
-            .collect();
-        runs.push(RunListing {
+        let mut listing = RunListing {
             run_id,
             run_dir,
-            state,
-            ledger: parsed.ledger,
-            problems: parsed.problems,
-            evals,
-            processes,
-        });
+            state: LockState::Missing,
+            refused: None,
+            ledger: Ledger::default(),
+            problems: Vec::new(),
+            evals: Vec::new(),
+            processes: Vec::new(),
+        };
+        match list_one(&mut listing, table) {
+            Ok(true) => runs.push(listing),
+            Ok(false) => {}
+            Err(e @ ProcTrackError::Untrusted { .. }) => {
+                listing.refused = Some(e.to_string());
+                runs.push(listing);
+            }
+            Err(e) => return Err(e),
+        }
     }
     runs.sort_by(|a, b| a.run_id.cmp(&b.run_id));
     Ok(runs)
 }
 
-/// The live runs under `reports_dir` (owner lock held), for `hyoka ps`.
+/// Fills in one listing; `Ok(false)` when the directory is not a run (no lock, no ledger).
+fn list_one(listing: &mut RunListing, table: &dyn ProcTable) -> Result<bool, ProcTrackError> {
+    let dir = match RunDir::open(&listing.run_dir) {
+        Ok(dir) => dir,
+        // A plain file or a link among the runs: refused only if it looks like one.
+        Err(e @ ProcTrackError::Untrusted { .. }) => {
+            return if listing.run_dir.join(crate::LOCK_FILE).exists()
+                || listing.run_dir.join(crate::LEDGER_FILE).exists()
+            {
+                Err(e)
+            } else {
+                Ok(false)
+            };
+        }
+        Err(e) => return Err(e),
+    };
+    listing.state = dir.probe()?;
+    if listing.state != LockState::Live {
+        return Ok(
+            listing.state == LockState::Abandoned || dir.path().join(crate::LEDGER_FILE).exists()
+        );
+    }
+    let Some(parsed) = dir.read_ledger(table.self_pid())? else {
+        return Ok(true);
+    };
+    let mut evals: Vec<String> = parsed
+        .ledger
+        .workspaces
+        .iter()
+        .chain(&parsed.ledger.cgroups)
+        .map(|e| e.eval_id.clone())
+        .chain(parsed.ledger.entries.iter().map(|e| e.eval_id.clone()))
+        .collect();
+    evals.sort();
+    evals.dedup();
+    listing.evals = evals;
+    listing.processes = parsed
+        .ledger
+        .entries
+        .iter()
+        .map(|e| ListedProcess {
+            entry: e.clone(),
+            alive: table
+                .process(e.pid)
+                .is_some_and(|p| p.start_ticks == e.start_ticks && !p.is_gone()),
+        })
+        .collect();
+    listing.ledger = parsed.ledger;
+    listing.problems = parsed.problems;
+    Ok(true)
+}
+
+/// The live runs under `reports_dir` (owner lock held), for `hyoka ps`; only their ledgers
+/// are read.
 ///
 /// # Errors
 /// As [`list_runs`].
 pub fn live_runs(reports_dir: &Path) -> Result<Vec<RunListing>, ProcTrackError> {
     Ok(list_runs(reports_dir)?
         .into_iter()
-        .filter(|r| r.state == LockState::Live)
+        .filter(|r| r.state == LockState::Live && r.refused.is_none())
         .collect())
 }
 

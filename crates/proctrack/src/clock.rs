@@ -32,6 +32,14 @@ impl Clock for SystemClock {
     }
 }
 
+/// `now + period`, or `None` when that instant is beyond what the clock can represent (a
+/// period of centuries, such as `--grace` near `u64::MAX` seconds): such a deadline never
+/// comes, so a wait until it lasts until what it waits for happens. Every deadline in this
+/// crate is made here, so no huge period can panic with an overflow.
+pub(crate) fn deadline(now: Instant, period: Duration) -> Option<Instant> {
+    now.checked_add(period)
+}
+
 /// Seconds since the Unix epoch, for the ledger's `# cleaned` header.
 pub(crate) fn unix_now() -> u64 {
     #[expect(

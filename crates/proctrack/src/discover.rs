@@ -1,32 +1,58 @@
 //! Discovery: which processes in a table snapshot belong to a run, and why.
 //!
-//! Pure over its inputs: a snapshot, the cgroup members, a scope, and an environment lookup.
+//! Pure over its inputs: a snapshot, the cgroup members, a scope, and a process table asked
+//! for environments and user ids (plus, for [`Scope::orphans`], the process's record of the
+//! children it started itself).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
 use crate::identity::{ProcInfo, ProcRef};
+use crate::instance::Instance;
 use crate::ledger::LedgerEntry;
-use crate::proc_table::environ_has;
+use crate::proc_table::{ProcTable, environ_has};
 
-/// The environment marker every agent process inherits: `HYOKA_RUN_ID=<run_id>` and, for one
-/// eval, `HYOKA_EVAL_ID=<eval_id>`.
+/// An environment marker every agent process inherits: `HYOKA_RUN_INSTANCE=<token>` (or, for
+/// callers without an instance, `HYOKA_RUN_ID=<run_id>`) and, for one eval,
+/// `HYOKA_EVAL_ID=<eval_id>`. A process matches when its environment holds every entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Marker {
-    run_entry: Vec<u8>,
-    eval_entry: Option<Vec<u8>>,
+    entries: Vec<Vec<u8>>,
     since: u64,
 }
 
 impl Marker {
-    /// The marker of a whole run (what `clean` scans for).
-    pub fn run(run_id: &str) -> Self {
+    /// The marker of one run instance: what `clean` scans for. Nobody's environment carries
+    /// it by accident, unlike `HYOKA_RUN_ID` (see [`INSTANCE_ENV`](crate::INSTANCE_ENV)).
+    pub fn instance(instance: &Instance) -> Self {
         Self {
-            run_entry: format!("HYOKA_RUN_ID={run_id}").into_bytes(),
-            eval_entry: None,
+            entries: vec![instance.env_entry().into_bytes()],
             since: 0,
         }
+    }
+
+    /// The marker `HYOKA_RUN_ID=<run_id>` alone. Run ids are chosen by users and anyone may
+    /// set the variable, so this is only for a caller whose run id is itself unguessable
+    /// (`hyoka respawn` draws one at random); everything else uses [`Marker::instance`].
+    pub fn run(run_id: &str) -> Self {
+        Self {
+            entries: vec![format!("HYOKA_RUN_ID={run_id}").into_bytes()],
+            since: 0,
+        }
+    }
+
+    /// [`Marker::run`] narrowed to one eval.
+    pub fn eval(run_id: &str, eval_id: &str) -> Self {
+        Self::run(run_id).with_eval(eval_id)
+    }
+
+    /// Narrows the marker to one eval (`HYOKA_EVAL_ID=<eval_id>`).
+    #[must_use]
+    pub fn with_eval(mut self, eval_id: &str) -> Self {
+        self.entries
+            .push(format!("HYOKA_EVAL_ID={eval_id}").into_bytes());
+        self
     }
 
     /// Only processes started at or after `start_ticks` can carry the marker (a process
@@ -38,21 +64,9 @@ impl Marker {
         self
     }
 
-    /// The marker of one eval of a run.
-    pub fn eval(run_id: &str, eval_id: &str) -> Self {
-        Self {
-            eval_entry: Some(format!("HYOKA_EVAL_ID={eval_id}").into_bytes()),
-            ..Self::run(run_id)
-        }
-    }
-
     /// Whether the NUL-separated environment block carries this marker.
     pub fn matches(&self, environ: &[u8]) -> bool {
-        environ_has(environ, &self.run_entry)
-            && self
-                .eval_entry
-                .as_ref()
-                .is_none_or(|entry| environ_has(environ, entry))
+        self.entries.iter().all(|entry| environ_has(environ, entry))
     }
 }
 
@@ -68,6 +82,10 @@ pub enum Source {
     Descendant,
     /// It shares a process group with a process of the run.
     Group,
+    /// It was re-parented to the calling process, a subreaper, from outside the caller's
+    /// session: an orphan of the agent's tree whose nearer subreaper (the shim) is gone, or
+    /// of an agent started without one (see [`Scope::orphans`]).
+    Orphan,
     /// It was recorded earlier (ledger) and still has the recorded start time.
     Tracked,
     /// Its environment carries the run's marker.
@@ -96,31 +114,54 @@ pub struct Scope {
     pub marker: Option<Marker>,
     /// Processes never reported (the shim, which teardown stops last).
     pub exclude: Vec<ProcRef>,
+    /// Also attribute the calling process's adopted orphans: children of the caller outside
+    /// its own session that it did not start itself (see [`crate::Tracker`]: hyoka is a
+    /// subreaper, so these come from the trees it tracks). Set it for a tree whose orphans
+    /// come to the caller: an agent without a shim, or one whose shim was lost.
+    pub orphans: bool,
+    /// Only processes started at or after these clock ticks are attributed, whatever the
+    /// reason (0: no bound). A run's processes cannot be older than its owner.
+    pub since: u64,
+    /// Only processes this user may signal (real or saved uid) are attributed: `clean` acts
+    /// on a run directory with its owner's power only.
+    pub user: Option<u32>,
 }
 
-/// Attributes processes of `snapshot` to the scope. Zombies, pid ≤ 1, kernel threads and the
-/// calling process are never returned. `environ` is consulted only for processes not already
-/// attributed otherwise, and only when the scope has a marker.
+/// Attributes processes of `snapshot` to the scope. Zombies, pid ≤ 1, kernel threads, the
+/// calling process, processes older than [`Scope::since`] and other users' processes (with
+/// [`Scope::user`]) are never returned. `table` is asked for environments only for processes
+/// not already attributed otherwise, and only when the scope has a marker.
 pub fn discover(
     snapshot: &[ProcInfo],
     cgroup_members: &[i32],
     scope: &Scope,
-    environ: &dyn Fn(i32) -> Option<Vec<u8>>,
-    self_pid: i32,
-    self_pgid: i32,
+    table: &dyn ProcTable,
 ) -> Vec<Found> {
+    let (self_pid, self_pgid) = (table.self_pid(), table.self_pgid());
     let by_pid: BTreeMap<i32, &ProcInfo> = snapshot.iter().map(|p| (p.pid, p)).collect();
-    let eligible =
-        |p: &ProcInfo| p.pid > 1 && p.pid != 2 && p.ppid != 2 && p.pid != self_pid && !p.is_gone();
+    let user_ok = |p: &ProcInfo| {
+        scope
+            .user
+            .is_none_or(|uid| table.uids(p.pid).is_some_and(|u| u.signalable_by(uid)))
+    };
+    let eligible = |p: &ProcInfo| {
+        p.pid > 1
+            && p.pid != 2
+            && p.ppid != 2
+            && p.pid != self_pid
+            && !p.is_gone()
+            && p.start_ticks >= scope.since
+    };
     let mut children: BTreeMap<i32, Vec<i32>> = BTreeMap::new();
     for p in snapshot {
         children.entry(p.ppid).or_default().push(p.pid);
     }
     let mut found: BTreeMap<i32, Source> = BTreeMap::new();
     let add = |found: &mut BTreeMap<i32, Source>, pid: i32, source: Source| {
-        if by_pid.get(&pid).is_some_and(|p| eligible(p)) {
-            let slot = found.entry(pid).or_insert(source);
+        if let Some(slot) = found.get_mut(&pid) {
             *slot = (*slot).min(source);
+        } else if by_pid.get(&pid).is_some_and(|p| eligible(p) && user_ok(p)) {
+            found.insert(pid, source);
         }
     };
     for &pid in cgroup_members {
@@ -143,6 +184,11 @@ pub fn discover(
     for entry in &scope.known {
         if matches(entry.proc_ref()) {
             add(&mut found, entry.pid, Source::Tracked);
+        }
+    }
+    if scope.orphans {
+        for pid in crate::orphans::adopted(snapshot, self_pid) {
+            add(&mut found, pid, Source::Orphan);
         }
     }
     // Close over descendants and shared process groups until nothing new appears; then look
@@ -188,7 +234,7 @@ pub fn discover(
             if !found.contains_key(&p.pid)
                 && p.start_ticks >= marker.since
                 && eligible(p)
-                && environ(p.pid).is_some_and(|e| marker.matches(&e))
+                && table.environ(p.pid).is_some_and(|e| marker.matches(&e))
             {
                 add(&mut found, p.pid, Source::Marker);
             }

@@ -87,6 +87,26 @@ pub enum ProcTrackError {
         #[source]
         source: io::Error,
     },
+    /// A reports file or directory failed the checks that make it evidence: it is a symbolic
+    /// link, not a regular file or directory, writable by someone other than its owner,
+    /// owned by another user than its run directory, or larger than a ledger hyoka writes.
+    /// Nothing read from it is acted on or shown.
+    #[error("refusing {path:?}: {reason}")]
+    Untrusted {
+        /// The file or directory.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A reports directory cannot be used: it does not exist (where it must), is not a
+    /// directory, is read-only, not writable, or a kernel file system such as `/proc`.
+    #[error("reports directory {path:?} {reason}")]
+    ReportsDir {
+        /// The reports directory as given.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A blocking task was cancelled or panicked (only in the async wrappers).
     #[error("background task failed: {reason}")]
     Task {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use crate::ProcTrackError;
 use crate::clock::Clock;
 use crate::identity::{BootId, ProcInfo, ProcRef};
-use crate::proc_table::ProcTable;
+use crate::proc_table::{ProcTable, Uids};
 use crate::signal::{Delivery, Signal, Signaller, refusal};
 
 /// How a fake process reacts to SIGTERM.
@@ -49,6 +49,7 @@ pub enum FakeCall {
 struct FakeProc {
     info: ProcInfo,
     environ: Vec<u8>,
+    uid: u32,
     on_term: OnTerm,
     respawn: bool,
 }
@@ -132,8 +133,10 @@ impl FakeSystem {
                     start_ticks,
                     state: 'S',
                     comm: comm.to_owned(),
+                    cpu_ticks: 0,
                 },
                 environ,
+                uid: 0,
                 on_term: OnTerm::Exit,
                 respawn: false,
             },
@@ -161,11 +164,13 @@ impl FakeSystem {
             _ => (pid, pid),
         };
         let r = self.insert(pid, ppid, pgid, sid, comm, env.unwrap_or(&[]));
-        if env.is_none()
-            && let Some(parent) = parent
+        if let Some(parent) = parent
             && let Some(child) = self.lock().procs.get_mut(&pid)
         {
-            child.environ = parent.environ;
+            child.uid = parent.uid;
+            if env.is_none() {
+                child.environ = parent.environ;
+            }
         }
         r
     }
@@ -174,6 +179,14 @@ impl FakeSystem {
     pub fn set_on_term(&self, pid: i32, on_term: OnTerm) {
         if let Some(p) = self.lock().procs.get_mut(&pid) {
             p.on_term = on_term;
+        }
+    }
+
+    /// Makes `pid` belong to user `uid` (real and saved); processes are root's (0) unless told
+    /// otherwise, and children inherit their parent's user.
+    pub fn set_uid(&self, pid: i32, uid: u32) {
+        if let Some(p) = self.lock().procs.get_mut(&pid) {
+            p.uid = uid;
         }
     }
 
@@ -281,6 +294,13 @@ impl ProcTable for FakeSystem {
         self.lock().procs.get(&pid).map(|p| p.environ.clone())
     }
 
+    fn uids(&self, pid: i32) -> Option<Uids> {
+        self.lock().procs.get(&pid).map(|p| Uids {
+            real: p.uid,
+            saved: p.uid,
+        })
+    }
+
     fn self_pid(&self) -> i32 {
         FAKE_SELF_PID
     }
@@ -373,9 +393,10 @@ impl Clock for FakeClock {
     }
 
     fn sleep(&self, duration: Duration) {
-        *self
+        let mut elapsed = self
             .elapsed
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) += duration;
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *elapsed = elapsed.saturating_add(duration);
     }
 }

@@ -165,6 +165,9 @@ pub struct ProcInfo {
     pub state: char,
     /// The command name (at most 15 bytes, may contain spaces and parentheses).
     pub comm: String,
+    /// The CPU the process and its waited-for children used, in clock ticks (`utime + stime
+    /// + cutime + cstime`, fields 14–17).
+    pub cpu_ticks: u64,
 }
 
 impl ProcInfo {
@@ -182,7 +185,7 @@ impl ProcInfo {
     }
 }
 
-/// Parses the contents of `/proc/<pid>/stat`.
+/// Parses the contents of `/proc/<pid>/stat`: the one parser of that file in hyoka.
 ///
 /// The command name is delimited by the first `(` and the **last** `)`, since it may contain
 /// spaces and parentheses itself. Returns `None` for anything malformed.
@@ -194,13 +197,21 @@ pub fn parse_stat(text: &str) -> Option<ProcInfo> {
     }
     let pid: i32 = text[..open].trim().parse().ok()?;
     let comm = text[open + 1..close].to_owned();
+    // Fields 3 onwards, after the command name.
     let mut rest = text[close + 1..].split_ascii_whitespace();
     let state = rest.next()?.chars().next()?;
     let ppid = rest.next()?.parse().ok()?;
     let pgid = rest.next()?.parse().ok()?;
     let sid = rest.next()?.parse().ok()?;
-    // Field 22 is the 20th field after the command name (fields 3..=21 precede it).
-    let start_ticks = rest.nth(15)?.parse().ok()?;
+    // Fields 7..=13 precede the CPU times (fields 14..=17).
+    let mut cpu_ticks: u64 = 0;
+    for ticks in rest.by_ref().skip(7).take(4) {
+        // cutime and cstime are signed in the kernel's format; never negative in practice.
+        let ticks: i64 = ticks.parse().ok()?;
+        cpu_ticks = cpu_ticks.saturating_add(u64::try_from(ticks).unwrap_or(0));
+    }
+    // Field 22 follows fields 18..=21.
+    let start_ticks = rest.nth(4)?.parse().ok()?;
     Some(ProcInfo {
         pid,
         ppid,
@@ -209,22 +220,55 @@ pub fn parse_stat(text: &str) -> Option<ProcInfo> {
         start_ticks,
         state,
         comm,
+        cpu_ticks,
     })
 }
 
-/// The CPU a process and its waited-for children used, in clock ticks (`utime + stime +
-/// cutime + cstime`, fields 14–17 of `/proc/<pid>/stat`), or `None` for a malformed line.
-pub fn parse_stat_cpu_ticks(text: &str) -> Option<u64> {
-    let close = text.rfind(')')?;
-    // Field 14 is the 12th field after the command name (fields 3..=13 precede it).
-    let mut fields = text[close + 1..].split_ascii_whitespace().skip(11);
-    let mut total: u64 = 0;
-    for _ in 0..4 {
-        // cutime and cstime are signed in the kernel's format; never negative in practice.
-        let ticks: i64 = fields.next()?.parse().ok()?;
-        total = total.saturating_add(u64::try_from(ticks).unwrap_or(0));
+/// Whether the process that made a workspace still runs, from what the workspace's marker
+/// says of it (`hyoka-workspace`'s `MarkerOwner`) and when the workspace was created
+/// (`created_unix`, seconds since the epoch; 0 when unknown).
+///
+/// With the owner's start ticks (older markers) the identity is exact. The current marker
+/// records only the pid, and the workspace's creation time stands for the start time: a live
+/// process with that pid that started before the workspace existed is its owner, since no
+/// other process could hold the pid meanwhile. Two seconds of slack cover the boot time's
+/// whole-second precision; every doubt answers "running", so a workspace in doubt is kept.
+pub fn owner_running(
+    pid: i32,
+    start_ticks: Option<u64>,
+    boot_id: Option<&str>,
+    created_unix: u64,
+) -> bool {
+    use crate::ProcTable as _;
+    let table = crate::NativeProcTable::new();
+    if boot_id.is_some_and(|b| table.boot_id().is_ok_and(|now| now.as_str() != b)) {
+        return false;
     }
-    Some(total)
+    let Some(info) = table.process(pid).filter(|p| !p.is_gone()) else {
+        return false;
+    };
+    if let Some(ticks) = start_ticks {
+        return info.start_ticks == ticks;
+    }
+    let hz = rustix::param::clock_ticks_per_second();
+    let Some(boot) = boot_time_unix() else {
+        return true;
+    };
+    if created_unix == 0 || hz == 0 {
+        return true;
+    }
+    boot.saturating_add(info.start_ticks / hz) <= created_unix.saturating_add(2)
+}
+
+/// The boot time, seconds since the epoch (`btime` in `/proc/stat`).
+fn boot_time_unix() -> Option<u64> {
+    std::fs::read_to_string("/proc/stat")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("btime "))?
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// Validates a run or eval id: `[A-Za-z0-9][A-Za-z0-9._-]{0,63}` (the CLI's contract).

@@ -4,6 +4,7 @@
 //! # hyoka-pids v1
 //! # run <run_id>
 //! # owner <pid> <start_ticks> <boot_id>
+//! # instance <token>
 //! # workspace <eval_id> <absolute path>
 //! # cgroup <eval_id> <absolute path>
 //! # cleaned <unix seconds>
@@ -12,28 +13,45 @@
 //!
 //! The file is rewritten atomically (temporary file, fsync, rename, fsync of the directory)
 //! whenever the tracked set changes, so a crash leaves either the old or the new version,
-//! never a torn one. The parser is still tolerant: it reports garbage, dangerous pids and torn
-//! lines as [`LedgerProblem`]s and never returns them as entries.
+//! never a torn one; a rewrite keeps the replaced file's owner and mode. The parser is still
+//! tolerant: it reports garbage, dangerous pids and torn lines as [`LedgerProblem`]s and
+//! never returns them as entries. It reads in one pass, in time linear in the file (a set
+//! finds duplicate lines), and a file larger than [`MAX_LEDGER_BYTES`] is not read at all:
+//! hyoka never writes one that large, so it is reported as hostile.
+//!
+//! The `# instance` header (the run instance, see [`Instance`]) is what `clean` keys the
+//! process marker, the cgroup leaves and the workspaces on; a ledger written before it
+//! existed is still read, with the marker scan left out.
 //!
 //! Entries for processes that have exited are pruned at the next rewrite once they are
 //! confirmed gone (absent, a zombie, or their pid reused); an entry that is still listed when
 //! the owner dies costs `clean` one identity check, nothing more, because `clean` verifies
 //! every identity before it signals.
 
+use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::io::Write as _;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use rustix::fs::{AtFlags, Mode, OFlags};
 use serde::Serialize;
 
 use crate::ProcTrackError;
 use crate::identity::{Identity, ProcInfo, ProcRef, validate_id};
+use crate::instance::Instance;
 
 /// The ledger's file name inside a run directory.
 pub const LEDGER_FILE: &str = "pids.txt";
+
+/// The largest ledger that is read (8 MiB, about 170,000 process lines). A ledger hyoka
+/// wrote never needs more than a few MB; a larger file is refused as hostile.
+pub const MAX_LEDGER_BYTES: u64 = 8 << 20;
+
+/// At most this many problems are listed one by one; the rest are counted in one more.
+const MAX_PROBLEMS: usize = 100;
 
 const MAGIC: &str = "# hyoka-pids v1";
 
@@ -92,6 +110,8 @@ pub struct Ledger {
     pub run_id: String,
     /// The identity of the hyoka process that owns the run (`# owner`).
     pub owner: Option<Identity>,
+    /// The run instance (`# instance`); `None` in a ledger written before instances existed.
+    pub instance: Option<Instance>,
     /// The run's workspaces (`# workspace`).
     pub workspaces: Vec<EvalPath>,
     /// The run's cgroup leaves (`# cgroup`).
@@ -187,6 +207,9 @@ impl Ledger {
         if let Some(owner) = &self.owner {
             let _ = writeln!(out, "# owner {owner}");
         }
+        if let Some(instance) = &self.instance {
+            let _ = writeln!(out, "# instance {instance}");
+        }
         for (kind, list) in [("workspace", &self.workspaces), ("cgroup", &self.cgroups)] {
             for item in list {
                 let _ = write!(out, "# {kind} {} ", item.eval_id);
@@ -213,36 +236,37 @@ impl Ledger {
 
     /// Parses a ledger, refusing every line that is malformed or names a pid that must never be
     /// signalled (≤ 1, or `self_pid`, the process that reads it).
+    ///
+    /// One pass, linear in the size of `bytes`; at most 100 problems are listed one by one.
     pub fn parse(bytes: &[u8], self_pid: i32) -> ParsedLedger {
         let mut parsed = ParsedLedger::default();
-        let problem = |line: usize, raw: &[u8], reason: &'static str| LedgerProblem {
-            line,
-            text: String::from_utf8_lossy(raw).chars().take(120).collect(),
-            reason,
-        };
-        let mut problems = Vec::new();
-        let mut lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
-        // A well-formed file ends with a newline, so the last split piece is empty.
-        let last = lines.pop().unwrap_or_default();
-        if !last.is_empty() {
-            problems.push(problem(
-                lines.len() + 1,
-                last,
-                "torn line (no trailing newline)",
-            ));
-        }
-        if lines.first().copied() != Some(MAGIC.as_bytes()) {
-            problems.push(problem(
+        let mut problems = Problems::default();
+        let mut lines = bytes.split(|&b| b == b'\n').enumerate().peekable();
+        if lines.peek().map(|(_, l)| *l) != Some(MAGIC.as_bytes()) {
+            let first = lines.next().map(|(_, l)| l).unwrap_or_default();
+            problems.push(
                 1,
-                lines.first().copied().unwrap_or_default(),
+                first,
                 "missing `# hyoka-pids v1` header: not a ledger this version can act on",
-            ));
-            parsed.problems = problems;
+            );
+            parsed.problems = problems.finish();
             return parsed;
         }
+        lines.next();
+        if lines.peek().is_none() {
+            problems.push(1, MAGIC.as_bytes(), "torn line (no trailing newline)");
+        }
         let ledger = &mut parsed.ledger;
-        for (index, raw) in lines.iter().enumerate().skip(1) {
+        let mut seen: HashSet<ProcRef> = HashSet::new();
+        while let Some((index, raw)) = lines.next() {
             let n = index + 1;
+            if lines.peek().is_none() {
+                // A well-formed file ends with a newline, so the last split piece is empty.
+                if !raw.is_empty() {
+                    problems.push(n, raw, "torn line (no trailing newline)");
+                }
+                break;
+            }
             if raw.is_empty() {
                 continue;
             }
@@ -250,37 +274,48 @@ impl Ledger {
                 parse_header(ledger, raw)
             } else {
                 parse_entry(raw, self_pid).map(|entry| {
-                    if !ledger
-                        .entries
-                        .iter()
-                        .any(|e| e.proc_ref() == entry.proc_ref())
-                    {
+                    if seen.insert(entry.proc_ref()) {
                         ledger.entries.push(entry);
                     }
                 })
             };
             if let Err(reason) = result {
-                problems.push(problem(n, raw, reason));
+                problems.push(n, raw, reason);
             }
         }
         if ledger.run_id.is_empty() {
-            problems.push(problem(0, b"", "no valid `# run` header"));
+            problems.push(0, b"", "no valid `# run` header");
         }
-        parsed.problems = problems;
+        parsed.problems = problems.finish();
         parsed
     }
 
-    /// Reads and parses the ledger at `path`.
+    /// Reads and parses the ledger at `path`, without following a link at `path`, refusing
+    /// anything but a regular file and anything larger than [`MAX_LEDGER_BYTES`].
     ///
     /// # Errors
-    /// [`ProcTrackError::Io`] when the file cannot be read.
+    /// [`ProcTrackError::Io`] when the file cannot be read, [`ProcTrackError::Untrusted`]
+    /// when it is a link, not a regular file, or too large.
     pub fn read(path: &Path, self_pid: i32) -> Result<ParsedLedger, ProcTrackError> {
-        let bytes = std::fs::read(path).map_err(|e| ProcTrackError::io("read", path, e))?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let name = path.file_name().unwrap_or_default();
+        let dir = rustix::fs::open(
+            if dir.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                dir
+            },
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| ProcTrackError::io("open", dir, e.into()))?;
+        let bytes = read_bounded_at(dir.as_fd(), Path::new(name), path, None)?;
         Ok(Self::parse(&bytes, self_pid))
     }
 
     /// Writes the ledger to `path` atomically: a temporary file in the same directory,
-    /// fsync, rename over `path`, fsync of the directory.
+    /// fsync, rename over `path`, fsync of the directory. A ledger it replaces keeps its
+    /// owner and mode.
     ///
     /// # Errors
     /// [`ProcTrackError::Io`] naming the step that failed; `path` is then unchanged.
@@ -319,6 +354,9 @@ fn parse_header(ledger: &mut Ledger, raw: &[u8]) -> Result<(), &'static str> {
         }
         b"owner" => {
             ledger.owner = Some(text()?.parse().map_err(|_| "invalid owner identity")?);
+        }
+        b"instance" => {
+            ledger.instance = Some(text()?.parse().map_err(|_| "invalid instance token")?);
         }
         b"workspace" | b"cgroup" => {
             let split = value
@@ -370,42 +408,180 @@ fn parse_entry(raw: &[u8], self_pid: i32) -> Result<LedgerEntry, &'static str> {
     })
 }
 
-/// Writes `bytes` to `path` atomically (temporary file, fsync, rename, fsync of the directory):
-/// readers see the old file or the new one, never a torn one, even if the writer dies
-/// mid-write. The ledger and every record of `hyoka-eval` are written through it.
+/// The problems of one parse: the first [`MAX_PROBLEMS`] in full, the rest counted.
+#[derive(Default)]
+struct Problems {
+    listed: Vec<LedgerProblem>,
+    more: usize,
+}
+
+impl Problems {
+    fn push(&mut self, line: usize, raw: &[u8], reason: &'static str) {
+        if self.listed.len() < MAX_PROBLEMS {
+            self.listed.push(LedgerProblem {
+                line,
+                text: String::from_utf8_lossy(&raw[..raw.len().min(480)])
+                    .chars()
+                    .take(120)
+                    .collect(),
+                reason,
+            });
+        } else {
+            self.more += 1;
+        }
+    }
+
+    fn finish(mut self) -> Vec<LedgerProblem> {
+        if self.more > 0 {
+            self.listed.push(LedgerProblem {
+                line: 0,
+                text: format!("{} more", self.more),
+                reason: "too many problems to list: the file is not a ledger hyoka wrote",
+            });
+        }
+        self.listed
+    }
+}
+
+/// Reads the regular file `name` in the directory `dir` (named `path` in errors) without
+/// following a link at `name` and without blocking on a FIFO or a device, up to
+/// [`MAX_LEDGER_BYTES`]. With `owner`, the file must belong to that user and be writable by
+/// nobody else.
+pub(crate) fn read_bounded_at(
+    dir: BorrowedFd<'_>,
+    name: &Path,
+    path: &Path,
+    owner: Option<u32>,
+) -> Result<Vec<u8>, ProcTrackError> {
+    let fd = rustix::fs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| {
+        if e == rustix::io::Errno::LOOP {
+            untrusted(path, "is a symbolic link")
+        } else {
+            ProcTrackError::io("open", path, e.into())
+        }
+    })?;
+    let stat = rustix::fs::fstat(&fd).map_err(|e| ProcTrackError::io("inspect", path, e.into()))?;
+    crate::trust::check_entry(&stat, path, false, owner)?;
+    let size = u64::try_from(stat.st_size).unwrap_or(u64::MAX);
+    if size > MAX_LEDGER_BYTES {
+        return Err(untrusted(
+            path,
+            &format!(
+                "is {size} bytes, more than the {MAX_LEDGER_BYTES} a ledger hyoka writes may have"
+            ),
+        ));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        match rustix::io::read(&fd, &mut chunk) {
+            Ok(0) => break,
+            Ok(n) => {
+                bytes.extend_from_slice(&chunk[..n]);
+                if bytes.len() as u64 > MAX_LEDGER_BYTES {
+                    return Err(untrusted(path, "grew past the size a ledger may have"));
+                }
+            }
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(ProcTrackError::io("read", path, e.into())),
+        }
+    }
+    Ok(bytes)
+}
+
+fn untrusted(path: &Path, reason: &str) -> ProcTrackError {
+    ProcTrackError::Untrusted {
+        path: path.to_owned(),
+        reason: reason.to_owned(),
+    }
+}
+
+/// Writes `bytes` to `path` atomically (temporary file, fsync, rename, fsync of the
+/// directory): readers see the old file or the new one, never a torn one, even if the writer
+/// dies mid-write. A file it replaces keeps its owner, group and mode; a new one gets mode
+/// 0644 (less the umask). A bare file name is resolved in the current directory. The ledger
+/// and every record of `hyoka-eval` are written through it.
 ///
 /// # Errors
-/// [`ProcTrackError::Io`] naming the step that failed; the temporary file is removed.
+/// [`ProcTrackError::Io`] naming the step that failed; `path` is then unchanged and the
+/// temporary file is removed.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ProcTrackError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let name = path.file_name().unwrap_or_default();
+    let dir_fd = rustix::fs::open(
+        dir,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| ProcTrackError::io("open", dir, e.into()))?;
+    write_atomic_at(dir_fd.as_fd(), dir, Path::new(name), bytes)
+}
+
+/// [`write_atomic`] relative to an open directory: nothing is resolved through a path that
+/// could have changed since the directory was opened and checked.
+pub(crate) fn write_atomic_at(
+    dir: BorrowedFd<'_>,
+    dir_path: &Path,
+    name: &Path,
+    bytes: &[u8],
+) -> Result<(), ProcTrackError> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let tmp = dir.join(format!(
-        ".{name}.tmp-{}-{}",
+    let path = dir_path.join(name);
+    let tmp_name = format!(
+        ".{}.tmp-{}-{}",
+        name.to_string_lossy(),
         std::process::id(),
         COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
+    );
+    let tmp = dir_path.join(&tmp_name);
+    // The file being replaced, if it is a regular file: its owner and mode carry over.
+    let keep = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)
+        .ok()
+        .filter(|st| rustix::fs::FileType::from_raw_mode(st.st_mode).is_file());
     let result = (|| {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o644)
-            .open(&tmp)
-            .map_err(|e| ProcTrackError::io("create", &tmp, e))?;
+        let fd = rustix::fs::openat(
+            dir,
+            tmp_name.as_str(),
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o644),
+        )
+        .map_err(|e| ProcTrackError::io("create", &tmp, e.into()))?;
+        let mut file = std::fs::File::from(fd);
         file.write_all(bytes)
             .map_err(|e| ProcTrackError::io("write", &tmp, e))?;
+        if let Some(old) = &keep {
+            let (uid, gid) = (
+                rustix::fs::Uid::from_raw(old.st_uid),
+                rustix::fs::Gid::from_raw(old.st_gid),
+            );
+            let mine = rustix::fs::fstat(&file)
+                .map_err(|e| ProcTrackError::io("inspect", &tmp, e.into()))?;
+            if (mine.st_uid, mine.st_gid) != (old.st_uid, old.st_gid) {
+                rustix::fs::fchown(&file, Some(uid), Some(gid))
+                    .map_err(|e| ProcTrackError::io("keep the owner of", &path, e.into()))?;
+            }
+            rustix::fs::fchmod(&file, Mode::from_raw_mode(old.st_mode & 0o7777))
+                .map_err(|e| ProcTrackError::io("keep the mode of", &path, e.into()))?;
+        }
         file.sync_all()
             .map_err(|e| ProcTrackError::io("fsync", &tmp, e))?;
-        std::fs::rename(&tmp, path).map_err(|e| ProcTrackError::io("rename", path, e))?;
-        std::fs::File::open(dir)
-            .and_then(|d| d.sync_all())
-            .map_err(|e| ProcTrackError::io("fsync", dir, e))
+        rustix::fs::renameat(dir, tmp_name.as_str(), dir, name)
+            .map_err(|e| ProcTrackError::io("rename", &path, e.into()))?;
+        rustix::fs::fsync(dir).map_err(|e| ProcTrackError::io("fsync", dir_path, e.into()))
     })();
     if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+        let _ = rustix::fs::unlinkat(dir, tmp_name.as_str(), AtFlags::empty());
     }
     result
 }

@@ -10,13 +10,18 @@
 //!   layer the machine offers ([`Capabilities`], [`Layers`]); [`Agent::wait`],
 //!   [`Agent::refresh`] and [`Agent::teardown`] (a [`TeardownReport`]) follow.
 //! - The layers: a cgroup v2 leaf per eval ([`CgroupRoot`], [`CgroupLeaf`]); the subreaper
-//!   shim ([`shim_main`], started through a [`Launcher`]); a new session and process group;
-//!   discovery by a direct `/proc` scan ([`discover`]) of descendants, process groups and the
-//!   `HYOKA_RUN_ID` [`Marker`].
+//!   shim ([`shim_main`], started through a [`Launcher`]), and the tracker's own process as
+//!   the next subreaper (its adopted orphans are [`Source::Orphan`]); a new session and
+//!   process group; discovery by a direct `/proc` scan ([`discover`]) of descendants, process
+//!   groups and the run [`Instance`]'s [`Marker`] ([`INSTANCE_ENV`]). A layer an agent
+//!   defeats is reported as lost ([`Layer`]).
 //! - Identity: [`Identity`] (pid, start ticks, [`BootId`]) and [`ProcRef`]; every signal goes
 //!   through a [`Signaller`] that re-verifies it (see [`Delivery`]).
-//! - `clean` and `ps`: [`clean_run`] ([`CleanOptions`], [`CleanReport`]), [`list_runs`] and
-//!   [`live_runs`] ([`RunListing`]).
+//! - `clean` and `ps`: [`clean_run`] and [`clean_runs`] ([`CleanOptions`], [`CleanReport`]),
+//!   [`list_runs`] and [`live_runs`] ([`RunListing`]). A reports directory is evidence, not a
+//!   command: it is read through the checks of [`ProcTrackError::Untrusted`], and `clean`
+//!   acts with its owner's power only ([`Authority`]); [`check_reports_dir`] and
+//!   [`read_reports_file`] serve `hyoka-eval` and the CLI.
 //! - Seams: [`ProcTable`], [`Signaller`], [`Clock`] with [`NativeProcTable`],
 //!   [`NativeSignaller`], [`SystemClock`]; with the `mock` feature also `FakeSystem`,
 //!   `FakeClock` and the `mockall` mocks `MockProcTable`, `MockSignaller`, `MockClock`.
@@ -57,7 +62,7 @@
 //! # #[cfg(feature = "mock")] {
 //! use std::time::{Duration, Instant};
 //! use hyoka_proctrack::{
-//!     FakeClock, FakeSystem, OnTerm, Outcome, Scope, Seams, TeardownOptions, teardown,
+//!     FakeClock, FakeSystem, OnTerm, ProcessFate, Scope, Seams, TeardownOptions, teardown,
 //! };
 //!
 //! let fake = FakeSystem::new();
@@ -73,8 +78,8 @@
 //! let report = teardown(seams, &scope, &[], &TeardownOptions::with_grace(Duration::from_secs(2)));
 //!
 //! let outcome = |pid| report.processes.iter().find(|p| p.pid == pid).map(|p| p.outcome);
-//! assert_eq!(outcome(agent.pid), Some(Outcome::Terminated));
-//! assert_eq!(outcome(stubborn.pid), Some(Outcome::Killed));
+//! assert_eq!(outcome(agent.pid), Some(ProcessFate::Terminated));
+//! assert_eq!(outcome(stubborn.pid), Some(ProcessFate::Killed));
 //! assert_eq!(report.survivors, 0);
 //! // SIGKILL came exactly when the grace period ran out, in virtual time.
 //! assert!(clock.elapsed() >= Duration::from_secs(2));
@@ -102,7 +107,13 @@
 //!
 //! If hyoka is SIGKILLed, the shim receives its parent-death signal and tears its tree down;
 //! whatever it cannot reach (no shim, or an escapee from it) is found by the next
-//! [`clean_run`] through the ledger, the recorded cgroup leaf and the marker.
+//! [`clean_run`] through the ledger, the recorded cgroup leaf and the instance marker. If
+//! instead the agent SIGKILLs the shim, its orphans come to the tracker's process, a
+//! subreaper since [`Tracker::start`]: the agent notices the shim's death, reports
+//! [`Layer::Shim`] lost and attributes those orphans from then on. They are told apart from
+//! the process's own children by their session and by the record of children the tracker
+//! started (taken while forking), and their zombies are reaped by pid only, never with
+//! `waitpid(-1)`, so the statuses tokio waits for are never stolen.
 #![warn(
     clippy::disallowed_methods,
     reason = "libraries read no environment and take time from their callers"
@@ -112,6 +123,7 @@
     reason = "pid, ppid, pgid and sid are the kernel's names and read best as such"
 )]
 
+mod agent;
 mod caps;
 mod cgroup;
 mod clean;
@@ -121,19 +133,26 @@ mod error;
 #[cfg(any(test, feature = "mock"))]
 mod fake;
 mod identity;
+mod instance;
 mod ledger;
 mod lock;
+mod orphans;
 mod proc_table;
+mod sampling;
 mod shim;
 mod signal;
+mod spawn;
 mod teardown;
 mod tracker;
+mod trust;
 
-pub use crate::caps::{Capabilities, Layers};
+pub use crate::agent::{Agent, AgentExit, Refresh};
+pub use crate::caps::{Capabilities, Layer, Layers};
 pub use crate::cgroup::{CgroupLeaf, CgroupRoot, cgroup2_mount, own_cgroup};
 pub use crate::clean::{
     CgroupCleanup, CleanOptions, CleanReport, CleanedProcess, ListedProcess, RunListing,
-    SkipReason, Skipped, clean_run, clean_run_with, list_runs, list_runs_with, live_runs,
+    SkipReason, Skipped, clean_run, clean_run_with, clean_runs, list_runs, list_runs_with,
+    live_runs,
 };
 #[cfg(feature = "mock")]
 pub use crate::clock::MockClock;
@@ -142,22 +161,24 @@ pub use crate::discover::{Found, Marker, Scope, Source, discover};
 pub use crate::error::ProcTrackError;
 #[cfg(feature = "mock")]
 pub use crate::fake::{FAKE_BOOT_ID, FAKE_SELF_PID, FakeCall, FakeClock, FakeSystem, OnTerm};
-pub use crate::identity::{BootId, Identity, ProcInfo, ProcRef, parse_stat, parse_stat_cpu_ticks};
+pub use crate::identity::{BootId, Identity, ProcInfo, ProcRef, owner_running, parse_stat};
+pub use crate::instance::{INSTANCE_ENV, Instance};
 pub use crate::ledger::{
-    EvalPath, LEDGER_FILE, Ledger, LedgerEntry, LedgerProblem, ParsedLedger, write_atomic,
+    EvalPath, LEDGER_FILE, Ledger, LedgerEntry, LedgerProblem, MAX_LEDGER_BYTES, ParsedLedger,
+    write_atomic,
 };
 pub use crate::lock::{LOCK_FILE, LockState, OwnerLock};
 #[cfg(feature = "mock")]
 pub use crate::proc_table::MockProcTable;
-pub use crate::proc_table::{NativeProcTable, ProcTable};
+pub use crate::proc_table::{NativeProcTable, ProcTable, Uids};
+pub use crate::sampling::{TreeSample, sample_tree};
 pub use crate::shim::{SHIM_FAILURE, shim_args, shim_main};
 #[cfg(feature = "mock")]
 pub use crate::signal::MockSignaller;
 pub use crate::signal::{Delivery, NativeSignaller, Refusal, Signal, Signaller, refusal};
+pub use crate::spawn::{AgentCommand, StdioMode};
 pub use crate::teardown::{
-    Escalation, Outcome, ProcessReport, Seams, TeardownOptions, TeardownReport, teardown,
+    Escalation, ProcessFate, ProcessReport, Seams, TeardownOptions, TeardownReport, teardown,
 };
-pub use crate::tracker::{
-    Agent, AgentCommand, AgentExit, CgroupMode, Launcher, Refresh, StdioMode, Tracker,
-    TrackerOptions, TreeSample, sample_tree,
-};
+pub use crate::tracker::{CgroupMode, Launcher, Tracker, TrackerOptions};
+pub use crate::trust::{Authority, ReportsUse, check_reports_dir, read_reports_file};

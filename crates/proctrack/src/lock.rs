@@ -39,15 +39,20 @@ impl OwnerLock {
     /// # Errors
     /// [`ProcTrackError::RunLive`] when another process holds it, [`ProcTrackError::Io`]
     /// otherwise.
+    ///
+    /// A new lock file gets mode 0644 whatever the umask: `clean` refuses a lock file others
+    /// may write.
     pub fn acquire(path: &Path) -> Result<Self, ProcTrackError> {
+        use std::os::unix::fs::OpenOptionsExt as _;
         let file = std::fs::OpenOptions::new()
             .read(true)
-            .write(true)
             .create(true)
-            .truncate(false)
+            .append(true)
+            .mode(0o644)
+            .custom_flags(libc::O_NOFOLLOW)
             .open(path)
             .map_err(|e| ProcTrackError::io("create", path, e))?;
-        Self::lock(file, path)
+        Self::lock_file(file, path)
     }
 
     /// Locks an existing `path` without creating it (for `clean`, which must not create
@@ -58,13 +63,14 @@ impl OwnerLock {
     /// otherwise.
     pub fn acquire_existing(path: &Path) -> Result<Option<Self>, ProcTrackError> {
         match File::open(path) {
-            Ok(file) => Self::lock(file, path).map(Some),
+            Ok(file) => Self::lock_file(file, path).map(Some),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(ProcTrackError::io("open", path, e)),
         }
     }
 
-    fn lock(file: File, path: &Path) -> Result<Self, ProcTrackError> {
+    /// Locks an open lock file (opened and checked by the caller).
+    pub(crate) fn lock_file(file: File, path: &Path) -> Result<Self, ProcTrackError> {
         let flags = rustix::io::fcntl_getfd(&file)
             .map_err(|e| ProcTrackError::io("inspect", path, e.into()))?;
         if !flags.contains(rustix::io::FdFlags::CLOEXEC) {
@@ -99,8 +105,16 @@ impl OwnerLock {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(LockState::Missing),
             Err(e) => return Err(ProcTrackError::io("open", path, e)),
         };
+        Self::probe_file(&file, path)
+    }
+
+    /// [`OwnerLock::probe`] of an open lock file (opened and checked by the caller).
+    pub(crate) fn probe_file(file: &File, path: &Path) -> Result<LockState, ProcTrackError> {
         match file.try_lock_shared() {
-            Ok(()) => Ok(LockState::Abandoned),
+            Ok(()) => {
+                let _ = file.unlock();
+                Ok(LockState::Abandoned)
+            }
             Err(TryLockError::WouldBlock) => Ok(LockState::Live),
             Err(TryLockError::Error(e)) => Err(ProcTrackError::io("probe lock", path, e)),
         }

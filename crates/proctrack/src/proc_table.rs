@@ -32,11 +32,42 @@ pub trait ProcTable: Send + Sync {
     /// `None` when it cannot be read (gone, kernel thread, not permitted).
     fn environ(&self, pid: i32) -> Option<Vec<u8>>;
 
+    /// The process's real and saved user ids (the ones the kernel compares when one user
+    /// signals another's process), or `None` when it cannot be read.
+    fn uids(&self, pid: i32) -> Option<Uids>;
+
     /// The pid of the calling process (the one that must never be signalled).
     fn self_pid(&self) -> i32;
 
     /// The process group of the calling process (never signalled either).
     fn self_pgid(&self) -> i32;
+}
+
+/// A process's real and saved user ids, from the `Uid:` line of `/proc/<pid>/status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Uids {
+    /// The real user id.
+    pub real: u32,
+    /// The saved set-user-id.
+    pub saved: u32,
+}
+
+impl Uids {
+    /// Whether a process of user `uid` (real and effective) may signal this one: the kernel's
+    /// rule is that the sender's real or effective id equals the target's real or saved id.
+    pub fn signalable_by(self, uid: u32) -> bool {
+        self.real == uid || self.saved == uid
+    }
+}
+
+/// Parses the `Uid:` line of `/proc/<pid>/status` (real, effective, saved, file system).
+pub(crate) fn parse_status_uids(status: &str) -> Option<Uids> {
+    let line = status.lines().find_map(|l| l.strip_prefix("Uid:"))?;
+    let mut ids = line.split_ascii_whitespace().map(str::parse::<u32>);
+    let real = ids.next()?.ok()?;
+    let _effective = ids.next()?.ok()?;
+    let saved = ids.next()?.ok()?;
+    Some(Uids { real, saved })
 }
 
 /// The real process table: direct reads of `/proc`, no `sysinfo` refresh.
@@ -53,6 +84,9 @@ impl NativeProcTable {
 }
 
 const STAT_BUF: usize = 1024;
+/// `/proc/<pid>/status` puts the `Uid:` line within its first kilobyte; a bigger buffer
+/// reads the whole file (about 1.5 KiB).
+const STATUS_BUF: usize = 4096;
 
 fn read_at(dir: impl AsFd, path: &CStr, buf: &mut [u8]) -> Option<usize> {
     let fd: OwnedFd =
@@ -70,10 +104,14 @@ fn read_at(dir: impl AsFd, path: &CStr, buf: &mut [u8]) -> Option<usize> {
 }
 
 fn stat_path<'a>(prefix: &str, pid: i32, out: &'a mut [u8; 32]) -> &'a CStr {
+    file_path(prefix, pid, "/stat", out)
+}
+
+fn file_path<'a>(prefix: &str, pid: i32, file: &str, out: &'a mut [u8; 32]) -> &'a CStr {
     use std::io::Write as _;
     let mut cursor = io::Cursor::new(&mut out[..]);
-    // A pid has at most 10 digits, so this always fits with its NUL.
-    let _ = write!(cursor, "{prefix}{pid}/stat\0");
+    // A pid has at most 10 digits, so `/proc/<pid>/status` always fits with its NUL.
+    let _ = write!(cursor, "{prefix}{pid}{file}\0");
     let end = usize::try_from(cursor.position()).unwrap_or(0);
     CStr::from_bytes_with_nul(&out[..end]).unwrap_or(c"")
 }
@@ -157,6 +195,20 @@ impl ProcTable for NativeProcTable {
             return None;
         }
         std::fs::read(format!("/proc/{pid}/environ")).ok()
+    }
+
+    fn uids(&self, pid: i32) -> Option<Uids> {
+        if pid <= 0 {
+            return None;
+        }
+        let mut path = [0u8; 32];
+        let mut buf = [0u8; STATUS_BUF];
+        let len = read_at(
+            rustix::fs::CWD,
+            file_path("/proc/", pid, "/status", &mut path),
+            &mut buf,
+        )?;
+        parse_status_uids(&String::from_utf8_lossy(&buf[..len]))
     }
 
     fn self_pid(&self) -> i32 {

@@ -34,7 +34,7 @@
 
 use std::ffi::{OsStr, OsString};
 use std::io::Write as _;
-use std::os::fd::{BorrowedFd, FromRawFd as _, RawFd};
+use std::os::fd::{BorrowedFd, FromRawFd as _, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt as _;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -42,10 +42,14 @@ use std::time::Duration;
 use rustix::io::FdFlags;
 use rustix::process::WaitOptions;
 
+use tokio::io::{AsyncBufReadExt as _, BufReader, Lines};
+use tokio::net::unix::pipe;
+
 use crate::clock::SystemClock;
 use crate::discover::Scope;
+use crate::identity::ProcRef;
 use crate::proc_table::{NativeProcTable, ProcTable};
-use crate::signal::NativeSignaller;
+use crate::signal::{NativeSignaller, reset_signal_state};
 use crate::teardown::{Seams, TeardownOptions, teardown};
 
 /// The exit status of the shim when it fails itself (bad arguments, lost parent).
@@ -65,12 +69,67 @@ pub fn shim_args(
         "--parent".into(),
         parent.to_string().into(),
         "--grace-ms".into(),
-        grace.as_millis().to_string().into(),
+        // A grace too long for milliseconds in a u64 (centuries) is as good as forever.
+        grace
+            .as_millis()
+            .min(u128::from(u64::MAX))
+            .to_string()
+            .into(),
         "--".into(),
         program.to_owned(),
     ];
     out.extend(args.iter().cloned());
     out
+}
+
+/// One line of the shim's report protocol (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ShimReport {
+    /// `started <pid> <start_ticks>`: the agent runs.
+    Started(ProcRef),
+    /// `spawn-failed <errno>`: the agent could not be started.
+    SpawnFailed(i32),
+    /// `exited <code>`: the agent exited and was reaped.
+    Exited(i32),
+    /// `signaled <signal>`: a signal ended the agent, which was reaped.
+    Signaled(i32),
+}
+
+impl ShimReport {
+    /// The line the shim writes, newline included.
+    fn line(self) -> String {
+        match self {
+            Self::Started(r) => format!("started {} {}\n", r.pid, r.start_ticks),
+            Self::SpawnFailed(errno) => format!("spawn-failed {errno}\n"),
+            Self::Exited(code) => format!("exited {code}\n"),
+            Self::Signaled(signal) => format!("signaled {signal}\n"),
+        }
+    }
+}
+
+/// Parses one report line (without its newline); `None` for anything else.
+pub(crate) fn parse_report(line: &str) -> Option<ShimReport> {
+    let mut words = line.split_ascii_whitespace();
+    let kind = words.next()?;
+    let a: i64 = words.next()?.parse().ok()?;
+    let int = |v: i64| i32::try_from(v).ok();
+    let report = match kind {
+        "started" => ShimReport::Started(ProcRef {
+            pid: int(a)?,
+            start_ticks: words.next()?.parse().ok()?,
+        }),
+        "spawn-failed" => ShimReport::SpawnFailed(int(a)?),
+        "exited" => ShimReport::Exited(int(a)?),
+        "signaled" => ShimReport::Signaled(int(a)?),
+        _ => return None,
+    };
+    words.next().is_none().then_some(report)
+}
+
+/// The tracker's end of the report pipe, as lines.
+pub(crate) fn report_lines(fd: OwnedFd) -> std::io::Result<Lines<BufReader<pipe::Receiver>>> {
+    let receiver = pipe::Receiver::from_owned_fd(fd)?;
+    Ok(BufReader::new(receiver).lines())
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -151,17 +210,14 @@ pub fn shim_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     // memory of the parent.
     unsafe {
         command.pre_exec(|| {
-            crate::tracker::reset_signals();
+            reset_signal_state();
             rustix::process::setsid().map(drop).map_err(Into::into)
         });
     }
     let child = match command.spawn() {
         Ok(child) => child,
         Err(e) => {
-            say(format!(
-                "spawn-failed {}\n",
-                e.raw_os_error().unwrap_or(libc::ENOENT)
-            ));
+            say(ShimReport::SpawnFailed(e.raw_os_error().unwrap_or(libc::ENOENT)).line());
             return ExitCode::from(127);
         }
     };
@@ -170,7 +226,11 @@ pub fn shim_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     drop(child);
     let table = NativeProcTable::new();
     let ticks = table.process(agent).map_or(0, |p| p.start_ticks);
-    say(format!("started {agent} {ticks}\n"));
+    say(ShimReport::Started(ProcRef {
+        pid: agent,
+        start_ticks: ticks,
+    })
+    .line());
 
     let mut status: Option<i32> = None;
     loop {
@@ -254,11 +314,11 @@ fn reap(agent: i32, status: &mut Option<i32>, say: &mut impl FnMut(String)) -> b
                 if pid.as_raw_nonzero().get() == agent {
                     let raw = st.as_raw();
                     *status = Some(raw);
-                    if libc::WIFEXITED(raw) {
-                        say(format!("exited {}\n", libc::WEXITSTATUS(raw)));
+                    say(if libc::WIFEXITED(raw) {
+                        ShimReport::Exited(libc::WEXITSTATUS(raw)).line()
                     } else {
-                        say(format!("signaled {}\n", libc::WTERMSIG(raw)));
-                    }
+                        ShimReport::Signaled(libc::WTERMSIG(raw)).line()
+                    });
                 }
             }
             Ok(None) => return false,

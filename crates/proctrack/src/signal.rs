@@ -211,3 +211,19 @@ impl Signaller for NativeSignaller {
         outcome(rustix::process::kill_process_group(group, signal.rustix()))
     }
 }
+
+/// Gives a child about to exec the signal state a fresh process has: nothing blocked (the
+/// shim blocks the signals it waits for, and a mask survives exec) and SIGPIPE at its default
+/// (Rust runtimes ignore it, and an ignored disposition survives exec too).
+///
+/// Async-signal-safe: for use between fork and exec.
+pub(crate) fn reset_signal_state() {
+    // SAFETY: `sigemptyset`, `pthread_sigmask` and `signal` are async-signal-safe; the set is a
+    // local, initialised before use.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&raw mut set);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &raw const set, std::ptr::null_mut());
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}

@@ -11,8 +11,9 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::caps::Layer;
 use crate::cgroup::CgroupLeaf;
-use crate::clock::Clock;
+use crate::clock::{Clock, deadline};
 use crate::discover::{Found, Scope, Source, discover};
 use crate::identity::{ProcInfo, ProcRef};
 use crate::proc_table::ProcTable;
@@ -93,7 +94,7 @@ impl Eq for Escalation {}
 /// What became of one process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Outcome {
+pub enum ProcessFate {
     /// It had exited on its own before teardown signalled anything.
     Exited,
     /// It exited after SIGTERM, within the grace period.
@@ -121,7 +122,7 @@ pub struct ProcessReport {
     /// Why it was attributed to the run.
     pub source: Source,
     /// What became of it.
-    pub outcome: Outcome,
+    pub outcome: ProcessFate,
     /// The errno of the last failed signal, if any.
     pub errno: Option<i32>,
 }
@@ -144,7 +145,14 @@ pub struct TeardownReport {
     /// Whether the kill timeout ran out with processes still found.
     pub timed_out: bool,
     /// What became of the subreaper shim, when there was one and it was still running.
-    pub shim: Option<Outcome>,
+    pub shim: Option<ProcessFate>,
+    /// Containment layers that were lost before teardown (see [`Layer`]); filled in by
+    /// [`Agent::teardown`](crate::Agent::teardown).
+    pub layers_lost: Vec<Layer>,
+    /// When set, `survivors` is not proof that nothing survived: no final scan could cover
+    /// the tree (a layer was lost and nothing that remained could see what it contained),
+    /// and this says why. Filled in by [`Agent::teardown`](crate::Agent::teardown).
+    pub survivors_unknown: Option<String>,
     /// How long teardown took.
     #[serde(serialize_with = "millis")]
     pub elapsed: Duration,
@@ -160,12 +168,12 @@ impl TeardownReport {
         self.processes_killed = self
             .processes
             .iter()
-            .filter(|p| matches!(p.outcome, Outcome::Terminated | Outcome::Killed))
+            .filter(|p| matches!(p.outcome, ProcessFate::Terminated | ProcessFate::Killed))
             .count();
         self.survivors = self
             .processes
             .iter()
-            .filter(|p| p.outcome == Outcome::Failed)
+            .filter(|p| p.outcome == ProcessFate::Failed)
             .count();
     }
 }
@@ -186,7 +194,7 @@ struct Record {
     source: Source,
     term: bool,
     kill: bool,
-    outcome: Option<Outcome>,
+    outcome: Option<ProcessFate>,
     errno: Option<i32>,
 }
 
@@ -195,11 +203,11 @@ impl Record {
     /// stays.
     fn settle(&mut self) {
         self.outcome.get_or_insert(if self.kill {
-            Outcome::Killed
+            ProcessFate::Killed
         } else if self.term {
-            Outcome::Terminated
+            ProcessFate::Terminated
         } else {
-            Outcome::Vanished
+            ProcessFate::Vanished
         });
     }
 }
@@ -209,7 +217,6 @@ struct Engine<'a> {
     scope: &'a Scope,
     cgroups: &'a [CgroupLeaf],
     seen: BTreeMap<ProcRef, Record>,
-    self_pid: i32,
     self_pgid: i32,
 }
 
@@ -219,7 +226,6 @@ impl Engine<'_> {
             return Vec::new();
         };
         let members: Vec<i32> = self.cgroups.iter().flat_map(CgroupLeaf::members).collect();
-        let table = self.seams.table;
         // Everything attributed earlier keeps its descendants attributed, even after it was
         // re-parented out of the roots' tree.
         let mut scope = self.scope.clone();
@@ -229,14 +235,7 @@ impl Engine<'_> {
                 .filter(|r| r.outcome.is_none())
                 .map(|r| crate::ledger::LedgerEntry::from_info(&r.info, "")),
         );
-        discover(
-            &snapshot,
-            &members,
-            &scope,
-            &|pid| table.environ(pid),
-            self.self_pid,
-            self.self_pgid,
-        )
+        discover(&snapshot, &members, &scope, self.seams.table)
     }
 
     fn alive(&self, r: ProcRef) -> bool {
@@ -268,10 +267,11 @@ impl Engine<'_> {
     /// covered by a delivered group signal.
     ///
     /// A group is signalled through its leader when the leader was found, else through a
-    /// member attributed by containment or ancestry (cgroup, root, descendant, group): such a
-    /// member's group lies in a session our agent created, so every member is ours. A process
-    /// found only by its marker (or only from a ledger) never lends its group, since it may
-    /// sit in a stranger's group.
+    /// member attributed by containment or ancestry (cgroup, root, descendant, group, an
+    /// adopted orphan): such a member's group lies in a session our agent's tree created, so
+    /// every member is ours. A process found only by its marker (or only from a ledger) never
+    /// lends its group, since it may sit in a stranger's group. With [`Scope::user`] no group
+    /// is signalled at all.
     fn signal_all(&mut self, found: &[Found], signal: Signal) {
         let mut found: Vec<&Found> = found.iter().collect();
         // Parents first, so a parent that restarts its children dies before it can react.
@@ -282,9 +282,12 @@ impl Engine<'_> {
             let leader = p.pid == p.pgid;
             let strong = matches!(
                 f.source,
-                Source::Cgroup | Source::Root | Source::Descendant | Source::Group
+                Source::Cgroup | Source::Root | Source::Descendant | Source::Group | Source::Orphan
             );
-            if p.pgid <= 1 || p.pgid == self.self_pgid || !(leader || strong) {
+            // Acting with another user's power only, a group signal would reach every member
+            // whoever it belongs to: each process is signalled (and checked) on its own.
+            let restricted = self.scope.user.is_some();
+            if restricted || p.pgid <= 1 || p.pgid == self.self_pgid || !(leader || strong) {
                 continue;
             }
             let slot = via.entry(p.pgid).or_insert(f);
@@ -335,7 +338,7 @@ impl Engine<'_> {
     /// The poll interval starts at 1 ms and doubles up to 5 ms: while something lives a poll
     /// costs one `/proc/<pid>/stat` read, and a coarser interval (it was 50 ms) added up to
     /// half the kernel's own exit time to a 1,000-process teardown.
-    fn wait_gone(&mut self, deadline: Instant, escalation: Option<&Escalation>) {
+    fn wait_gone(&mut self, deadline: Option<Instant>, escalation: Option<&Escalation>) {
         let mut interval = Duration::from_millis(1);
         loop {
             let pending: Vec<ProcRef> = self
@@ -354,10 +357,12 @@ impl Engine<'_> {
                 self.settle(r);
             }
             let now = self.seams.clock.now();
-            if all_gone || now >= deadline || escalation.is_some_and(Escalation::is_escalated) {
+            let expired = deadline.is_some_and(|d| now >= d);
+            if all_gone || expired || escalation.is_some_and(Escalation::is_escalated) {
                 return;
             }
-            self.seams.clock.sleep(interval.min(deadline - now));
+            let left = deadline.map_or(interval, |d| d.saturating_duration_since(now));
+            self.seams.clock.sleep(interval.min(left));
             interval = (interval * 2).min(Duration::from_millis(5));
         }
     }
@@ -371,8 +376,10 @@ impl Engine<'_> {
     fn run(mut self, options: &TeardownOptions) -> TeardownReport {
         let clock = self.seams.clock;
         let start = clock.now();
-        let grace_deadline = start + options.grace;
-        let hard_deadline = grace_deadline + options.kill_timeout;
+        // A period too long for the clock never ends (`deadline` is `None`): the caller asked
+        // to wait that long.
+        let grace_deadline = deadline(start, options.grace);
+        let hard_deadline = grace_deadline.and_then(|g| deadline(g, options.kill_timeout));
         let mut report = TeardownReport::default();
 
         for entry in &self.scope.known {
@@ -386,11 +393,12 @@ impl Engine<'_> {
                         start_ticks: entry.start_ticks,
                         state: 'X',
                         comm: entry.comm.clone(),
+                        cpu_ticks: 0,
                     },
                     source: Source::Tracked,
                     term: false,
                     kill: false,
-                    outcome: Some(Outcome::Exited),
+                    outcome: Some(ProcessFate::Exited),
                     errno: None,
                 });
             }
@@ -408,7 +416,7 @@ impl Engine<'_> {
             if found.is_empty() {
                 break;
             }
-            if clock.now() >= hard_deadline {
+            if hard_deadline.is_some_and(|d| clock.now() >= d) {
                 report.timed_out = true;
                 break;
             }
@@ -426,7 +434,11 @@ impl Engine<'_> {
                 }
             }
             self.signal_all(&found, Signal::Kill);
-            let round_deadline = (clock.now() + Duration::from_secs(1)).min(hard_deadline);
+            let round_deadline =
+                match (deadline(clock.now(), Duration::from_secs(1)), hard_deadline) {
+                    (Some(round), Some(hard)) => Some(round.min(hard)),
+                    (round, hard) => round.or(hard),
+                };
             self.wait_gone(round_deadline, None);
         }
 
@@ -437,7 +449,7 @@ impl Engine<'_> {
         for r in self.pending() {
             if self.alive(r) {
                 if let Some(record) = self.seen.get_mut(&r) {
-                    record.outcome = Some(Outcome::Failed);
+                    record.outcome = Some(ProcessFate::Failed);
                 }
             } else {
                 self.settle(r);
@@ -452,7 +464,7 @@ impl Engine<'_> {
                 pgid: r.info.pgid,
                 comm: r.info.comm,
                 source: r.source,
-                outcome: r.outcome.unwrap_or(Outcome::Failed),
+                outcome: r.outcome.unwrap_or(ProcessFate::Failed),
                 errno: r.errno,
             })
             .collect();
@@ -496,39 +508,38 @@ impl Engine<'_> {
 
     /// Stops the shim once its tree is gone: SIGTERM (it then has nothing left to reap and
     /// exits), a short wait, SIGKILL.
-    fn stop_shim(&self, shim: ProcRef) -> Option<Outcome> {
+    fn stop_shim(&self, shim: ProcRef) -> Option<ProcessFate> {
         if !self.alive(shim) {
             return None;
         }
         let clock = self.seams.clock;
-        let wait = |until: Instant| {
+        // The shim has nothing left to do, so it gets at most a second per step, even when
+        // the kill timeout has already run out.
+        let wait = || {
+            let until = deadline(clock.now(), Duration::from_secs(1));
             let mut interval = Duration::from_millis(1);
             while self.alive(shim) {
                 let now = clock.now();
-                if now >= until {
+                if until.is_some_and(|u| now >= u) {
                     return false;
                 }
-                clock.sleep(interval.min(until - now));
+                let left = until.map_or(interval, |u| u.saturating_duration_since(now));
+                clock.sleep(interval.min(left));
                 interval = (interval * 2).min(Duration::from_millis(20));
             }
             true
         };
-        // The shim has nothing left to do, so it gets at most a second per step, even when
-        // the kill timeout has already run out.
-        let soon = |d: Duration| clock.now() + d;
-        if self.seams.signaller.signal(shim, Signal::Term) == Delivery::Sent
-            && wait(soon(Duration::from_secs(1)))
-        {
-            return Some(Outcome::Terminated);
+        if self.seams.signaller.signal(shim, Signal::Term) == Delivery::Sent && wait() {
+            return Some(ProcessFate::Terminated);
         }
         if !self.alive(shim) {
-            return Some(Outcome::Exited);
+            return Some(ProcessFate::Exited);
         }
         self.seams.signaller.signal(shim, Signal::Kill);
-        Some(if wait(soon(Duration::from_secs(1))) {
-            Outcome::Killed
+        Some(if wait() {
+            ProcessFate::Killed
         } else {
-            Outcome::Failed
+            ProcessFate::Failed
         })
     }
 }
@@ -539,7 +550,7 @@ impl Engine<'_> {
 /// Blocking: it sleeps between polls. From async code run it in
 /// `tokio::task::spawn_blocking` (the `Agent` methods do).
 ///
-/// 1. Every tracked process that is already gone is reported [`Outcome::Exited`].
+/// 1. Every tracked process that is already gone is reported [`ProcessFate::Exited`].
 /// 2. A scan finds the run's processes; each process group led by one of them is signalled
 ///    through its verified leader, every other process through its own verified pidfd; then
 ///    teardown waits up to `grace` for them to go. With a zero grace this step is skipped.
@@ -558,7 +569,6 @@ pub fn teardown(
         scope,
         cgroups,
         seen: BTreeMap::new(),
-        self_pid: seams.table.self_pid(),
         self_pgid: seams.table.self_pgid(),
     };
     engine.run(options)

@@ -74,6 +74,14 @@ pub enum RespawnError {
         #[source]
         source: io::Error,
     },
+    /// The hook socket's directory of a tracked session could not be created as a marked
+    /// directory of the session's run, recorded in its ledger.
+    #[error("cannot create the hook socket directory: {source}")]
+    SocketDir {
+        /// Why.
+        #[source]
+        source: hyoka_workspace::WorkspaceError,
+    },
     /// A supervised session could not be tracked (its ledger and owner lock).
     #[error("cannot track the session: {source}")]
     Track {

@@ -4,7 +4,9 @@
 //! [`SOCKET_ENV`]) and starts the agent on a PTY or in a tmux session on a private server. A
 //! PTY session is adopted into a `hyoka-proctrack` [`Tracker`] right after the spawn (a
 //! cgroup leaf when there is one, the ledger, the owner lock, so `hyoka clean` repairs a
-//! SIGKILLed controller). [`Session::drive`] runs the [`Driver`] with every half second a
+//! SIGKILLed controller): the agent carries the run instance's marker, and the socket's
+//! directory is marked like a workspace of the run instance and recorded in the ledger
+//! before it exists. [`Session::drive`] runs the [`Driver`] with every half second a
 //! sample of the agent's process tree ([`ProcessActivity`]: the CPU it used, its busy
 //! children), hooks from the socket, and the caller's keys and resizes; a force request
 //! SIGKILLs the agent's group at once through the verified signaller. [`Driven::stop`] then
@@ -23,6 +25,10 @@ use hyoka_proctrack::{
     Agent, Marker, NativeProcTable, NativeSignaller, ProcRef, ProcTable, Scope, Seams, Signal,
     Signaller, SystemClock, TeardownOptions, TeardownReport, Tracker, TrackerOptions, TreeSample,
     teardown,
+};
+use hyoka_workspace::{
+    Closed, EvalId, KeepPolicy, MarkerOwner, RunId, RunVerdict, TempWorkspace, WorkspaceError,
+    WorkspaceOptions,
 };
 use tokio::sync::{mpsc, oneshot};
 
@@ -65,7 +71,8 @@ pub enum Backend {
 pub struct SessionOptions {
     /// The session's run id (`HYOKA_RUN_ID`, the ledger directory's name).
     pub run_id: String,
-    /// The agent; the session adds `HYOKA_RUN_ID`, `HYOKA_EVAL_ID` and [`SOCKET_ENV`] to its
+    /// The agent; the session adds `HYOKA_RUN_ID`, `HYOKA_EVAL_ID` (and, for a tracked PTY
+    /// session, the run instance's `HYOKA_RUN_INSTANCE`) and [`SOCKET_ENV`] to its
     /// environment.
     pub spawn: SpawnOptions,
     /// Where it runs.
@@ -145,39 +152,55 @@ impl Session {
             Backend::Tmux { session } => session.clone(),
             Backend::Pty => None,
         };
-        let socket_dir = SocketDir::create(&temp_dir, named.as_deref(), &run_id)?;
-        let listener = HookListener::bind(&socket_dir.0.join("hook.sock")).await?;
         let tracker = if backend == Backend::Pty {
-            let tracker = Tracker::start(TrackerOptions::new(run_id.as_str(), &reports))
-                .map_err(|source| RespawnError::Track { source })?;
-            // Listed like a workspace, so `clean` removes it if the controller is SIGKILLed.
-            if let Err(err) = tracker.record_workspace("session.sock", &socket_dir.0) {
-                tracing::warn!(error = %err, "cannot record the hook socket directory");
-            }
-            Some(tracker)
+            Some(
+                Tracker::start(TrackerOptions::new(run_id.as_str(), &reports))
+                    .map_err(|source| RespawnError::Track { source })?,
+            )
         } else {
             None
         };
         let ledger_dir = tracker.as_ref().map(|t| t.run_dir().to_owned());
-        spawn.env.splice(
-            0..0,
-            [
+        // Nothing started: the ledger has nothing to repair.
+        let abandon = |tracker: Option<Tracker>| {
+            if let Some(tracker) = tracker
+                && tracker.close().is_ok()
+                && let Some(dir) = &ledger_dir
+            {
+                remove_ledger_dir(dir);
+            }
+        };
+        let bound = match SocketDir::create(&temp_dir, named.as_deref(), &run_id, tracker.as_ref())
+        {
+            Ok(socket_dir) => match HookListener::bind(&socket_dir.0.join("hook.sock")).await {
+                Ok(listener) => Ok((socket_dir, listener)),
+                Err(err) => Err(err),
+            },
+            Err(err) => Err(err),
+        };
+        let (socket_dir, listener) = match bound {
+            Ok(bound) => bound,
+            Err(err) => {
+                abandon(tracker);
+                return Err(err);
+            }
+        };
+        let mut marker: Vec<(std::ffi::OsString, std::ffi::OsString)> = match &tracker {
+            // The run instance's marker, for `clean` to find the session's escapees.
+            Some(tracker) => tracker.marker_env(SESSION_EVAL),
+            None => vec![
                 ("HYOKA_RUN_ID".into(), run_id.clone().into()),
                 ("HYOKA_EVAL_ID".into(), SESSION_EVAL.into()),
-                (SOCKET_ENV.into(), listener.path().as_os_str().to_owned()),
             ],
-        );
+        };
+        marker.push((SOCKET_ENV.into(), listener.path().as_os_str().to_owned()));
+        spawn.env.splice(0..0, marker);
         let session = named.unwrap_or_else(|| run_id.clone());
         let terminal = match start_terminal(&backend, &spawn, &session).await {
             Ok(terminal) => terminal,
             Err(err) => {
-                // Nothing started: the ledger has nothing to repair.
-                if let Some(tracker) = tracker
-                    && tracker.close().is_ok()
-                    && let Some(dir) = &ledger_dir
-                {
-                    remove_ledger_dir(dir);
-                }
+                drop(socket_dir);
+                abandon(tracker);
                 return Err(err);
             }
         };
@@ -473,8 +496,19 @@ impl SocketDir {
         }
     }
 
-    fn create(temp_dir: &Path, session: Option<&str>, run_id: &str) -> Result<Self, RespawnError> {
+    /// The directory of a session: for a tracked (PTY) session, marked like a workspace of
+    /// the run instance and recorded in the ledger before it exists, so `clean` removes it
+    /// if the controller is SIGKILLed; else a private directory named as below.
+    fn create(
+        temp_dir: &Path,
+        session: Option<&str>,
+        run_id: &str,
+        tracker: Option<&Tracker>,
+    ) -> Result<Self, RespawnError> {
         Self::sweep_stale(temp_dir);
+        if let (None, Some(tracker)) = (session, tracker) {
+            return Self::create_recorded(temp_dir, run_id, tracker).map(Self);
+        }
         let fail = |path: &Path| {
             let path = path.to_owned();
             move |source| RespawnError::Socket { path, source }
@@ -502,6 +536,42 @@ impl SocketDir {
         Ok(Self(dir))
     }
 }
+
+impl SocketDir {
+    fn create_recorded(
+        temp_dir: &Path,
+        run_id: &str,
+        tracker: &Tracker,
+    ) -> Result<PathBuf, RespawnError> {
+        let fail = |source| RespawnError::SocketDir { source };
+        let options = WorkspaceOptions {
+            root: temp_dir.to_owned(),
+            run_id: RunId::new(run_id).map_err(fail)?,
+            eval_id: Some(EvalId::new(SOCKET_EVAL).map_err(fail)?),
+            keep: KeepPolicy::Always,
+            starter: None,
+            inject: Vec::new(),
+            instance: Some(tracker.instance().to_string()),
+            owner: Some(MarkerOwner::pid(tracker.owner().pid())),
+        };
+        let made = TempWorkspace::create_recorded(&options, |path| {
+            tracker.record_workspace(SOCKET_EVAL, path)
+        })
+        .and_then(|ws| ws.close(RunVerdict::Success))
+        .map_err(fail)?;
+        match made {
+            Closed::Kept(path) => Ok(path),
+            _ => Err(fail(WorkspaceError::Io {
+                op: "keep",
+                path: temp_dir.to_owned(),
+                source: std::io::Error::other("the hook socket directory was not kept"),
+            })),
+        }
+    }
+}
+
+/// The ledger id of the hook socket directory (a workspace of the session's run).
+const SOCKET_EVAL: &str = "session.sock";
 
 impl Drop for SocketDir {
     fn drop(&mut self) {

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use hyoka_workspace::{KeepPolicy, Outcome, RunId, TempWorkspace, Workspace, WorkspaceOptions};
+use hyoka_workspace::{KeepPolicy, RunId, RunVerdict, TempWorkspace, Workspace, WorkspaceOptions};
 
 #[allow(clippy::print_stdout, reason = "an example shows its results")]
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -28,7 +28,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         keep: KeepPolicy::OnFailure,
         starter: None,
         inject: Vec::new(),
-        owner: String::new(),
+        instance: None,
+        owner: None,
     })?;
     // Written after creation, this counts as output; instructions for an agent belong in
     // `WorkspaceOptions::inject`, which makes them part of the baseline.
@@ -56,9 +57,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     assert!(workspace.read_file(Path::new("../../etc/passwd")).is_err());
 
     let outcome = if status.success() {
-        Outcome::Success
+        RunVerdict::Success
     } else {
-        Outcome::Failure
+        RunVerdict::Failure
     };
     println!("closed: {:?}", workspace.close(outcome)?);
     Ok(())

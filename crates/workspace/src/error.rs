@@ -65,6 +65,35 @@ pub enum WorkspaceError {
         #[source]
         source: io::Error,
     },
+    /// A file to inject is neither a regular file nor a directory (a FIFO, a device, a
+    /// socket): it is refused before anything is read from it.
+    #[error("{path:?} is a {kind}: only regular files and directories can be injected")]
+    UnsupportedFile {
+        /// The file as given.
+        path: PathBuf,
+        /// What it is instead.
+        kind: &'static str,
+    },
+    /// A file to inject is larger than the cap.
+    #[error("{path:?} is {size} bytes, more than the {limit} bytes a file may have to be injected")]
+    TooLarge {
+        /// The file as given.
+        path: PathBuf,
+        /// Its size (at least this much, for a file that grew while read).
+        size: u64,
+        /// The cap.
+        limit: u64,
+    },
+    /// The caller's record of a workspace (a ledger line) could not be written before the
+    /// workspace was created; nothing was created.
+    #[error("cannot record workspace {path:?} before creating it")]
+    Record {
+        /// The workspace that was to be created.
+        path: PathBuf,
+        /// Why recording failed.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// Removing the workspace left something behind; the report says what and why.
     #[error("workspace {path:?} was not fully removed: {}", report.summary())]
     RemoveIncomplete {

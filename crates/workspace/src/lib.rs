@@ -17,7 +17,13 @@
 //! - [`copy_tree`] copies a starter without ever following a link out of it.
 //! - [`Snapshot`] and [`scan`] account for the files an agent created or changed;
 //!   [`UsageTracker`] keeps that account current from a file watcher's events.
-//! - [`read_marker`] tells whether a directory is a hyoka workspace and whose.
+//! - [`read_marker`] tells whether a directory is a hyoka workspace and whose
+//!   ([`Marker`], [`MarkerOwner`]); [`remove_marked`] removes one a record names only when
+//!   it provably is that record's ([`Expected`], [`Disposal`]), and [`find_marked`] lists the
+//!   marked workspaces of a root.
+//! - [`TempWorkspace::create_recorded`] lets the caller record the path before the directory
+//!   exists; [`check_injection`] refuses anything but regular files (capped in size) and
+//!   directories before a workspace is created.
 //! - With the `mock` feature: `MemWorkspace`, an in-memory implementation, and
 //!   `MockWorkspace`, a `mockall` mock, for downstream tests.
 //!
@@ -25,7 +31,7 @@
 //!
 //! ```
 //! use std::path::Path;
-//! use hyoka_workspace::{KeepPolicy, Outcome, RunId, TempWorkspace, Workspace, WorkspaceOptions};
+//! use hyoka_workspace::{KeepPolicy, RunVerdict, RunId, TempWorkspace, Workspace, WorkspaceOptions};
 //!
 //! let root = tempfile::tempdir()?;
 //! let workspace = TempWorkspace::create(&WorkspaceOptions {
@@ -35,14 +41,15 @@
 //!     keep: KeepPolicy::Never,
 //!     starter: None,
 //!     inject: Vec::new(),
-//!     owner: String::new(),
+//!     instance: None,
+//!     owner: None,
 //! })?;
 //! workspace.write_file(Path::new("src/main.rs"), b"fn main() {}\n")?;
 //! assert!(workspace.write_file(Path::new("../escape"), b"").is_err());
 //! assert_eq!(workspace.usage()?.files, 1);
 //!
 //! let path = workspace.path().to_owned();
-//! workspace.close(Outcome::Success)?;
+//! workspace.close(RunVerdict::Success)?;
 //! assert!(!path.exists());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -95,6 +102,7 @@
 )]
 
 mod copy;
+mod dispose;
 mod error;
 mod id;
 mod marker;
@@ -107,13 +115,17 @@ mod usage;
 mod workspace;
 
 pub use crate::copy::{CopyReport, SkipReason, Skipped, copy_tree};
+pub use crate::dispose::{Disposal, Expected, InstanceRule, find_marked, remove_marked};
 pub use crate::error::WorkspaceError;
 pub use crate::id::{EvalId, MAX_ID_LEN, RunId};
-pub use crate::marker::{MARKER_XATTR, Marker, read_marker};
+pub use crate::marker::{MARKER_XATTR, Marker, MarkerOwner, read_marker};
 #[cfg(feature = "mock")]
 pub use crate::mem::MemWorkspace;
 pub use crate::remove::{Leftover, LeftoverReason, MAX_OPEN_DEPTH, RemovalReport, remove_tree};
-pub use crate::temp::{Closed, Injection, KeepPolicy, Outcome, TempWorkspace, WorkspaceOptions};
+pub use crate::temp::{
+    Closed, Injection, KeepPolicy, MAX_INJECTED_FILE_BYTES, RunVerdict, TempWorkspace,
+    WorkspaceOptions, check_injection,
+};
 pub use crate::usage::{Snapshot, Stamp, Usage, UsageTracker, scan};
 #[cfg(feature = "mock")]
 pub use crate::workspace::MockWorkspace;

@@ -6,14 +6,24 @@
 //! user extended attributes it falls back to a read-only file inside the workspace (which the
 //! run's ledger backs up).
 //!
-//! The payload is one short line, `hyoka2 <run_id> <eval_id> <owner>`, short enough to live in
-//! the inode on ext4 (an attribute of more than about 56 bytes there takes a block of its own,
-//! which triples the cost of creating and removing a workspace). The creation time is the
-//! directory's own (its birth time where the file system records one). The earlier
-//! multi-line `hyoka-workspace v1` payload is still read.
+//! The payload is one short line, `h3 <run_id> <eval_id> <instance> <owner_pid>`, short
+//! enough to live in the inode on ext4 with hyoka's default ids (an attribute of more than 56
+//! bytes there takes a block of its own, which triples the cost of creating and removing a
+//! workspace). The instance is the run instance's token (`hyoka-proctrack`'s `Instance`),
+//! which `clean` matches against the ledger, so a run that reuses a run id is never taken
+//! for another. The owner is the pid of the process that made the workspace; its start
+//! time is not stored, because the directory's own creation time (its birth time where the
+//! file system records one) witnesses it: a live process with that pid that started before
+//! the workspace existed is its owner, as no other process can have held that pid then.
+//!
+//! This module is where the format is written and parsed, and [`MarkerOwner`] is the one
+//! form of its owner. The earlier `hyoka2 <run_id> <eval_id> <pid> <start_ticks>` and
+//! multi-line `hyoka-workspace v1` payloads are still read.
 
+use std::fmt;
 use std::os::fd::AsFd;
 use std::path::Path;
+use std::str::FromStr;
 
 use rustix::fs::{AtFlags, Mode, OFlags, StatxFlags, XattrFlags};
 use rustix::io::Errno;
@@ -24,8 +34,65 @@ use crate::usage::MARKER_FILE;
 /// The extended attribute that marks a hyoka workspace.
 pub const MARKER_XATTR: &str = "user.hyoka.workspace";
 
-const MAGIC: &str = "hyoka2";
+const MAGIC: &str = "h3";
+const MAGIC_V2: &str = "hyoka2";
 const MAGIC_V1: &str = "hyoka-workspace v1";
+
+/// The process that made a workspace, as its marker records it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct MarkerOwner {
+    /// Its pid.
+    pub pid: i32,
+    /// Its start time in clock ticks since boot, in markers that record it (the earlier
+    /// formats); the current one lets the workspace's creation time stand for it.
+    pub start_ticks: Option<u64>,
+    /// The boot its start time counts from, in the first format's markers.
+    pub boot_id: Option<String>,
+}
+
+impl MarkerOwner {
+    /// The owner `pid`, as the current format records it.
+    pub fn pid(pid: i32) -> Self {
+        Self {
+            pid,
+            start_ticks: None,
+            boot_id: None,
+        }
+    }
+}
+
+impl fmt::Display for MarkerOwner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.pid)?;
+        if let Some(ticks) = self.start_ticks {
+            write!(f, " {ticks}")?;
+        }
+        if let Some(boot) = &self.boot_id {
+            write!(f, " {boot}")?;
+        }
+        Ok(())
+    }
+}
+
+impl FromStr for MarkerOwner {
+    type Err = ();
+
+    /// `<pid>`, `<pid> <start_ticks>` or `<pid> <start_ticks> <boot_id>`.
+    fn from_str(text: &str) -> Result<Self, ()> {
+        let mut fields = text.split_ascii_whitespace();
+        let pid: i32 = fields.next().ok_or(())?.parse().map_err(|_| ())?;
+        let start_ticks = fields.next().map(str::parse).transpose().map_err(|_| ())?;
+        let boot_id = fields.next().map(str::to_owned);
+        if pid <= 1 || fields.next().is_some() {
+            return Err(());
+        }
+        Ok(Self {
+            pid,
+            start_ticks,
+            boot_id,
+        })
+    }
+}
 
 /// Who made a workspace: enough for `clean` to find the run and decide whether it is live.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,25 +101,36 @@ pub struct Marker {
     pub run_id: String,
     /// The eval id.
     pub eval_id: String,
-    /// The owner's identity, opaque to this crate (hyoka writes `<pid> <start_ticks>`). Keep
-    /// it short: see the module docs.
-    pub owner: String,
+    /// The run instance's token (`None` in markers written before instances existed).
+    pub instance: Option<String>,
+    /// The process that made the workspace (`None` when the marker names none).
+    pub owner: Option<MarkerOwner>,
     /// Creation time, seconds since the Unix epoch. Not stored in the payload: [`read_marker`]
     /// takes it from the directory (birth time, else modification time).
     pub created_unix: u64,
 }
 
+/// Whether `text` may be one word of the payload: non-empty, printable ASCII, no space.
+fn word(text: &str) -> bool {
+    !text.is_empty() && text.bytes().all(|b| b.is_ascii_graphic())
+}
+
 impl Marker {
-    fn encode(&self) -> String {
-        // Ids never hold white space (they are validated); the owner goes last, so its own
-        // spaces survive.
-        let word = |text: &str| text.replace(char::is_whitespace, "_");
-        format!(
-            "{MAGIC} {} {} {}",
-            word(&self.run_id),
-            word(&self.eval_id),
-            self.owner.replace('\n', " ")
-        )
+    fn encode(&self) -> Result<String, WorkspaceError> {
+        let instance = self.instance.as_deref().unwrap_or("-");
+        let owner = self.owner.as_ref().map_or(0, |o| o.pid);
+        // Ids are validated (RunId, EvalId); the instance comes from the caller.
+        if !word(&self.run_id) || !word(&self.eval_id) || !word(instance) {
+            return Err(WorkspaceError::InvalidId {
+                kind: "instance",
+                id: instance.to_owned(),
+                reason: "marker fields must be printable words without spaces",
+            });
+        }
+        Ok(format!(
+            "{MAGIC} {} {} {instance} {owner}",
+            self.run_id, self.eval_id
+        ))
     }
 
     fn decode(bytes: &[u8]) -> Option<Self> {
@@ -60,13 +138,34 @@ impl Marker {
         if let Some(rest) = text.strip_prefix(MAGIC_V1) {
             return Self::decode_v1(rest);
         }
-        let rest = text.strip_prefix(MAGIC)?.strip_prefix(' ')?;
+        if let Some(rest) = text.strip_prefix(MAGIC_V2) {
+            return Self::decode_v2(rest.strip_prefix(' ')?);
+        }
+        let mut words = text.strip_prefix(MAGIC)?.strip_prefix(' ')?.split(' ');
+        let (run_id, eval_id, instance, owner) =
+            (words.next()?, words.next()?, words.next()?, words.next()?);
+        if words.next().is_some() || !word(run_id) || !word(eval_id) || !word(instance) {
+            return None;
+        }
+        let pid: i32 = owner.trim_end().parse().ok()?;
+        Some(Self {
+            run_id: run_id.to_owned(),
+            eval_id: eval_id.to_owned(),
+            instance: (instance != "-").then(|| instance.to_owned()),
+            owner: (pid > 1).then(|| MarkerOwner::pid(pid)),
+            created_unix: 0,
+        })
+    }
+
+    /// `<run_id> <eval_id> <owner…>` of the second format.
+    fn decode_v2(rest: &str) -> Option<Self> {
         let (run_id, rest) = rest.split_once(' ')?;
         let (eval_id, owner) = rest.split_once(' ').unwrap_or((rest, ""));
         (!run_id.is_empty()).then(|| Self {
             run_id: run_id.to_owned(),
             eval_id: eval_id.to_owned(),
-            owner: owner.trim_end().to_owned(),
+            instance: None,
+            owner: owner.trim_end().parse().ok(),
             created_unix: 0,
         })
     }
@@ -76,7 +175,8 @@ impl Marker {
         let mut marker = Self {
             run_id: String::new(),
             eval_id: String::new(),
-            owner: String::new(),
+            instance: None,
+            owner: None,
             created_unix: 0,
         };
         for line in rest.lines().skip_while(|l| l.is_empty()) {
@@ -84,7 +184,7 @@ impl Marker {
             match key {
                 "run" => value.clone_into(&mut marker.run_id),
                 "eval" => value.clone_into(&mut marker.eval_id),
-                "owner" => value.clone_into(&mut marker.owner),
+                "owner" => marker.owner = value.parse().ok(),
                 "created" => marker.created_unix = value.parse().ok()?,
                 _ => {}
             }
@@ -99,7 +199,7 @@ pub(crate) fn write(
     dir_path: &Path,
     marker: &Marker,
 ) -> Result<(), WorkspaceError> {
-    let payload = marker.encode();
+    let payload = marker.encode()?;
     match rustix::fs::fsetxattr(&dir, MARKER_XATTR, payload.as_bytes(), XattrFlags::empty()) {
         Ok(()) => Ok(()),
         Err(Errno::NOTSUP | Errno::PERM) => {
@@ -135,27 +235,33 @@ pub fn read_marker(path: &Path) -> Result<Option<Marker>, WorkspaceError> {
         Mode::empty(),
     )
     .map_err(|e| WorkspaceError::io("open", path, e.into()))?;
+    Ok(read_marker_at(&dir))
+}
+
+/// The marker of the open directory `dir` (see [`read_marker`]).
+pub(crate) fn read_marker_at(dir: impl AsFd) -> Option<Marker> {
+    let dir = dir.as_fd();
     let mut buf = vec![0u8; 1024];
-    let marker = if let Ok(len) = rustix::fs::fgetxattr(&dir, MARKER_XATTR, &mut buf[..]) {
+    let marker = if let Ok(len) = rustix::fs::fgetxattr(dir, MARKER_XATTR, &mut buf[..]) {
         Marker::decode(&buf[..len])
     } else {
         let Ok(fd) = rustix::fs::openat(
-            &dir,
+            dir,
             MARKER_FILE,
-            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
             Mode::empty(),
         ) else {
-            return Ok(None);
+            return None;
         };
         let len = rustix::io::read(&fd, &mut buf[..]).unwrap_or(0);
         Marker::decode(&buf[..len])
     };
-    Ok(marker.map(|mut marker| {
+    marker.map(|mut marker| {
         if marker.created_unix == 0 {
-            marker.created_unix = created_unix(&dir);
+            marker.created_unix = created_unix(dir);
         }
         marker
-    }))
+    })
 }
 
 /// The directory's birth time, else its modification time, in seconds since the epoch.

@@ -1,9 +1,8 @@
 //! `TempWorkspace`: a real, marked, self-removing directory.
 
 use std::ffi::{OsStr, OsString};
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd as _, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
@@ -11,7 +10,7 @@ use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
 use crate::copy::{CopyReport, copy_tree};
-use crate::marker::{self, Marker};
+use crate::marker::{self, Marker, MarkerOwner};
 use crate::rel::{self, map_errno, normalize, open_beneath, open_parent};
 use crate::remove::{RemovalReport, remove_open_tree, remove_tree, remove_tree_at};
 use crate::usage::{MARKER_FILE, Snapshot, Usage, scan};
@@ -40,10 +39,10 @@ impl KeepPolicy {
         }
     }
 
-    fn keeps(self, outcome: Outcome) -> bool {
+    fn keeps(self, outcome: RunVerdict) -> bool {
         match self {
             Self::Never => false,
-            Self::OnFailure => outcome == Outcome::Failure,
+            Self::OnFailure => outcome == RunVerdict::Failure,
             Self::Always => true,
         }
     }
@@ -65,7 +64,7 @@ impl FromStr for KeepPolicy {
 
 /// How the run that used a workspace ended, for the [`KeepPolicy`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Outcome {
+pub enum RunVerdict {
     /// The run passed.
     Success,
     /// The run failed, errored or was interrupted.
@@ -110,15 +109,74 @@ pub struct WorkspaceOptions {
     /// copied to its target, relative to the workspace, with the starter's link safety.
     /// Injected files are part of the baseline, not the agent's output.
     pub inject: Vec<Injection>,
-    /// The owner's identity, recorded in the marker (see [`Marker::owner`]).
-    pub owner: String,
+    /// The run instance's token, recorded in the marker (see [`Marker::instance`]): `clean`
+    /// removes a workspace its ledger lists only when the tokens match. Printable, no spaces;
+    /// keep it short (see the marker's module docs).
+    pub instance: Option<String>,
+    /// The process that makes the workspace, recorded in the marker (see [`Marker::owner`]).
+    pub owner: Option<MarkerOwner>,
+}
+
+/// The largest file [`TempWorkspace::create`] injects (256 MiB): skills and instructions are
+/// small, and a mistaken `--file` must not fill the disk.
+pub const MAX_INJECTED_FILE_BYTES: u64 = 256 << 20;
+
+/// What an injection's source is, checked without opening it for reading.
+enum Source {
+    Dir,
+    File { fd: OwnedFd, stat: rustix::fs::Stat },
+}
+
+/// Opens an injection's source with `O_PATH` (following a link, as the caller chose it, but
+/// never opening a FIFO or a device for reading, so nothing blocks or has side effects) and
+/// checks what it is.
+fn inspect(source: &Path) -> Result<Source, WorkspaceError> {
+    let fd = rustix::fs::open(source, OFlags::PATH | OFlags::CLOEXEC, Mode::empty())
+        .map_err(|e| WorkspaceError::io("open", source, e.into()))?;
+    let stat =
+        rustix::fs::fstat(&fd).map_err(|e| WorkspaceError::io("inspect", source, e.into()))?;
+    let kind = match FileType::from_raw_mode(stat.st_mode) {
+        FileType::Directory => return Ok(Source::Dir),
+        FileType::RegularFile => {
+            let size = u64::try_from(stat.st_size).unwrap_or(u64::MAX);
+            if size > MAX_INJECTED_FILE_BYTES {
+                return Err(WorkspaceError::TooLarge {
+                    path: source.to_owned(),
+                    size,
+                    limit: MAX_INJECTED_FILE_BYTES,
+                });
+            }
+            return Ok(Source::File { fd, stat });
+        }
+        FileType::Fifo => "FIFO",
+        FileType::CharacterDevice => "character device",
+        FileType::BlockDevice => "block device",
+        FileType::Socket => "socket",
+        FileType::Symlink | FileType::Unknown => "special file",
+    };
+    Err(WorkspaceError::UnsupportedFile {
+        path: source.to_owned(),
+        kind,
+    })
+}
+
+/// Checks an injection before anything is created: its source must be a regular file of at
+/// most [`MAX_INJECTED_FILE_BYTES`] or a directory (a FIFO is never opened, so this never
+/// blocks), and its target a relative path inside the workspace.
+///
+/// # Errors
+/// [`WorkspaceError::UnsupportedFile`], [`WorkspaceError::TooLarge`],
+/// [`WorkspaceError::InvalidPath`] or [`WorkspaceError::Io`] (the source cannot be opened).
+pub fn check_injection(injection: &Injection) -> Result<(), WorkspaceError> {
+    normalize(&injection.target)?;
+    inspect(&injection.source).map(drop)
 }
 
 /// A real workspace directory: `<root>/hyoka-<run_id>[-<eval_id>]-XXXXXX`, mode 0700,
 /// marked as hyoka's, filled from the starter, and removed on [`close`](Self::close) or on
 /// drop (also during a panic) unless the [`KeepPolicy`] says otherwise.
 ///
-/// Dropping a workspace that was not closed counts as [`Outcome::Failure`]; errors during
+/// Dropping a workspace that was not closed counts as [`RunVerdict::Failure`]; errors during
 /// that removal cannot be reported, so callers should always `close`.
 #[derive(Debug)]
 pub struct TempWorkspace {
@@ -135,9 +193,28 @@ impl TempWorkspace {
     /// Creates, marks and fills a workspace. On any error nothing is left behind.
     ///
     /// # Errors
-    /// [`WorkspaceError::RootNotDir`], [`WorkspaceError::StarterNotDir`], or
-    /// [`WorkspaceError::Io`] naming what failed.
+    /// [`WorkspaceError::RootNotDir`], [`WorkspaceError::StarterNotDir`], the errors of
+    /// [`check_injection`], or [`WorkspaceError::Io`] naming what failed.
     pub fn create(options: &WorkspaceOptions) -> Result<Self, WorkspaceError> {
+        Self::create_recorded(options, |_| Ok::<(), std::convert::Infallible>(()))
+    }
+
+    /// [`TempWorkspace::create`], calling `record` with the workspace's path *before* the
+    /// directory exists (and again with a new path if that name was taken meanwhile), so
+    /// the caller can write it where a crash repair will find it (`hyoka-proctrack`'s
+    /// `Tracker::record_workspace`): an owner that dies while the workspace is being made
+    /// or filled leaves nothing unrecorded. When `record` fails nothing is created.
+    ///
+    /// # Errors
+    /// As [`TempWorkspace::create`], and [`WorkspaceError::Record`] when `record` fails.
+    pub fn create_recorded<E>(
+        options: &WorkspaceOptions,
+        mut record: impl FnMut(&Path) -> Result<(), E>,
+    ) -> Result<Self, WorkspaceError>
+    where
+        E: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        use std::os::unix::fs::DirBuilderExt as _;
         if let Some(starter) = &options.starter
             && !starter.is_dir()
         {
@@ -145,27 +222,42 @@ impl TempWorkspace {
                 path: starter.clone(),
             });
         }
+        for injection in &options.inject {
+            check_injection(injection)?;
+        }
         let prefix = match &options.eval_id {
             Some(eval) => format!("hyoka-{}-{}-", options.run_id, eval),
             None => format!("hyoka-{}-", options.run_id),
         };
-        let dir = tempfile::Builder::new()
+        let mut refused = None;
+        let made = tempfile::Builder::new()
             .prefix(&prefix)
             .rand_bytes(6)
-            .permissions(std::fs::Permissions::from_mode(0o700))
-            .tempdir_in(&options.root)
-            .map_err(|e| {
-                if options.root.is_dir() {
-                    WorkspaceError::io("create workspace in", &options.root, e)
-                } else {
-                    WorkspaceError::RootNotDir {
-                        path: options.root.clone(),
-                    }
+            .make_in(&options.root, |path| {
+                if let Err(e) = record(path) {
+                    refused = Some((path.to_owned(), e.into()));
+                    return Err(std::io::Error::other("not recorded"));
                 }
-            })?;
-        // From here on hyoka removes the directory itself, safely (tempfile's removal would
-        // delete through a bind mount).
-        let path = dir.keep();
+                std::fs::DirBuilder::new().mode(0o700).create(path)
+            });
+        let made = match (made, refused) {
+            (_, Some((path, source))) => return Err(WorkspaceError::Record { path, source }),
+            (Ok(made), None) => made,
+            (Err(e), None) if options.root.is_dir() => {
+                return Err(WorkspaceError::io("create workspace in", &options.root, e));
+            }
+            (Err(_), None) => {
+                return Err(WorkspaceError::RootNotDir {
+                    path: options.root.clone(),
+                });
+            }
+        };
+        // From here on hyoka removes the directory itself, safely (tempfile's own removal
+        // would only try to unlink it as a file).
+        let path = made
+            .into_temp_path()
+            .keep()
+            .map_err(|e| WorkspaceError::io("keep", &options.root, e.error))?;
         match Self::prepare(path.clone(), options) {
             Ok(workspace) => Ok(workspace),
             Err(err) => {
@@ -191,6 +283,7 @@ impl TempWorkspace {
                     .eval_id
                     .as_ref()
                     .map_or_else(|| "main".to_owned(), ToString::to_string),
+                instance: options.instance.clone(),
                 owner: options.owner.clone(),
                 // The directory's own birth time stands for it (`read_marker`).
                 created_unix: 0,
@@ -240,30 +333,74 @@ impl TempWorkspace {
         Ok(workspace)
     }
 
-    /// Copies one injection into place.
+    /// Copies one injection into place: a directory with [`copy_tree`], a regular file in
+    /// bounded chunks (never all in memory), up to [`MAX_INJECTED_FILE_BYTES`].
     fn inject(&self, injection: &Injection) -> Result<CopyReport, WorkspaceError> {
-        let meta = std::fs::metadata(&injection.source)
-            .map_err(|e| WorkspaceError::io("read", &injection.source, e))?;
         let parts = normalize(&injection.target)?;
-        if meta.is_dir() {
-            // `create_dir` proves the target resolves inside (a link planted by the starter
-            // is refused); nothing else runs in the workspace yet, so the path stays valid.
-            self.create_dir(&injection.target)?;
-            copy_tree(&injection.source, &self.path.join(rel::join(&parts)))
-        } else {
-            let contents = std::fs::read(&injection.source)
-                .map_err(|e| WorkspaceError::io("read", &injection.source, e))?;
-            self.write_file(&injection.target, &contents)?;
-            let fd = open_beneath(self.fd(), &parts, OFlags::WRONLY, Mode::empty())
-                .map_err(|e| map_errno("inject", &parts, e))?;
-            rustix::fs::fchmod(&fd, Mode::from_raw_mode(meta.permissions().mode() & 0o7777))
-                .map_err(|e| WorkspaceError::io("chmod", &injection.target, e.into()))?;
-            Ok(CopyReport {
-                files: 1,
-                bytes: contents.len() as u64,
-                ..CopyReport::default()
-            })
+        let (fd, stat) = match inspect(&injection.source)? {
+            Source::Dir => {
+                // `create_dir` proves the target resolves inside (a link planted by the starter
+                // is refused); nothing else runs in the workspace yet, so the path stays valid.
+                self.create_dir(&injection.target)?;
+                return copy_tree(&injection.source, &self.path.join(rel::join(&parts)));
+            }
+            Source::File { fd, stat } => (fd, stat),
+        };
+        let source = &injection.source;
+        // Reopen the very file that was checked (not whatever the path names now), for
+        // reading; O_NONBLOCK in case it is not the file it was after all.
+        let reopened = rustix::fs::open(
+            format!("/proc/self/fd/{}", fd.as_raw_fd()).as_str(),
+            OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| WorkspaceError::io("read", source, e.into()))?;
+        let again = rustix::fs::fstat(&reopened)
+            .map_err(|e| WorkspaceError::io("inspect", source, e.into()))?;
+        if (again.st_dev, again.st_ino) != (stat.st_dev, stat.st_ino) {
+            return Err(WorkspaceError::io(
+                "read",
+                source,
+                std::io::Error::other("the file changed while it was opened"),
+            ));
         }
+        self.create_parents(&parts)?;
+        let mut target = std::fs::File::from(
+            open_beneath(
+                self.fd(),
+                &parts,
+                OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC,
+                Mode::from_raw_mode(0o644),
+            )
+            .map_err(|e| map_errno("inject", &parts, e))?,
+        );
+        let mut chunk = vec![0u8; 64 * 1024];
+        let mut bytes: u64 = 0;
+        loop {
+            let n = match rustix::io::read(&reopened, &mut chunk) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(Errno::INTR) => continue,
+                Err(e) => return Err(WorkspaceError::io("read", source, e.into())),
+            };
+            bytes += n as u64;
+            if bytes > MAX_INJECTED_FILE_BYTES {
+                return Err(WorkspaceError::TooLarge {
+                    path: source.clone(),
+                    size: bytes,
+                    limit: MAX_INJECTED_FILE_BYTES,
+                });
+            }
+            std::io::Write::write_all(&mut target, &chunk[..n])
+                .map_err(|e| WorkspaceError::io("inject", &injection.target, e))?;
+        }
+        rustix::fs::fchmod(&target, Mode::from_raw_mode(stat.st_mode & 0o7777))
+            .map_err(|e| WorkspaceError::io("chmod", &injection.target, e.into()))?;
+        Ok(CopyReport {
+            files: 1,
+            bytes,
+            ..CopyReport::default()
+        })
     }
 
     /// What the starter copy did, if there was a starter.
@@ -296,7 +433,7 @@ impl TempWorkspace {
     /// # Errors
     /// [`WorkspaceError::RemoveIncomplete`] listing everything that could not be removed
     /// (for example a bind mount inside, or an immutable file).
-    pub fn close(mut self, outcome: Outcome) -> Result<Closed, WorkspaceError> {
+    pub fn close(mut self, outcome: RunVerdict) -> Result<Closed, WorkspaceError> {
         self.closed = true;
         if self.keep.keeps(outcome) {
             return Ok(Closed::Kept(self.path.clone()));
@@ -477,7 +614,7 @@ impl Workspace for TempWorkspace {
 
 impl Drop for TempWorkspace {
     fn drop(&mut self) {
-        if !self.closed && !self.keep.keeps(Outcome::Failure) {
+        if !self.closed && !self.keep.keeps(RunVerdict::Failure) {
             remove_tree(&self.path);
         }
     }

@@ -28,7 +28,7 @@ async fn a_timeout_stops_the_agent_and_its_stubborn_child_at_the_deadline() {
             cleanup.processes_killed,
             cleanup.survivors
         ),
-        (2, 2, 0)
+        (2, 2, Some(0))
     );
     let timeline = case.timeline("e");
     let signal = timeline

@@ -3,17 +3,17 @@
 //! The repair is `hyoka-eval`'s [`clean_abandoned`]: processes whose identity still matches
 //! a ledger line, cgroup leaves, workspaces; then marked workspaces whose owner is gone.
 //! Live runs, identity mismatches, unmarked directories and hostile ledger lines are
-//! reported and never acted on.
+//! reported and never acted on; so is a run directory that fails `hyoka-proctrack`'s checks
+//! (links, loose modes, another user's files), and a run of another user is cleaned with
+//! that user's power only.
 
 use hyoka_eval::{CleanupOptions, CleanupReport, clean_abandoned};
 
 use crate::args::CleanArgs;
 use crate::exit::{ExitStatus, Fail};
-use crate::input::check_reports_dir;
 use crate::out::outln;
 
 pub(crate) async fn exec(args: CleanArgs) -> Result<ExitStatus, Fail> {
-    check_reports_dir(&args.reports)?;
     let workspace_root = args
         .workspace_root
         .clone()
@@ -36,7 +36,7 @@ pub(crate) async fn exec(args: CleanArgs) -> Result<ExitStatus, Fail> {
     let output = tokio::task::spawn_blocking(move || clean_abandoned(&options))
         .await
         .map_err(|e| Fail::failure(format!("clean failed: {e}")))?
-        .map_err(|e| Fail::failure(e.to_string()))?;
+        .map_err(|e| crate::harness::failure(&e))?;
     print(&output, json);
     Ok(if output.remaining {
         ExitStatus::Failure
@@ -55,6 +55,13 @@ fn print(output: &CleanupReport, json: bool) {
     }
     let verb = |done: &'static str, would: &'static str| if output.dry_run { would } else { done };
     for run in &output.runs {
+        if let Some(reason) = &run.refused {
+            outln!(
+                "run {}: refused, nothing read from it: {reason}",
+                run.run_id
+            );
+            continue;
+        }
         outln!(
             "run {}: found {} process(es), {} {}, {} skipped (identity mismatch or gone), {} ledger problem(s){}",
             run.run_id,

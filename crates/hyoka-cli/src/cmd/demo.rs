@@ -162,7 +162,10 @@ async fn step_eval(
         "   cleanup     {note}{}{note:#} processes seen, {note}{}{note:#} stopped by hyoka, {} survivors  {dim}(layers: {}){dim:#}",
         report.cleanup.processes_seen,
         report.cleanup.processes_killed,
-        report.cleanup.survivors,
+        report
+            .cleanup
+            .survivors
+            .map_or_else(|| "unknown".to_owned(), |n| n.to_string()),
         report.cleanup.layers.join(", ")
     );
     let phases: Vec<String> = report
@@ -257,9 +260,9 @@ impl Tally {
     fn add(&mut self, report: &Report) {
         self.processes_seen += report.cleanup.processes_seen;
         self.processes_stopped += report.cleanup.processes_killed;
-        self.survivors += report.cleanup.survivors;
+        self.survivors += report.cleanup.survivors.unwrap_or(0);
         self.workspaces_removed += u64::from(report.cleanup.workspace_removed);
-        self.ok &= report.cleanup.survivors == 0 && report.cleanup.workspace_removed;
+        self.ok &= report.cleanup.survivors == Some(0) && report.cleanup.workspace_removed;
     }
 }
 

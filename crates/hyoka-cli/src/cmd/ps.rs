@@ -7,24 +7,7 @@ use crate::exit::{ExitStatus, Fail};
 use crate::out::outln;
 
 pub(crate) fn exec(args: &PsArgs) -> Result<ExitStatus, Fail> {
-    match std::fs::metadata(&args.reports) {
-        Ok(meta) if !meta.is_dir() => {
-            return Err(Fail::usage(format!(
-                "reports path {} is not a directory",
-                args.reports.display()
-            )));
-        }
-        Err(_) => {
-            if args.json {
-                outln!("[]");
-            } else {
-                outln!("no live runs");
-            }
-            return Ok(ExitStatus::Success);
-        }
-        Ok(_) => {}
-    }
-    let runs = live_runs(&args.reports).map_err(|e| Fail::failure(e.to_string()))?;
+    let runs = live_runs(&args.reports).map_err(|e| crate::harness::failure(&e))?;
     if args.json {
         outln!(
             "{}",

@@ -1,30 +1,18 @@
 //! `hyoka report merge`: one summary from the `run.json` files of a suite's shards.
 
-use std::path::{Path, PathBuf};
-
-use hyoka_eval::{RunSummary, Status, merge_summaries, write_json};
+use hyoka_eval::{Status, merge_summaries, read_summary, write_json};
 
 use crate::args::MergeArgs;
 use crate::exit::{ExitStatus, Fail};
 use crate::out::outln;
 
 pub(crate) fn merge(args: &MergeArgs) -> Result<ExitStatus, Fail> {
-    let mut shards = Vec::new();
-    for input in &args.inputs {
-        let (file, dir) = if input.is_dir() {
-            (input.join("run.json"), input.clone())
-        } else {
-            (
-                input.clone(),
-                input.parent().map_or_else(PathBuf::new, Path::to_owned),
-            )
-        };
-        let text = std::fs::read_to_string(&file)
-            .map_err(|e| Fail::usage(format!("cannot read {}: {e}", file.display())))?;
-        let summary: RunSummary = serde_json::from_str(&text)
-            .map_err(|e| Fail::usage(format!("{} is not a run.json: {e}", file.display())))?;
-        shards.push((dir, summary));
-    }
+    let shards = args
+        .inputs
+        .iter()
+        .map(|input| read_summary(input))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| Fail::usage(e.to_string()))?;
     let merged = merge_summaries(
         &shards,
         args.run_id.as_ref().map(hyoka_workspace::RunId::as_str),

@@ -1,6 +1,8 @@
 //! Chaos: many runs of a hostile agent, their owners killed at random moments (SIGKILL,
 //! SIGTERM, SIGINT, SIGINT twice), then `hyoka clean`. Nothing may survive: no process, no
-//! workspace, no cgroup leaf, and every ledger is marked cleaned.
+//! workspace, no cgroup leaf, and every ledger is marked cleaned. And a suite whose shims are
+//! SIGKILLed at random moments, over a hundred times: hyoka, a subreaper too, takes their
+//! orphans and leaves none behind, with no `clean` at all.
 //!
 //! `HYOKA_SOAK_ROUNDS=N` repeats the whole scenario N times (a soak for local use); the seed
 //! is printed so a failure can be replayed with `HYOKA_CHAOS_SEED`.
@@ -9,6 +11,9 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::support::{Scratch, escapee_pids, hyoka_path, pid_alive, send, stderr};
+
+/// How many evals of the shim chaos suite (one shim kill each, at most).
+const SHIM_KILLS: usize = 110;
 
 const RUNS: usize = 12;
 
@@ -36,8 +41,8 @@ fn marked_processes(prefix: &str) -> Vec<u32> {
         .collect()
 }
 
-#[test]
-fn owners_killed_at_random_moments_are_repaired_by_clean() {
+/// The rounds and the seed, from `HYOKA_SOAK_ROUNDS` and `HYOKA_CHAOS_SEED`.
+fn rounds_and_seed() -> (u32, u64) {
     let rounds: u32 = std::env::var("HYOKA_SOAK_ROUNDS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -46,11 +51,149 @@ fn owners_killed_at_random_moments_are_repaired_by_clean() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| fastrand::u64(..));
+    (rounds, seed)
+}
+
+#[test]
+fn owners_killed_at_random_moments_are_repaired_by_clean() {
+    let (rounds, seed) = rounds_and_seed();
     eprintln!("chaos: seed {seed}, {rounds} round(s) of {RUNS} runs");
     let mut rng = fastrand::Rng::with_seed(seed);
     for round in 0..rounds {
         chaos_round(&mut rng, round);
     }
+}
+
+/// Issue 11, finding 3, at scale: a suite of hostile agents (escapees that leave the session,
+/// ignore SIGTERM, double-fork and clear their environment) whose shims are SIGKILLed at
+/// random moments, from before the agent starts to well after its escapees exist. Every
+/// report says 0 survivors, and `/proc` agrees, without any `clean`.
+#[test]
+fn shims_killed_at_random_moments_leave_no_survivor() {
+    let (rounds, seed) = rounds_and_seed();
+    eprintln!("shim chaos: seed {seed}, {rounds} round(s) of {SHIM_KILLS} evals");
+    let mut rng = fastrand::Rng::with_seed(seed ^ 0x5348_494d);
+    for round in 0..rounds {
+        shim_round(&mut rng, round);
+    }
+}
+
+/// The shims among `parent`'s children (`hyoka __shim …`), with their start ticks.
+fn shims_of(parent: u32) -> Vec<hyoka_proctrack::ProcRef> {
+    use hyoka_proctrack::ProcTable as _;
+    let table = hyoka_proctrack::NativeProcTable::new();
+    table
+        .snapshot()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|p| i64::from(p.ppid) == i64::from(parent) && !p.is_gone())
+        .filter(|p| {
+            std::fs::read(format!("/proc/{}/cmdline", p.pid))
+                .is_ok_and(|c| c.split(|&b| b == 0).any(|arg| arg == b"__shim"))
+        })
+        .map(|p| p.proc_ref())
+        .collect()
+}
+
+fn shim_round(rng: &mut fastrand::Rng, round: u32) {
+    use hyoka_proctrack::Signaller as _;
+    // As `nobody` when we are root: no cgroup layer, so only the subreaper keeps the orphans
+    // of a killed shim (a cgroup leaf would hold these escapees on its own).
+    let nobody = crate::support::is_root();
+    let s = if nobody {
+        Scratch::for_nobody()
+    } else {
+        Scratch::new()
+    };
+    let run_id = format!("shimchaos{round}-{}", rng.u32(..));
+    let pids = s.files().join("pids");
+    std::fs::create_dir_all(&pids).unwrap();
+    if nobody {
+        crate::support::give_to_nobody(&pids);
+    }
+    let evals: String = (0..SHIM_KILLS)
+        .map(|i| {
+            format!(
+                "  - id: e{i}\n    command: [{hyoka}, sim-agent, --escapees, --linger, 20s, --pid-file, {pids}/{i}]\n",
+                hyoka = hyoka_path(),
+                pids = pids.display()
+            )
+        })
+        .collect();
+    let suite = s.path().join("suite.yaml");
+    std::fs::write(
+        &suite,
+        format!("defaults:\n  timeout: 40s\n  grace: 1s\nevals:\n{evals}"),
+    )
+    .unwrap();
+    let mut command = s.hyoka("run");
+    command
+        .args(["--run-id", &run_id, "--workers", "12", "--suite"])
+        .arg(&suite)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    if nobody {
+        crate::support::as_nobody(&mut command);
+    }
+    let mut hyoka = command.spawn().unwrap();
+    let signaller = hyoka_proctrack::NativeSignaller::new();
+    let mut doomed: Vec<(hyoka_proctrack::ProcRef, Instant)> = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    let mut kills = 0usize;
+    while hyoka.try_wait().unwrap().is_none() {
+        for shim in shims_of(hyoka.id()) {
+            if seen.insert(shim) {
+                // From at once to well after the escapees exist.
+                doomed.push((
+                    shim,
+                    Instant::now() + Duration::from_millis(rng.u64(0..1200)),
+                ));
+            }
+        }
+        let now = Instant::now();
+        doomed.retain(|&(shim, at)| {
+            if at > now {
+                return true;
+            }
+            if signaller.signal(shim, hyoka_proctrack::Signal::Kill)
+                == hyoka_proctrack::Delivery::Sent
+            {
+                kills += 1;
+            }
+            false
+        });
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let out = hyoka.wait_with_output().unwrap();
+    assert_ne!(out.status.code(), Some(2), "{}", stderr(&out));
+    let mut survivors = Vec::new();
+    for i in 0..SHIM_KILLS {
+        survivors.extend(
+            escapee_pids(&pids.join(i.to_string()))
+                .into_iter()
+                .filter(|&p| pid_alive(p)),
+        );
+    }
+    survivors.extend(marked_processes(&run_id));
+    assert!(survivors.is_empty(), "survivors: {survivors:?}");
+    let mut lost = 0;
+    for i in 0..SHIM_KILLS {
+        let report = s.report(&run_id, &format!("e{i}"));
+        let cleanup = &report["cleanup"];
+        assert_eq!(cleanup["survivors"], 0, "e{i}: {report}");
+        lost += usize::from(
+            cleanup["layers_lost"]
+                .as_array()
+                .is_some_and(|l| l.iter().any(|x| x == "shim")),
+        );
+    }
+    s.assert_no_workspaces();
+    let ledger = std::fs::read_to_string(s.reports().join(&run_id).join("pids.txt")).unwrap();
+    assert!(ledger.contains("# cleaned "), "{ledger}");
+    assert!(kills >= 100, "only {kills} shims were killed");
+    eprintln!(
+        "shim chaos round {round}: {kills} shims SIGKILLed, {lost} reported lost; survivors 0"
+    );
 }
 
 fn chaos_round(rng: &mut fastrand::Rng, round: u32) {

@@ -38,13 +38,7 @@ fn start_lingering(s: &Scratch, run_id: &str) -> (Child, PathBuf) {
     wait_until("the escapees", || escapee_pids(&pids).len() == 3);
     let ledger = s.reports().join(run_id).join("pids.txt");
     let escapees = escapee_pids(&pids);
-    wait_until("the ledger to list every escapee", || {
-        std::fs::read_to_string(&ledger).is_ok_and(|l| {
-            escapees
-                .iter()
-                .all(|pid| l.lines().any(|line| line.starts_with(&format!("{pid}\t"))))
-        })
-    });
+    crate::support::wait_for_ledger(&ledger, &escapees);
     (child, pids)
 }
 
@@ -196,16 +190,6 @@ fn forged_run(s: &Scratch, run_id: &str, ledger: &str) {
     std::fs::write(dir.join("pids.txt"), ledger).unwrap();
 }
 
-fn start_ticks(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    stat[stat.rfind(')').unwrap() + 2..]
-        .split(' ')
-        .nth(19)
-        .unwrap()
-        .parse()
-        .unwrap()
-}
-
 #[test]
 fn strangers_hostile_lines_and_foreign_paths_are_left_alone() {
     let s = Scratch::new();
@@ -226,7 +210,7 @@ fn strangers_hostile_lines_and_foreign_paths_are_left_alone() {
         &format!(
             "# hyoka-pids v1\n# run forged\n# owner 999999 1 {boot}# workspace main {victim}\n# workspace other /etc\n{pid}\t{ticks}\t{pid}\tmain\tsleep\n0\t1\t0\tmain\tx\n1\t1\t1\tmain\tinit\n-1\t5\t5\tmain\tneg\ngarbage line\n{pid}\t",
             victim = victim.display(),
-            ticks = start_ticks(pid) + 1,
+            ticks = crate::support::start_ticks(pid) + 1,
         ),
     );
     let out = clean(&s, &["--json"]);
@@ -343,4 +327,142 @@ fn sixteen_concurrent_runs_leave_nothing() {
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&ps.stdout).trim(), "[]");
+}
+
+/// `hyoka run --reports <reports> --run-id <run_id> -- sh -c <script>` in the background.
+fn run_in(s: &Scratch, reports: &Path, run_id: &str, script: &str) -> Child {
+    hyoka()
+        .args(["run", "--grace", "1s", "--run-id", run_id, "--reports"])
+        .arg(reports)
+        .arg("--workspace-root")
+        .arg(s.ws_root())
+        .args(["--", "sh", "-c", script])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Kills a process the test started itself when the test ends, however it ends.
+struct KillOnDrop(u32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Some(pid) = rustix::process::Pid::from_raw(i32::try_from(self.0).unwrap()) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+        }
+    }
+}
+
+/// Kills and reaps a child the test started itself when the test ends.
+struct ReapOnDrop(Child);
+
+impl Drop for ReapOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Regression test for issue 11, finding 1: run ids are unique only within one reports
+/// directory, so `clean` of a crashed run `dup` in `r1` must not touch a live run `dup` in
+/// `r2`, and the leftover cgroup leaf of the crashed run must not take the cgroup layer away
+/// from the live one.
+#[test]
+fn clean_of_a_crashed_run_leaves_a_live_run_with_the_same_id_alone() {
+    let s = Scratch::new();
+    let (r1, r2) = (s.path().join("r1"), s.path().join("r2"));
+    let ready1 = s.path().join("ready1");
+    let mut crashed = run_in(
+        &s,
+        &r1,
+        "dup",
+        &format!("echo $$ > {}; exec sleep 600", ready1.display()),
+    );
+    let agent1 = crate::support::read_pid(&ready1);
+    kill9(&mut crashed);
+    // The orphaned shim stops its tree on its own; wait for that, so what follows is about
+    // the second run only.
+    wait_until("the crashed run's agent to be stopped", || {
+        !pid_alive(agent1)
+    });
+
+    let (ready2, go) = (s.path().join("ready2"), s.path().join("go"));
+    let live = run_in(
+        &s,
+        &r2,
+        "dup",
+        &format!(
+            "echo $$ > {}; while [ ! -e {} ]; do sleep 0.05; done",
+            ready2.display(),
+            go.display()
+        ),
+    );
+    let agent2 = crate::support::read_pid(&ready2);
+    let _guard = KillOnDrop(live.id());
+
+    let out = hyoka()
+        .args(["clean", "--grace", "1s", "--reports"])
+        .arg(&r1)
+        .arg("--workspace-root")
+        .arg(s.ws_root())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(pid_alive(agent2), "clean of r1 stopped the live run in r2");
+    std::fs::write(&go, "").unwrap();
+    let out = live.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(r2.join("dup/main/report.json")).unwrap()).unwrap();
+    assert_eq!(report["status"], "passed", "{report}");
+    let crashed_had_cgroup = std::fs::read_to_string(r1.join("dup/pids.txt"))
+        .unwrap()
+        .lines()
+        .any(|l| l.starts_with("# cgroup "));
+    if crashed_had_cgroup {
+        let layers = &report["cleanup"]["layers"];
+        assert!(
+            layers.as_array().unwrap().iter().any(|l| l == "cgroup"),
+            "the leftover leaf of the crashed run took the cgroup layer: {layers}"
+        );
+    }
+    s.assert_no_workspaces();
+}
+
+/// Regression test for issue 11, finding 1: a user's shell that happens to carry
+/// `HYOKA_RUN_ID=mk` is not the crashed run `mk`'s, and `clean` leaves it alone.
+#[test]
+fn a_users_shell_carrying_the_run_id_survives_clean() {
+    let s = Scratch::new();
+    let ready = s.path().join("ready");
+    let mut crashed = run_in(
+        &s,
+        &s.reports(),
+        "mk",
+        &format!("echo $$ > {}; exec sleep 600", ready.display()),
+    );
+    crate::support::read_pid(&ready);
+    kill9(&mut crashed);
+    let shell_ready = s.path().join("shell");
+    let shell = ReapOnDrop(
+        std::process::Command::new("setsid")
+            .args(["sh", "-c"])
+            .arg(format!(
+                "echo $$ > {}; exec sleep 600",
+                shell_ready.display()
+            ))
+            .env("HYOKA_RUN_ID", "mk")
+            .spawn()
+            .unwrap(),
+    );
+    let shell_pid = crate::support::read_pid(&shell_ready);
+    let _guard = (KillOnDrop(shell_pid), shell);
+    let out = clean(&s, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        pid_alive(shell_pid),
+        "clean of run mk killed a user's shell"
+    );
+    s.assert_no_workspaces();
 }

@@ -139,3 +139,74 @@ pub(crate) fn escapee_pids(file: &Path) -> Vec<u32> {
         .filter_map(|l| l.split_whitespace().nth(1)?.parse().ok())
         .collect()
 }
+
+/// The unprivileged user the privilege-dropping tests run as.
+pub(crate) const NOBODY: u32 = 65534;
+
+/// Whether the tests run as root (CI and this machine do); tests that need it skip otherwise.
+pub(crate) fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+/// Skips a test that needs root, saying why on stderr. Returns whether to go on.
+pub(crate) fn need_root(test: &str) -> bool {
+    if !is_root() {
+        eprintln!("skipping {test}: it needs root (to play another user and to be the victim)");
+    }
+    is_root()
+}
+
+/// Drops `cmd`'s privileges to `nobody` (uid and gid 65534, no supplementary groups: std
+/// calls `setgroups(0)` when a uid is set as root) before it runs.
+pub(crate) fn as_nobody(cmd: &mut Command) -> &mut Command {
+    use std::os::unix::process::CommandExt as _;
+    cmd.uid(NOBODY).gid(NOBODY)
+}
+
+/// Makes `path` (a directory, created if missing) belong to `nobody`.
+pub(crate) fn give_to_nobody(path: &Path) {
+    std::fs::create_dir_all(path).unwrap();
+    std::os::unix::fs::chown(path, Some(NOBODY), Some(NOBODY)).unwrap();
+}
+
+impl Scratch {
+    /// A scratch area `nobody` can use: the scratch directory is searchable by everyone, and
+    /// `reports/`, `ws/` and `files/` (for pid files) belong to `nobody`.
+    pub(crate) fn for_nobody() -> Self {
+        use std::os::unix::fs::PermissionsExt as _;
+        let s = Self::new();
+        std::fs::set_permissions(s.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        for dir in [s.reports(), s.ws_root(), s.files()] {
+            give_to_nobody(&dir);
+        }
+        s
+    }
+
+    /// `files/`: where agents of `for_nobody` scratch areas write their pid files (and
+    /// where any test may keep files of its own).
+    pub(crate) fn files(&self) -> PathBuf {
+        self.dir.path().join("files")
+    }
+}
+
+/// Field 22 of `/proc/<pid>/stat`: the process's start time in clock ticks.
+pub(crate) fn start_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    stat[stat.rfind(')').unwrap() + 2..]
+        .split(' ')
+        .nth(19)
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// Waits until the ledger at `ledger` lists every one of `pids`.
+#[track_caller]
+pub(crate) fn wait_for_ledger(ledger: &Path, pids: &[u32]) {
+    wait_until("the ledger to list the processes", || {
+        std::fs::read_to_string(ledger).is_ok_and(|l| {
+            pids.iter()
+                .all(|pid| l.lines().any(|line| line.starts_with(&format!("{pid}\t"))))
+        })
+    });
+}

@@ -60,7 +60,7 @@ fn recorded_leaves_must_look_like_ours() {
         "/tmp/hyoka-r1/main",
     ] {
         assert!(
-            CgroupLeaf::open_recorded(Path::new(bad), "r1", mount).is_none(),
+            CgroupLeaf::open_recorded(Path::new(bad), "r1", None, mount, None).is_none(),
             "{bad}"
         );
     }

@@ -10,6 +10,10 @@ use std::time::Instant;
 
 use super::*;
 use crate::fake::{FAKE_BOOT_ID, FakeClock, FakeSystem};
+use crate::{LEDGER_FILE, LOCK_FILE, OwnerLock};
+
+/// The instance of the run the tests' ledgers describe.
+const TOKEN: &str = "00112233445566ff";
 
 struct Run {
     _dir: tempfile::TempDir,
@@ -22,8 +26,9 @@ fn run(boot: &str, entries: &[(ProcRefLike, &str)]) -> Run {
     let run_dir = dir.path().join("r1");
     std::fs::create_dir(&run_dir).unwrap();
     std::fs::write(run_dir.join(LOCK_FILE), b"").unwrap();
-    let mut text =
-        format!("# hyoka-pids v1\n# run r1\n# owner 50 1 {boot}\n# workspace main /tmp/ws\n");
+    let mut text = format!(
+        "# hyoka-pids v1\n# run r1\n# owner 50 1 {boot}\n# instance {TOKEN}\n# workspace main /tmp/ws\n"
+    );
     for ((pid, ticks, pgid), eval) in entries {
         let _ = writeln!(text, "{pid}\t{ticks}\t{pgid}\t{eval}\tx");
     }
@@ -70,7 +75,7 @@ fn kills_matching_identities_and_skips_strangers() {
     let report = check(&fake, &run, false);
     assert_eq!(report.state, LockState::Abandoned);
     assert_eq!(report.found.len(), 1);
-    assert_eq!(report.found[0].outcome, Some(Outcome::Terminated));
+    assert_eq!(report.found[0].outcome, Some(ProcessFate::Terminated));
     let reasons: Vec<SkipReason> = report.skipped.iter().map(|s| s.reason).collect();
     assert_eq!(reasons, [SkipReason::IdentityMismatch, SkipReason::Gone]);
     assert_eq!(fake.alive(), [stranger]);
@@ -81,15 +86,64 @@ fn kills_matching_identities_and_skips_strangers() {
 }
 
 #[test]
-fn marker_finds_processes_missing_from_the_ledger() {
+fn the_instance_marker_finds_processes_missing_from_the_ledger() {
     let fake = FakeSystem::new();
-    let escapee = fake.spawn(1, true, "escapee", Some(&[("HYOKA_RUN_ID", "r1")]));
-    let other_run = fake.spawn(1, true, "other", Some(&[("HYOKA_RUN_ID", "r10")]));
+    let escapee = fake.spawn(
+        1,
+        true,
+        "escapee",
+        Some(&[("HYOKA_RUN_ID", "r1"), ("HYOKA_RUN_INSTANCE", TOKEN)]),
+    );
+    // Another run with the same run id (another reports directory), and a user's shell
+    // that exported the run id: neither carries this run's instance.
+    let same_id = fake.spawn(
+        1,
+        true,
+        "same-id",
+        Some(&[
+            ("HYOKA_RUN_ID", "r1"),
+            ("HYOKA_RUN_INSTANCE", "ffeeddccbbaa9988"),
+        ]),
+    );
+    let shell = fake.spawn(1, true, "shell", Some(&[("HYOKA_RUN_ID", "r1")]));
     let run = run(FAKE_BOOT_ID, &[]);
     let report = check(&fake, &run, false);
     assert_eq!(report.found.len(), 1, "{report:#?}");
     assert_eq!(report.found[0].pid, escapee.pid);
-    assert_eq!(fake.alive(), [other_run]);
+    assert_eq!(fake.alive(), [same_id, shell]);
+}
+
+#[test]
+fn a_ledger_without_an_instance_gets_no_marker_scan() {
+    let fake = FakeSystem::new();
+    let shell = fake.spawn(1, true, "shell", Some(&[("HYOKA_RUN_ID", "r1")]));
+    let run = run(FAKE_BOOT_ID, &[]);
+    let ledger = run.run_dir.join(LEDGER_FILE);
+    let text = std::fs::read_to_string(&ledger).unwrap();
+    std::fs::write(&ledger, text.replace(&format!("# instance {TOKEN}\n"), "")).unwrap();
+    let report = check(&fake, &run, false);
+    assert!(report.found.is_empty(), "{report:#?}");
+    assert_eq!(fake.alive(), [shell]);
+}
+
+#[test]
+fn processes_older_than_the_run_are_never_its_own() {
+    let fake = FakeSystem::new();
+    // Started before the owner (start ticks 1 in the ledger header is the boot; here the
+    // owner starts after the process).
+    let old = fake.spawn(100, true, "old", None);
+    let run = run(FAKE_BOOT_ID, &[(entry(old, old.pid), "main")]);
+    let ledger = run.run_dir.join(LEDGER_FILE);
+    let text = std::fs::read_to_string(&ledger).unwrap();
+    let later = old.start_ticks + 1;
+    std::fs::write(
+        &ledger,
+        text.replace("# owner 50 1 ", &format!("# owner 50 {later} ")),
+    )
+    .unwrap();
+    let report = check(&fake, &run, false);
+    assert_eq!(report.skipped[0].reason, SkipReason::BeforeRun);
+    assert!(report.found.is_empty() && fake.calls().is_empty());
 }
 
 #[test]

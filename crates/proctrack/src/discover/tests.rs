@@ -1,6 +1,7 @@
 //! Tests of attribution: what is ours, and why, in hand-written process tables.
 
 use super::*;
+use crate::proc_table::ProcTable;
 
 const SELF_PID: i32 = 100;
 
@@ -13,6 +14,7 @@ fn p(pid: i32, ppid: i32, pgid: i32, state: char) -> ProcInfo {
         start_ticks: 1000 + u64::try_from(pid).unwrap(),
         state,
         comm: format!("p{pid}"),
+        cpu_ticks: 0,
     }
 }
 
@@ -33,18 +35,80 @@ fn check(
     marked: &[i32],
     expected: &[(i32, Source)],
 ) {
-    let environ = |pid: i32| {
-        Some(if marked.contains(&pid) {
-            b"A=1\0HYOKA_RUN_ID=run\0HYOKA_EVAL_ID=main\0".to_vec()
-        } else {
-            b"A=1\0".to_vec()
-        })
+    check_with(table, cgroup, scope, marked, &[], expected);
+}
+
+/// [`check`] with `others`: processes of user 1000 carrying only `HYOKA_RUN_ID=run`.
+#[track_caller]
+fn check_with(
+    table: &[ProcInfo],
+    cgroup: &[i32],
+    scope: &Scope,
+    marked: &[i32],
+    others: &[i32],
+    expected: &[(i32, Source)],
+) {
+    let world = World {
+        table,
+        marked,
+        others,
     };
-    let got: Vec<(i32, Source)> = discover(table, cgroup, scope, &environ, SELF_PID, SELF_PID)
+    let got: Vec<(i32, Source)> = discover(table, cgroup, scope, &world)
         .into_iter()
         .map(|f| (f.info.pid, f.source))
         .collect();
     assert_eq!(got, expected);
+}
+
+/// A process table over a hand-written snapshot: `marked` pids carry the run's whole
+/// marker (run `run`, eval `main`, instance [`TOKEN`]); `others` carry only
+/// `HYOKA_RUN_ID=run` (a user's shell) and belong to user 1000; everything else belongs to
+/// root.
+struct World<'a> {
+    table: &'a [ProcInfo],
+    marked: &'a [i32],
+    others: &'a [i32],
+}
+
+const TOKEN: &str = "0123456789abcdef";
+
+impl ProcTable for World<'_> {
+    fn boot_id(&self) -> Result<crate::BootId, crate::ProcTrackError> {
+        crate::BootId::new(crate::fake::FAKE_BOOT_ID)
+    }
+    fn snapshot(&self) -> Result<Vec<ProcInfo>, crate::ProcTrackError> {
+        Ok(self.table.to_vec())
+    }
+    fn process(&self, pid: i32) -> Option<ProcInfo> {
+        self.table.iter().find(|p| p.pid == pid).cloned()
+    }
+    fn environ(&self, pid: i32) -> Option<Vec<u8>> {
+        Some(if self.marked.contains(&pid) {
+            format!("A=1\0HYOKA_RUN_ID=run\0HYOKA_EVAL_ID=main\0HYOKA_RUN_INSTANCE={TOKEN}\0")
+                .into_bytes()
+        } else if self.others.contains(&pid) {
+            b"A=1\0HYOKA_RUN_ID=run\0".to_vec()
+        } else {
+            b"A=1\0".to_vec()
+        })
+    }
+    fn uids(&self, pid: i32) -> Option<crate::Uids> {
+        let uid = if self.others.contains(&pid) { 1000 } else { 0 };
+        Some(crate::Uids {
+            real: uid,
+            saved: uid,
+        })
+    }
+    fn self_pid(&self) -> i32 {
+        SELF_PID
+    }
+    fn self_pgid(&self) -> i32 {
+        SELF_PID
+    }
+}
+
+fn instance_marker() -> Marker {
+    Marker::instance(&Instance::new(TOKEN).unwrap())
 }
 
 fn world() -> Vec<ProcInfo> {
@@ -195,7 +259,106 @@ fn depth_orders_parents_first() {
         roots: vec![r(200)],
         ..Scope::default()
     };
-    let found = discover(&world(), &[], &scope, &|_| None, SELF_PID, SELF_PID);
+    let table = world();
+    let found = discover(
+        &table,
+        &[],
+        &scope,
+        &World {
+            table: &table,
+            marked: &[],
+            others: &[],
+        },
+    );
     let depths: Vec<(i32, u32)> = found.iter().map(|f| (f.info.pid, f.depth)).collect();
     assert_eq!(depths, [(200, 0), (201, 1), (202, 2), (204, 0)]);
+}
+
+/// Regression test for issue 11, finding 1: `HYOKA_RUN_ID` is anyone's to set; only the
+/// instance marker names a run's processes.
+#[test]
+fn the_instance_marker_ignores_a_users_run_id() {
+    let scope = Scope {
+        marker: Some(instance_marker()),
+        ..Scope::default()
+    };
+    // 300 is a user's shell exporting HYOKA_RUN_ID=run; 301 is the run's escapee.
+    check_with(
+        &world(),
+        &[],
+        &scope,
+        &[301],
+        &[300],
+        &[(301, Source::Marker)],
+    );
+    let eval = Scope {
+        marker: Some(instance_marker().with_eval("other")),
+        ..Scope::default()
+    };
+    check(&world(), &[], &eval, &[301], &[]);
+}
+
+#[test]
+fn nothing_older_than_the_run_is_attributed_whatever_the_reason() {
+    // The run started at tick 1202: the agent (1200) and its child (1201) are older, so
+    // neither the root, nor the ledger, nor the cgroup, nor the marker makes them ours, and
+    // what descends from them is not reached through them either; 202 is younger and marked.
+    let scope = Scope {
+        roots: vec![r(200)],
+        known: vec![LedgerEntry::from_info(&p(201, 200, 200, 'S'), "main")],
+        marker: Some(instance_marker()),
+        since: 1202,
+        ..Scope::default()
+    };
+    check(
+        &world(),
+        &[200],
+        &scope,
+        &[201, 202],
+        &[(202, Source::Marker)],
+    );
+}
+
+#[test]
+fn acting_for_a_user_attributes_only_that_users_processes() {
+    let scope = Scope {
+        roots: vec![r(300)],
+        user: Some(1000),
+        ..Scope::default()
+    };
+    check_with(
+        &world(),
+        &[],
+        &scope,
+        &[],
+        &[301],
+        &[(301, Source::Descendant)],
+    );
+}
+
+#[test]
+fn orphans_are_children_of_ours_in_other_sessions() {
+    // 200 (its own session) is our child; so is 205 (our own session: a probe we started).
+    let mut table = world();
+    table.push(ProcInfo {
+        sid: SELF_PID,
+        ..p(205, SELF_PID, SELF_PID, 'S')
+    });
+    let scope = Scope {
+        orphans: true,
+        ..Scope::default()
+    };
+    check(
+        &table,
+        &[],
+        &scope,
+        &[],
+        &[
+            (200, Source::Orphan),
+            (201, Source::Descendant),
+            (202, Source::Descendant),
+            (204, Source::Group),
+        ],
+    );
+    check(&table, &[], &Scope::default(), &[], &[]);
 }

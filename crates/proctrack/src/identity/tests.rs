@@ -75,18 +75,41 @@ fn ids_follow_the_cli_contract() {
 
 #[test]
 fn cpu_ticks_add_own_and_waited_for_children() {
+    let ticks = |stat: &str| parse_stat(stat).map(|p| p.cpu_ticks);
     // utime 1 + stime 2 in the shared tail.
     assert_eq!(
-        parse_stat_cpu_ticks(&format!("4242 (sleep) S 17 4242 4242 {TAIL}")),
+        ticks(&format!("4242 (sleep) S 17 4242 4242 {TAIL}")),
         Some(3)
     );
     // A command name with `) ` inside, and children's ticks (cutime 300, cstime 40).
     let stat = "77 (a) 1 2 3 (c)) R 1 70 70 0 -1 0 5 0 0 0 1000 200 300 40 20 0 1 0 55";
-    assert_eq!(parse_stat_cpu_ticks(stat), Some(1540));
-    assert_eq!(parse_stat_cpu_ticks("77 (x) R 1 70 70 0 -1 0 5"), None);
-    assert_eq!(parse_stat_cpu_ticks("no parenthesis at all"), None);
+    assert_eq!(ticks(stat), Some(1540));
+    assert_eq!(ticks("77 (x) R 1 70 70 0 -1 0 5"), None);
     assert_eq!(
-        parse_stat_cpu_ticks("7 (x) R 1 7 7 0 -1 0 5 0 0 0 ten 0 0 0"),
+        ticks("7 (x) R 1 7 7 0 -1 0 5 0 0 0 ten 0 0 0 20 0 1 0 55"),
         None
     );
+}
+
+#[test]
+fn a_workspace_owner_is_running_only_if_it_predates_the_workspace() {
+    let me = Identity::current().unwrap();
+    let pid = me.pid();
+    let now = crate::clock::unix_now();
+    // We started before a workspace made now, so we can be its owner...
+    assert!(owner_running(pid, None, None, now));
+    // ...but not the owner of one made long before we started: that owner is gone and our
+    // pid is a reuse.
+    assert!(!owner_running(pid, None, None, 1_000_000_000));
+    // Exact identities, other boots, and dead pids.
+    assert!(owner_running(pid, Some(me.proc_ref.start_ticks), None, 0));
+    assert!(!owner_running(
+        pid,
+        Some(me.proc_ref.start_ticks + 1),
+        None,
+        0
+    ));
+    let other_boot = "11111111-2222-4333-8444-555555555555";
+    assert!(!owner_running(pid, None, Some(other_boot), now));
+    assert!(!owner_running(4_194_000, None, None, now));
 }

@@ -7,6 +7,7 @@ const SELF_PID: i32 = 4000;
 
 fn sample() -> Ledger {
     let mut ledger = Ledger::new("run-1", format!("777 12345 {BOOT}").parse().unwrap()).unwrap();
+    ledger.instance = Some(Instance::new("0123456789abcdef").unwrap());
     ledger
         .set_workspace("main", Path::new("/tmp/hyoka-run-1-abc def"))
         .unwrap();
@@ -45,6 +46,7 @@ fn round_trips_exactly() {
         text,
         format!(
             "# hyoka-pids v1\n# run run-1\n# owner 777 12345 {BOOT}\n\
+             # instance 0123456789abcdef\n\
              # workspace main /tmp/hyoka-run-1-abc def\n\
              # cgroup main /sys/fs/cgroup/unified/hyoka-run-1/main\n\
              4242\t99\t4242\tmain\ttab?here\n"
@@ -125,4 +127,60 @@ fn atomic_write_replaces_and_leaves_no_temp_files() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(names, [std::ffi::OsString::from(LEDGER_FILE)]);
+}
+
+#[test]
+fn a_rewrite_keeps_the_owner_and_mode_of_the_file_it_replaces() {
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(LEDGER_FILE);
+    sample().write_atomic(&path).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let root = rustix::process::geteuid().is_root();
+    if root {
+        std::os::unix::fs::chown(&path, Some(65534), Some(65534)).unwrap();
+    }
+    let mut ledger = sample();
+    ledger.cleaned = Some(9);
+    ledger.write_atomic(&path).unwrap();
+    let meta = std::fs::metadata(&path).unwrap();
+    assert_eq!(meta.mode() & 0o7777, 0o600);
+    if root {
+        assert_eq!((meta.uid(), meta.gid()), (65534, 65534));
+    }
+    assert_eq!(
+        Ledger::read(&path, SELF_PID).unwrap().ledger.cleaned,
+        Some(9)
+    );
+}
+
+#[test]
+fn a_hostile_flood_of_lines_is_parsed_once_and_listed_briefly() {
+    use std::fmt::Write as _;
+    let mut text = String::from("# hyoka-pids v1\n# run r\n");
+    for i in 0..10_000 {
+        let _ = write!(text, "{}\t7\t5\tmain\tx\ngarbage {i}\n", 5000 + i % 100);
+    }
+    let parsed = Ledger::parse(text.as_bytes(), SELF_PID);
+    // Duplicates collapse (100 distinct identities), garbage is counted past 100 problems.
+    assert_eq!(parsed.ledger.entries.len(), 100);
+    assert_eq!(parsed.problems.len(), 101);
+    assert_eq!(parsed.problems[100].text, "9900 more");
+}
+
+#[test]
+fn reading_refuses_links_and_special_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("secret");
+    std::fs::write(&target, "# hyoka-pids v1\n# run r\n").unwrap();
+    let link = dir.path().join(LEDGER_FILE);
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    assert!(matches!(
+        Ledger::read(&link, SELF_PID),
+        Err(ProcTrackError::Untrusted { .. })
+    ));
+    assert!(matches!(
+        Ledger::read(Path::new("/dev/zero"), SELF_PID),
+        Err(ProcTrackError::Untrusted { .. })
+    ));
 }

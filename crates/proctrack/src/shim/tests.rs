@@ -1,4 +1,4 @@
-//! Tests of the shim's argument protocol.
+//! Tests of the shim's argument and report protocols.
 
 use super::*;
 
@@ -59,4 +59,40 @@ fn exit_status_mirrors_the_agent() {
     assert_eq!(exit_byte(Some(3 << 8)), 3);
     assert_eq!(exit_byte(Some(libc::SIGKILL)), 137);
     assert_eq!(exit_byte(None), 143);
+}
+
+#[test]
+fn report_lines_round_trip_and_refuse_garbage() {
+    for report in [
+        ShimReport::Started(ProcRef {
+            pid: 4242,
+            start_ticks: 987_654,
+        }),
+        ShimReport::SpawnFailed(libc::ENOENT),
+        ShimReport::Exited(3),
+        ShimReport::Signaled(libc::SIGKILL),
+    ] {
+        let line = report.line();
+        assert_eq!(parse_report(line.trim_end()), Some(report), "{line:?}");
+    }
+    for bad in [
+        "",
+        "started",
+        "started 12",
+        "started x 5",
+        "exited 99999999999",
+        "exited 1 2",
+        "shim-error parent already gone",
+    ] {
+        assert_eq!(parse_report(bad), None, "{bad:?}");
+    }
+}
+
+/// Regression test for issue 11, finding 6: `run --grace` near `u64::MAX` seconds made a
+/// shim argument the shim could not parse (a misleading `spawn_failed`).
+#[test]
+fn a_huge_grace_still_makes_arguments_the_shim_accepts() {
+    let built = shim_args(9, 1234, Duration::MAX, OsStr::new("agent"), &[]);
+    let parsed = parse_args(built).expect("accepted");
+    assert_eq!(parsed.grace, Duration::from_millis(u64::MAX));
 }

@@ -23,7 +23,7 @@ fn world() -> World {
 
 /// Tears down `scope` in `w` with `grace` and returns (report, outcome per pid).
 #[track_caller]
-fn check(w: &World, scope: &Scope, grace: Duration) -> (TeardownReport, Vec<(i32, Outcome)>) {
+fn check(w: &World, scope: &Scope, grace: Duration) -> (TeardownReport, Vec<(i32, ProcessFate)>) {
     let seams = Seams {
         table: &w.fake,
         signaller: &w.fake,
@@ -64,8 +64,8 @@ fn polite_tree_terminates_within_grace() {
     assert_eq!(
         outcomes,
         [
-            (agent.pid, Outcome::Terminated),
-            (child.pid, Outcome::Terminated)
+            (agent.pid, ProcessFate::Terminated),
+            (child.pid, ProcessFate::Terminated)
         ]
     );
     assert_eq!(
@@ -99,8 +99,8 @@ fn stubborn_process_is_killed_after_grace() {
     assert_eq!(
         outcomes,
         [
-            (agent.pid, Outcome::Terminated),
-            (stubborn.pid, Outcome::Killed)
+            (agent.pid, ProcessFate::Terminated),
+            (stubborn.pid, ProcessFate::Killed)
         ]
     );
     assert_eq!(report.kill_rounds, 1);
@@ -159,7 +159,7 @@ fn pid_reused_between_scan_and_signal_is_vanished_not_signalled() {
     };
     let stranger = w.fake.reuse_pid(child.pid, "stranger");
     let (_, outcomes) = check(&w, &scope, Duration::from_secs(1));
-    assert_eq!(outcomes, [(child.pid, Outcome::Exited)]);
+    assert_eq!(outcomes, [(child.pid, ProcessFate::Exited)]);
     assert_eq!(w.fake.alive(), [stranger], "the stranger was signalled");
     assert!(w.fake.calls().is_empty());
 }
@@ -176,7 +176,7 @@ fn own_group_is_never_signalled() {
         ..Scope::default()
     };
     let (_, outcomes) = check(&w, &scope, Duration::from_secs(1));
-    assert_eq!(outcomes, [(inside.pid, Outcome::Terminated)]);
+    assert_eq!(outcomes, [(inside.pid, ProcessFate::Terminated)]);
     assert!(
         w.fake
             .calls()
@@ -191,7 +191,7 @@ fn zero_grace_skips_sigterm() {
     let w = world();
     let agent = w.fake.spawn(100, true, "agent", None);
     let (_, outcomes) = check(&w, &root(agent), Duration::ZERO);
-    assert_eq!(outcomes, [(agent.pid, Outcome::Killed)]);
+    assert_eq!(outcomes, [(agent.pid, ProcessFate::Killed)]);
     assert!(w.fake.calls().iter().all(|c| !matches!(
         c,
         FakeCall::Group {
@@ -215,8 +215,8 @@ fn shim_is_stopped_last_and_not_reported() {
         ..Scope::default()
     };
     let (report, outcomes) = check(&w, &scope, Duration::from_secs(1));
-    assert_eq!(outcomes, [(agent.pid, Outcome::Terminated)]);
-    assert_eq!(report.shim, Some(Outcome::Terminated));
+    assert_eq!(outcomes, [(agent.pid, ProcessFate::Terminated)]);
+    assert_eq!(report.shim, Some(ProcessFate::Terminated));
     let last = w.fake.calls().pop().unwrap();
     assert!(
         matches!(last, FakeCall::Signal { target, .. } if target == shim),
@@ -236,6 +236,7 @@ fn unkillable_process_is_a_survivor_and_teardown_is_bounded() {
         start_ticks: 9,
         state: 'D',
         comm: "stuck".into(),
+        cpu_ticks: 0,
     };
     let mut table = MockProcTable::new();
     table.expect_self_pid().return_const(100);
@@ -273,7 +274,7 @@ fn unkillable_process_is_a_survivor_and_teardown_is_bounded() {
     };
     let report = teardown(seams, &scope, &[], &options);
     assert_eq!((report.survivors, report.timed_out), (1, true));
-    assert_eq!(report.processes[0].outcome, Outcome::Failed);
+    assert_eq!(report.processes[0].outcome, ProcessFate::Failed);
     assert!(clock.elapsed() <= Duration::from_secs(4) + Duration::from_millis(100));
 }
 
@@ -290,10 +291,48 @@ fn escalation_cuts_the_grace_period_short() {
         clock: &w.clock,
     };
     let report = teardown(seams, &root(agent), &[], &options);
-    assert_eq!(report.processes[0].outcome, Outcome::Killed);
+    assert_eq!(report.processes[0].outcome, ProcessFate::Killed);
     assert!(
         w.clock.elapsed() < Duration::from_secs(2),
         "{:?}",
         w.clock.elapsed()
+    );
+}
+
+/// Regression test for issue 11, finding 6: a grace or kill timeout near `u64::MAX` seconds
+/// panicked adding it to an `Instant`; now such a period never ends, and teardown simply
+/// waits for what it waits for.
+#[test]
+fn huge_periods_never_overflow() {
+    let w = world();
+    let agent = w.fake.spawn(100, true, "agent", None);
+    let child = w.fake.spawn(agent.pid, false, "child", None);
+    let seams = Seams {
+        table: &w.fake,
+        signaller: &w.fake,
+        clock: &w.clock,
+    };
+    let report = teardown(
+        seams,
+        &root(agent),
+        &[],
+        &TeardownOptions {
+            grace: Duration::MAX,
+            kill_timeout: Duration::MAX,
+            ..TeardownOptions::default()
+        },
+    );
+    assert_eq!(report.survivors, 0);
+    let fates: Vec<(i32, ProcessFate)> = report
+        .processes
+        .iter()
+        .map(|p| (p.pid, p.outcome))
+        .collect();
+    assert_eq!(
+        fates,
+        [
+            (agent.pid, ProcessFate::Terminated),
+            (child.pid, ProcessFate::Terminated)
+        ]
     );
 }

@@ -17,6 +17,7 @@ pub(crate) const TESTS: &[Test] = &[(
 )];
 
 fn sixteen_concurrent_runs() {
+    let _pool = crate::support::orphan_pool_all();
     let sandbox = Sandbox::new();
     let runs: Vec<(String, std::path::PathBuf, Config)> = (0..16)
         .map(|i| {

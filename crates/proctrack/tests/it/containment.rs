@@ -4,7 +4,7 @@
 use std::os::unix::process::CommandExt;
 use std::time::Duration;
 
-use hyoka_proctrack::{AgentExit, Outcome, ProcRef, TeardownOptions, TeardownReport};
+use hyoka_proctrack::{AgentExit, ProcRef, ProcessFate, TeardownOptions, TeardownReport};
 
 use crate::roles::scenario_names;
 use crate::runner::Test;
@@ -60,17 +60,13 @@ struct Outcome_ {
 }
 
 /// Runs `scenario` under each configuration, tears it down, and proves through `/proc` that
-/// nothing survived, except `escapes` in the configuration without cgroup and shim, which are
-/// asserted to escape (the documented limit of the bare layers) and then killed.
-fn scenario(
-    scenario: &str,
-    mode: &str,
-    n: u32,
-    grace: Duration,
-    escapes: &[&str],
-) -> Vec<Outcome_> {
+/// nothing survived. (Without the cgroup and the shim, a double-forked daemon that clears its
+/// environment escaped until the test process became a subreaper: now it is an orphan of
+/// ours, and found as one.)
+fn scenario(scenario: &str, mode: &str, n: u32, grace: Duration) -> Vec<Outcome_> {
     let mut out = Vec::new();
     for config in configs() {
+        let _pool = crate::support::orphan_pool(config);
         let sandbox = Sandbox::new();
         let dir = sandbox.subdir("run");
         let run_id = sandbox.run_id("c");
@@ -106,28 +102,12 @@ fn scenario(
             tracker.close().expect("close");
             (report, refs)
         });
-        let bare = !config.cgroup && !config.shim;
-        let (expected_escapes, contained): (Vec<_>, Vec<_>) = refs
-            .iter()
-            .cloned()
-            .partition(|(name, _)| bare && escapes.contains(&name.as_str()));
         assert_eq!(report.survivors, 0, "{context}: {report:#?}");
+        assert_eq!(report.survivors_unknown, None, "{context}");
+        assert!(report.layers_lost.is_empty(), "{context}: {report:#?}");
         assert!(!report.timed_out, "{context}");
-        if expected_escapes.is_empty() {
-            assert_nothing_left(&run_id, &contained, &context);
-        } else {
-            let left = wait_gone(&contained, Duration::from_secs(1));
-            assert!(left.is_empty(), "{context}: still running: {left:?}");
-            // FIXME(limit): without a cgroup or the shim, a double-forked daemon that clears
-            // its environment is invisible to discovery; this asserts that documented limit.
-            for (name, r) in &expected_escapes {
-                assert!(
-                    crate::support::alive(*r),
-                    "{context}: {name} was expected to escape"
-                );
-            }
-        }
-        for (name, r) in &contained {
+        assert_nothing_left(&run_id, &refs, &context);
+        for (name, r) in &refs {
             if name == "agent" {
                 continue;
             }
@@ -142,14 +122,11 @@ fn scenario(
         let reported: usize = report.processes.len();
         assert_eq!(report.processes_seen, reported, "{context}");
         if config.cgroup {
-            let leaf = format!("hyoka-{run_id}");
             let cg = hyoka_proctrack::Capabilities::detect()
                 .cgroup
                 .expect("cgroup");
-            assert!(
-                !cg.base.join(leaf).exists(),
-                "{context}: cgroup leaf left behind"
-            );
+            let left = crate::support::run_cgroups(&cg.base, &run_id);
+            assert!(left.is_empty(), "{context}: cgroups left behind: {left:?}");
         }
         let ledger =
             std::fs::read_to_string(sandbox.reports().join(&run_id).join("pids.txt")).unwrap();
@@ -164,7 +141,7 @@ fn scenario(
     out
 }
 
-fn outcome_of(o: &Outcome_, name: &str) -> Option<Outcome> {
+fn outcome_of(o: &Outcome_, name: &str) -> Option<ProcessFate> {
     let (_, r) = o.refs.iter().find(|(n, _)| n == name)?;
     o.report
         .processes
@@ -174,11 +151,11 @@ fn outcome_of(o: &Outcome_, name: &str) -> Option<Outcome> {
 }
 
 fn tree_three_deep() {
-    for o in scenario("tree", "stay", 0, Duration::from_secs(2), &[]) {
+    for o in scenario("tree", "stay", 0, Duration::from_secs(2)) {
         for name in ["t", "t.c", "t.c.c"] {
             assert_eq!(
                 outcome_of(&o, name),
-                Some(Outcome::Terminated),
+                Some(ProcessFate::Terminated),
                 "{name} under {}: {:#?}",
                 o.config,
                 o.report
@@ -189,10 +166,10 @@ fn tree_three_deep() {
 }
 
 fn child_in_new_session() {
-    for o in scenario("session", "stay", 0, Duration::from_secs(2), &[]) {
+    for o in scenario("session", "stay", 0, Duration::from_secs(2)) {
         assert_eq!(
             outcome_of(&o, "s"),
-            Some(Outcome::Terminated),
+            Some(ProcessFate::Terminated),
             "under {}",
             o.config
         );
@@ -200,23 +177,21 @@ fn child_in_new_session() {
 }
 
 fn double_forked_daemon_with_empty_env() {
-    for o in scenario("daemon", "stay", 0, Duration::from_secs(2), &["d"]) {
-        if o.config.cgroup || o.config.shim {
-            assert_eq!(
-                outcome_of(&o, "d"),
-                Some(Outcome::Terminated),
-                "under {}",
-                o.config
-            );
-        }
+    for o in scenario("daemon", "stay", 0, Duration::from_secs(2)) {
+        assert_eq!(
+            outcome_of(&o, "d"),
+            Some(ProcessFate::Terminated),
+            "under {}",
+            o.config
+        );
     }
 }
 
 fn child_ignoring_term_and_hup() {
-    for o in scenario("stubborn", "stay", 0, Duration::from_millis(500), &[]) {
+    for o in scenario("stubborn", "stay", 0, Duration::from_millis(500)) {
         assert_eq!(
             outcome_of(&o, "st"),
-            Some(Outcome::Killed),
+            Some(ProcessFate::Killed),
             "under {}: {:#?} {:?}",
             o.config,
             o.report,
@@ -227,11 +202,11 @@ fn child_ignoring_term_and_hup() {
 }
 
 fn child_under_timeout() {
-    for o in scenario("timeout", "stay", 0, Duration::from_secs(2), &[]) {
+    for o in scenario("timeout", "stay", 0, Duration::from_secs(2)) {
         assert!(
             matches!(
                 outcome_of(&o, "tm"),
-                Some(Outcome::Terminated | Outcome::Killed)
+                Some(ProcessFate::Terminated | ProcessFate::Killed)
             ),
             "under {}: {:#?}",
             o.config,
@@ -241,10 +216,10 @@ fn child_under_timeout() {
 }
 
 fn parent_restarting_its_child() {
-    for o in scenario("restarter", "stay", 0, Duration::from_millis(500), &[]) {
+    for o in scenario("restarter", "stay", 0, Duration::from_millis(500)) {
         assert_eq!(
             outcome_of(&o, "restarter"),
-            Some(Outcome::Killed),
+            Some(ProcessFate::Killed),
             "under {}",
             o.config
         );
@@ -259,7 +234,7 @@ fn parent_restarting_its_child() {
 }
 
 fn storm_of_300_children() {
-    for o in scenario("storm", "stay", 300, Duration::from_secs(2), &[]) {
+    for o in scenario("storm", "stay", 300, Duration::from_secs(2)) {
         assert!(
             o.report.processes_seen >= 302,
             "under {}: {}",
@@ -271,10 +246,10 @@ fn storm_of_300_children() {
 }
 
 fn agent_exits_while_children_run() {
-    for o in scenario("all", "exit", 0, Duration::from_millis(500), &["d"]) {
+    for o in scenario("all", "exit", 0, Duration::from_millis(500)) {
         assert_eq!(
             outcome_of(&o, "st"),
-            Some(Outcome::Killed),
+            Some(ProcessFate::Killed),
             "under {}",
             o.config
         );
@@ -282,11 +257,11 @@ fn agent_exits_while_children_run() {
 }
 
 fn zero_grace_kills_at_once() {
-    for o in scenario("tree+stubborn", "stay", 0, Duration::ZERO, &[]) {
+    for o in scenario("tree+stubborn", "stay", 0, Duration::ZERO) {
         for name in ["t", "t.c", "t.c.c", "st"] {
             assert_eq!(
                 outcome_of(&o, name),
-                Some(Outcome::Killed),
+                Some(ProcessFate::Killed),
                 "{name} under {}",
                 o.config
             );
@@ -302,6 +277,7 @@ fn zero_grace_kills_at_once() {
 fn an_adopted_process_tree_is_tracked_and_stopped() {
     const SCENARIO: &str = "tree+session+stubborn+timeout";
     for config in configs().into_iter().filter(|c| !c.shim) {
+        let _pool = crate::support::orphan_pool(config);
         let sandbox = Sandbox::new();
         let dir = sandbox.subdir("run");
         let run_id = sandbox.run_id("a");
@@ -313,8 +289,7 @@ fn an_adopted_process_tree_is_tracked_and_stopped() {
             // Started outside the tracker, with the run's marker like a respawn session.
             let mut child = std::process::Command::new(&command.program)
                 .args(&command.args)
-                .env("HYOKA_RUN_ID", &run_id)
-                .env("HYOKA_EVAL_ID", "session")
+                .envs(tracker.marker_env("session"))
                 .process_group(0)
                 .spawn()
                 .expect("spawn outside the tracker");
@@ -344,6 +319,7 @@ fn an_adopted_process_tree_is_tracked_and_stopped() {
             (report, refs, ledger)
         });
         assert_eq!(report.survivors, 0, "{context}: {report:#?}");
+        assert!(report.layers_lost.is_empty(), "{context}: {report:#?}");
         for (name, r) in &refs {
             assert!(
                 ledger
@@ -401,6 +377,7 @@ async fn spawn_ready(
 /// ticks add up, under every layer (cgroup `cpu.stat`, or the tracked processes' own).
 fn tree_samples_show_cpu_and_busy_children() {
     for config in configs() {
+        let _pool = crate::support::orphan_pool(config);
         let sandbox = Sandbox::new();
         let context = format!("samples under {config}");
         let rt = runtime();

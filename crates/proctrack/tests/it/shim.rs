@@ -11,6 +11,10 @@ use crate::support::{Config, Sandbox, assert_nothing_left, runtime, tracker};
 
 pub(crate) const TESTS: &[Test] = &[
     (
+        "shim::a_killed_shim_hands_its_orphans_to_the_tracker",
+        a_killed_shim_hands_its_orphans_to_the_tracker,
+    ),
+    (
         "shim::streams_and_exit_code_pass_through",
         streams_and_exit_code_pass_through,
     ),
@@ -49,6 +53,7 @@ fn both() -> [Config; 2] {
 
 fn streams_and_exit_code_pass_through() {
     for config in both() {
+        let _pool = crate::support::orphan_pool(config);
         let sandbox = Sandbox::new();
         let run_id = sandbox.run_id("s");
         runtime().block_on(async {
@@ -93,6 +98,7 @@ fn streams_and_exit_code_pass_through() {
 
 fn death_by_signal_is_reported() {
     for config in both() {
+        let _pool = crate::support::orphan_pool(config);
         let sandbox = Sandbox::new();
         let run_id = sandbox.run_id("k");
         runtime().block_on(async {
@@ -114,6 +120,7 @@ fn death_by_signal_is_reported() {
 
 fn missing_program_is_a_spawn_error() {
     for config in both() {
+        let _pool = crate::support::orphan_pool(config);
         let sandbox = Sandbox::new();
         let run_id = sandbox.run_id("m");
         runtime().block_on(async {
@@ -152,6 +159,7 @@ fn missing_program_is_a_spawn_error() {
 
 fn owner_lock_is_not_inherited() {
     for config in both() {
+        let _pool = crate::support::orphan_pool(config);
         let sandbox = Sandbox::new();
         let dir = sandbox.subdir("lock");
         let run_id = sandbox.run_id("l");
@@ -193,5 +201,64 @@ fn owner_lock_is_not_inherited() {
                 hyoka_proctrack::LockState::Abandoned
             );
         });
+    }
+}
+
+/// Regression test for issue 11, finding 3, in the library: the shim is SIGKILLed after a
+/// double-forked daemon that cleared its environment was born and before any refresh saw it.
+/// The daemon comes to this process (a subreaper), the agent reports the shim lost, and
+/// teardown stops the daemon: nothing survives, and the count is proof.
+fn a_killed_shim_hands_its_orphans_to_the_tracker() {
+    use hyoka_proctrack::{Layer, ProcessFate, Signal, Signaller as _};
+    // The daemon and the agent become orphans of this process: no other test may claim them.
+    let _pool = crate::support::orphan_pool_all();
+    for config in crate::support::configs().into_iter().filter(|c| c.shim) {
+        let sandbox = Sandbox::new();
+        let dir = sandbox.subdir("lost");
+        let run_id = sandbox.run_id("k");
+        let context = format!("shim killed under {config}");
+        let (report, refs) = runtime().block_on(async {
+            let tracker = tracker(&sandbox.reports(), &run_id, config);
+            let mut agent = tracker
+                .spawn(
+                    "main",
+                    crate::support::agent_command(&dir, "stay", "daemon", 0),
+                )
+                .await
+                .unwrap();
+            let refs = crate::support::wait_ready(&dir, &["d", "agent"]);
+            let shim = agent.shim().expect("a shim");
+            assert_eq!(
+                hyoka_proctrack::NativeSignaller::new().signal(shim, Signal::Kill),
+                hyoka_proctrack::Delivery::Sent
+            );
+            let exit = tokio::time::timeout(Duration::from_secs(30), agent.wait())
+                .await
+                .expect("the shim's death ends the wait")
+                .unwrap();
+            assert_eq!(exit, AgentExit::Unknown, "{context}");
+            assert_eq!(agent.layers_lost(), [Layer::Shim], "{context}");
+            let report = agent
+                .teardown(TeardownOptions::with_grace(Duration::from_secs(2)))
+                .await
+                .unwrap();
+            tracker.close().unwrap();
+            (report, refs)
+        });
+        assert_eq!(report.survivors, 0, "{context}: {report:#?}");
+        assert_eq!(report.survivors_unknown, None, "{context}");
+        assert!(report.layers_lost.contains(&Layer::Shim), "{context}");
+        let daemon = refs.iter().find(|(n, _)| n == "d").unwrap().1;
+        let fate = report
+            .processes
+            .iter()
+            .find(|p| p.pid == daemon.pid && p.start_ticks == daemon.start_ticks)
+            .map(|p| p.outcome);
+        assert_eq!(
+            fate,
+            Some(ProcessFate::Terminated),
+            "{context}: {report:#?}"
+        );
+        assert_nothing_left(&run_id, &refs, &context);
     }
 }

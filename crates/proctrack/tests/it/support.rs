@@ -34,6 +34,27 @@ impl std::fmt::Display for Config {
     }
 }
 
+/// Agents without a shim hand their orphans to this process (a subreaper since its first
+/// tracker), and every such agent claims them: two tests running them at once could take
+/// each other's. They take turns on this lock (agents with a shim never see the pool).
+static ORPHAN_POOL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The turn on the orphan pool a test running `config` needs (`None` with a shim).
+pub(crate) fn orphan_pool(config: Config) -> Option<std::sync::MutexGuard<'static, ()>> {
+    (!config.shim).then(|| {
+        ORPHAN_POOL
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    })
+}
+
+/// The whole orphan pool, for a test that runs agents without a shim in several configs.
+pub(crate) fn orphan_pool_all() -> std::sync::MutexGuard<'static, ()> {
+    ORPHAN_POOL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Whether this machine lets us create cgroup v2 leaves.
 pub(crate) fn cgroup_available() -> bool {
     static AVAILABLE: OnceLock<bool> = OnceLock::new();
@@ -135,8 +156,11 @@ impl Drop for Sandbox {
                 }
             }
             // A failed test may leave its leaf behind: kill what is in it and remove it.
-            if let Some(root) = &cgroup {
-                let run_dir = root.base.join(format!("hyoka-{run}"));
+            for run_dir in cgroup
+                .as_ref()
+                .map(|root| run_cgroups(&root.base, run))
+                .unwrap_or_default()
+            {
                 for leaf in std::fs::read_dir(&run_dir).into_iter().flatten().flatten() {
                     if leaf.path().join("cgroup.procs").is_file() {
                         let _ = std::fs::write(leaf.path().join("cgroup.kill"), b"1");
@@ -151,6 +175,18 @@ impl Drop for Sandbox {
             }
         }
     }
+}
+
+/// The cgroup directories of run `run_id` under `base`: `hyoka-<run_id>-<instance>`.
+pub(crate) fn run_cgroups(base: &Path, run_id: &str) -> Vec<PathBuf> {
+    let prefix = format!("hyoka-{run_id}-");
+    std::fs::read_dir(base)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|e| e.path())
+        .collect()
 }
 
 /// A unique run id for this test process.

@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use hyoka_workspace::{Outcome, Workspace};
+use hyoka_workspace::{RunVerdict, Workspace};
 
 use crate::support::{create, entries, scratch};
 
@@ -29,7 +29,7 @@ fn a_hundred_concurrent_workspaces_have_unique_paths_and_all_go() {
                     assert_eq!(ws.usage().unwrap().files, 1);
                     barrier.wait();
                     let path = ws.path().to_owned();
-                    ws.close(Outcome::Success).unwrap();
+                    ws.close(RunVerdict::Success).unwrap();
                     path
                 })
             })

@@ -3,7 +3,7 @@
 use std::os::unix::fs::symlink;
 use std::path::Path;
 
-use hyoka_workspace::{Outcome, Workspace, WorkspaceError};
+use hyoka_workspace::{RunVerdict, Workspace, WorkspaceError};
 
 use crate::support::{create, scratch, sentinel};
 
@@ -27,7 +27,7 @@ fn absolute_and_parent_paths_are_refused_before_touching_disk() {
         assert_refused(ws.create_dir(bad), "invalid");
         assert_refused(ws.remove(bad), "invalid");
     }
-    ws.close(Outcome::Success).unwrap();
+    ws.close(RunVerdict::Success).unwrap();
 }
 
 #[test]
@@ -73,7 +73,7 @@ fn links_that_escape_are_refused_for_every_call() {
     // Removing the link itself is fine: it is inside.
     ws.remove(Path::new("out-abs")).unwrap();
     outside.assert_intact();
-    ws.close(Outcome::Success).unwrap();
+    ws.close(RunVerdict::Success).unwrap();
 }
 
 #[test]
@@ -87,7 +87,7 @@ fn links_that_stay_inside_work() {
     assert_eq!(ws.read_file(Path::new("file-alias")).unwrap(), b"hello");
     ws.write_file(Path::new("alias/second.txt"), b"2").unwrap();
     assert_eq!(ws.read_file(Path::new("real/second.txt")).unwrap(), b"2");
-    ws.close(Outcome::Success).unwrap();
+    ws.close(RunVerdict::Success).unwrap();
 }
 
 #[test]
@@ -124,5 +124,5 @@ fn file_operations_round_trip() {
     ));
     ws.remove(Path::new("a")).unwrap();
     assert!(ws.list(Path::new(".")).unwrap().is_empty());
-    ws.close(Outcome::Success).unwrap();
+    ws.close(RunVerdict::Success).unwrap();
 }

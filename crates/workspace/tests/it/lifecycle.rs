@@ -4,7 +4,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use hyoka_workspace::{
-    Closed, EvalId, KeepPolicy, Outcome, RunId, TempWorkspace, Workspace, WorkspaceError,
+    Closed, EvalId, KeepPolicy, RunId, RunVerdict, TempWorkspace, Workspace, WorkspaceError,
     read_marker, remove_tree,
 };
 
@@ -26,9 +26,10 @@ fn name_mode_and_marker() {
     let marker = read_marker(ws.path()).unwrap().expect("marked");
     assert_eq!(marker.run_id, "run-1");
     assert_eq!(marker.eval_id, "eval.a");
-    assert_eq!(marker.owner, "test-owner");
+    assert_eq!(marker.owner, Some(hyoka_workspace::MarkerOwner::pid(4242)));
+    assert_eq!(marker.instance.as_deref(), Some("0123456789abcdef"));
     assert!(marker.created_unix > 1_700_000_000);
-    ws.close(Outcome::Success).unwrap();
+    ws.close(RunVerdict::Success).unwrap();
 }
 
 #[test]
@@ -57,7 +58,7 @@ fn the_marker_survives_the_agent_emptying_its_workspace() {
     } else {
         eprintln!("note: no user xattrs here; the ledger is the only record");
     }
-    ws.close(Outcome::Success).unwrap();
+    ws.close(RunVerdict::Success).unwrap();
 }
 
 #[test]
@@ -72,12 +73,12 @@ fn unmarked_directories_are_not_ours() {
 fn keep_policies() {
     let root = scratch();
     let cases = [
-        (KeepPolicy::Never, Outcome::Success, false),
-        (KeepPolicy::Never, Outcome::Failure, false),
-        (KeepPolicy::OnFailure, Outcome::Success, false),
-        (KeepPolicy::OnFailure, Outcome::Failure, true),
-        (KeepPolicy::Always, Outcome::Success, true),
-        (KeepPolicy::Always, Outcome::Failure, true),
+        (KeepPolicy::Never, RunVerdict::Success, false),
+        (KeepPolicy::Never, RunVerdict::Failure, false),
+        (KeepPolicy::OnFailure, RunVerdict::Success, false),
+        (KeepPolicy::OnFailure, RunVerdict::Failure, true),
+        (KeepPolicy::Always, RunVerdict::Success, true),
+        (KeepPolicy::Always, RunVerdict::Failure, true),
     ];
     for (keep, outcome, kept) in cases {
         let mut opts = options(root.path(), "keep");

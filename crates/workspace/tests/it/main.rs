@@ -11,6 +11,7 @@
 
 mod concurrent;
 mod containment;
+mod inject;
 mod lifecycle;
 mod removal;
 mod starter;

@@ -4,7 +4,7 @@
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::Path;
 
-use hyoka_workspace::{Closed, LeftoverReason, Outcome, WorkspaceError, remove_tree};
+use hyoka_workspace::{Closed, LeftoverReason, RunVerdict, WorkspaceError, remove_tree};
 
 use crate::support::{create, entries, make_writable, scratch, sentinel};
 
@@ -20,7 +20,7 @@ fn links_out_are_unlinked_and_their_targets_untouched() {
     symlink("../../outside", p.join("sub/relative-out")).unwrap();
     symlink("/", p.join("to-root")).unwrap();
 
-    let closed = ws.close(Outcome::Success).unwrap();
+    let closed = ws.close(RunVerdict::Success).unwrap();
     assert!(
         matches!(closed, Closed::Removed(ref r) if r.is_complete()),
         "{closed:?}"
@@ -42,7 +42,7 @@ fn link_loops_and_dangling_links_go() {
     std::fs::create_dir(p.join("d")).unwrap();
     symlink("..", p.join("d/up")).unwrap();
     symlink(".", p.join("d/here")).unwrap();
-    ws.close(Outcome::Success).unwrap();
+    ws.close(RunVerdict::Success).unwrap();
     assert!(!p.exists());
 }
 
@@ -65,7 +65,7 @@ fn read_only_trees_go() {
     std::fs::create_dir(p.join("locked")).unwrap();
     std::fs::write(p.join("locked/file"), b"x").unwrap();
     std::fs::set_permissions(p.join("locked"), std::fs::Permissions::from_mode(0o000)).unwrap();
-    let result = ws.close(Outcome::Success);
+    let result = ws.close(RunVerdict::Success);
     make_writable(&p);
     result.unwrap();
     assert!(!p.exists());
@@ -163,7 +163,7 @@ fn odd_names_and_special_files_go() {
     )
     .unwrap();
     let _socket = std::os::unix::net::UnixListener::bind(p.join("socket")).unwrap();
-    ws.close(Outcome::Success).unwrap();
+    ws.close(RunVerdict::Success).unwrap();
     assert!(!p.exists());
 }
 
@@ -205,7 +205,7 @@ fn deep_nesting_neither_overflows_nor_runs_out_of_descriptors() {
         .unwrap();
     }
     drop(dir);
-    let closed = ws.close(Outcome::Success).unwrap();
+    let closed = ws.close(RunVerdict::Success).unwrap();
     let Closed::Removed(report) = closed else {
         panic!("kept")
     };
@@ -236,7 +236,7 @@ fn a_bind_mount_inside_is_reported_not_deleted_through() {
         return;
     }
     let guard = Unmount(p.join("mnt"));
-    let err = ws.close(Outcome::Success).unwrap_err();
+    let err = ws.close(RunVerdict::Success).unwrap_err();
     let WorkspaceError::RemoveIncomplete { report, .. } = &err else {
         panic!("{err}")
     };

@@ -76,7 +76,7 @@ fn copies_files_dirs_modes_hidden_and_build_dirs() {
     // The starter is the baseline: nothing counts as the agent's yet.
     assert_eq!(ws.usage().unwrap().files, 0);
     let path = ws.path().to_owned();
-    ws.close(hyoka_workspace::Outcome::Success).unwrap();
+    ws.close(hyoka_workspace::RunVerdict::Success).unwrap();
     assert!(!path.exists());
     make_writable(&starter);
 }
@@ -148,7 +148,7 @@ fn links_are_recreated_only_when_they_stay_inside() {
         );
     }
     assert!(!ws.path().join("precious.txt").exists());
-    ws.close(hyoka_workspace::Outcome::Success).unwrap();
+    ws.close(hyoka_workspace::RunVerdict::Success).unwrap();
     outside.assert_intact();
 }
 
@@ -215,7 +215,7 @@ fn injected_files_keep_link_safety_and_count_as_baseline() {
         0,
         "injected files are baseline, not output"
     );
-    ws.close(hyoka_workspace::Outcome::Success).unwrap();
+    ws.close(hyoka_workspace::RunVerdict::Success).unwrap();
 
     // The starter's link that leads outside was never recreated, so an injection through its
     // name lands in a real directory inside.
@@ -232,7 +232,7 @@ fn injected_files_keep_link_safety_and_count_as_baseline() {
             .is_dir()
     );
     assert!(!outside.dir.join("skills").exists());
-    ws.close(hyoka_workspace::Outcome::Success).unwrap();
+    ws.close(hyoka_workspace::RunVerdict::Success).unwrap();
     outside.assert_intact();
 
     // A target that climbs out is refused before anything is copied, and nothing stays.

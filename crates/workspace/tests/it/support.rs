@@ -21,7 +21,8 @@ pub(crate) fn options(root: &Path, run: &str) -> WorkspaceOptions {
         keep: KeepPolicy::Never,
         starter: None,
         inject: Vec::new(),
-        owner: "test-owner".to_owned(),
+        instance: Some("0123456789abcdef".to_owned()),
+        owner: Some(hyoka_workspace::MarkerOwner::pid(4242)),
     }
 }
 

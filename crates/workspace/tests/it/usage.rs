@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use hyoka_workspace::{Outcome, TempWorkspace, Usage, Workspace};
+use hyoka_workspace::{RunVerdict, TempWorkspace, Usage, Workspace};
 
 use crate::support::{options, scratch};
 
@@ -39,7 +39,7 @@ fn counts_created_changed_and_deleted_including_hidden_and_build_dirs() {
             deleted: 1,
         }
     );
-    ws.close(Outcome::Success).unwrap();
+    ws.close(RunVerdict::Success).unwrap();
 }
 
 #[test]
@@ -55,7 +55,7 @@ fn a_touch_or_a_same_size_rewrite_counts_as_changed() {
     std::fs::write(ws.path().join("a"), b"1234").unwrap();
     let usage = ws.usage().unwrap();
     assert_eq!((usage.changed, usage.bytes), (1, 4));
-    ws.close(Outcome::Success).unwrap();
+    ws.close(RunVerdict::Success).unwrap();
 }
 
 #[test]
@@ -112,5 +112,5 @@ fn the_tracker_follows_changes_and_agrees_with_a_full_scan() {
     std::fs::remove_dir_all(p.join("build")).unwrap();
     assert_eq!(tracker.rescan().unwrap(), scan(&p, ws.snapshot()).unwrap());
     assert_eq!(tracker.update(Path::new("/elsewhere/x")), tracker.usage());
-    ws.close(Outcome::Success).unwrap();
+    ws.close(RunVerdict::Success).unwrap();
 }

@@ -1,0 +1,583 @@
+//! One eval's agent: its streams, its exit, discovery of its tree, and its teardown.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use tokio::io::{BufReader, Lines};
+use tokio::net::unix::pipe;
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
+
+use crate::ProcTrackError;
+use crate::caps::{Layer, Layers};
+use crate::cgroup::CgroupLeaf;
+use crate::clock::SystemClock;
+use crate::discover::{Marker, Scope, Source, discover};
+use crate::identity::ProcRef;
+use crate::ledger::LedgerEntry;
+use crate::proc_table::{NativeProcTable, ProcTable};
+use crate::sampling::{TreeSample, cgroup_usage_usec, sample_processes};
+use crate::shim::{ShimReport, parse_report};
+use crate::signal::NativeSignaller;
+use crate::teardown::{ProcessFate, Seams, TeardownOptions, TeardownReport, teardown};
+use crate::tracker::{Shared, lock};
+
+/// How the agent process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentExit {
+    /// It exited with this status.
+    Code(i32),
+    /// It was killed by this signal.
+    Signal(i32),
+    /// Unknown: the shim was killed before it could report.
+    Unknown,
+}
+
+impl AgentExit {
+    /// The exit code, if it exited normally.
+    pub fn code(self) -> Option<i32> {
+        match self {
+            Self::Code(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// The signal, if it was killed by one.
+    pub fn signal(self) -> Option<i32> {
+        match self {
+            Self::Signal(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Whether it exited with status 0.
+    pub fn success(self) -> bool {
+        self == Self::Code(0)
+    }
+}
+
+/// What one [`Agent::refresh`] changed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Refresh {
+    /// Processes tracked for this eval after the refresh.
+    pub tracked: usize,
+    /// Newly found.
+    pub added: usize,
+    /// Confirmed gone and dropped from the ledger.
+    pub removed: usize,
+}
+
+/// One eval's agent: its streams, its exit, discovery of its tree, and teardown.
+///
+/// Dropping an `Agent` that was not torn down SIGKILLs its tree synchronously (no grace) as a
+/// last resort; call [`Agent::teardown`] instead.
+pub struct Agent {
+    eval_id: String,
+    shared: Arc<Shared>,
+    pub(crate) child: Option<Child>,
+    pub(crate) process: ProcRef,
+    pub(crate) shim: Option<ProcRef>,
+    pub(crate) report: Option<Lines<BufReader<pipe::Receiver>>>,
+    pub(crate) leaf: Option<CgroupLeaf>,
+    /// The agent's standard input, when [`StdioMode::Piped`](crate::StdioMode::Piped).
+    pub stdin: Option<ChildStdin>,
+    /// The agent's standard output, when [`StdioMode::Piped`](crate::StdioMode::Piped).
+    pub stdout: Option<ChildStdout>,
+    /// The agent's standard error, when [`StdioMode::Piped`](crate::StdioMode::Piped).
+    pub stderr: Option<ChildStderr>,
+    exit: Option<AgentExit>,
+    known: Vec<LedgerEntry>,
+    /// Every process ever attributed to this eval, for the final report.
+    history: std::collections::BTreeMap<ProcRef, LedgerEntry>,
+    pub(crate) torn_down: bool,
+    /// Whether the process was adopted rather than spawned (see [`Tracker::adopt`]).
+    ///
+    /// [`Tracker::adopt`]: crate::Tracker::adopt
+    pub(crate) adopted: bool,
+    /// Whether the shim died before teardown asked it to stop.
+    shim_lost: bool,
+    /// What this agent has in the process-wide record of attributed processes (see
+    /// `orphans`): its known set as of the last refresh.
+    attributed: Vec<ProcRef>,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("eval_id", &self.eval_id)
+            .field("process", &self.process)
+            .field("shim", &self.shim)
+            .field("cgroup", &self.leaf.as_ref().map(CgroupLeaf::path))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Agent {
+    /// A tracked agent with nothing observed yet (its cgroup leaf, if any, is already in the
+    /// ledger: [`Shared::create_leaf`]).
+    pub(crate) fn new(
+        shared: &Arc<Shared>,
+        eval_id: &str,
+        process: ProcRef,
+        leaf: Option<CgroupLeaf>,
+    ) -> Self {
+        Self {
+            eval_id: eval_id.to_owned(),
+            shared: Arc::clone(shared),
+            child: None,
+            process,
+            shim: None,
+            report: None,
+            leaf,
+            stdin: None,
+            stdout: None,
+            stderr: None,
+            exit: None,
+            known: Vec::new(),
+            history: std::collections::BTreeMap::new(),
+            torn_down: false,
+            adopted: false,
+            shim_lost: false,
+            attributed: Vec::new(),
+        }
+    }
+
+    /// The eval id.
+    pub fn eval_id(&self) -> &str {
+        &self.eval_id
+    }
+
+    /// The agent process (not the shim).
+    pub fn proc_ref(&self) -> ProcRef {
+        self.process
+    }
+
+    /// The agent's pid.
+    pub fn pid(&self) -> i32 {
+        self.process.pid
+    }
+
+    /// The shim, when the agent runs under one.
+    pub fn shim(&self) -> Option<ProcRef> {
+        self.shim
+    }
+
+    /// The cgroup leaf, when the agent runs in one.
+    pub fn cgroup(&self) -> Option<&Path> {
+        self.leaf.as_ref().map(CgroupLeaf::path)
+    }
+
+    /// The layers this agent actually runs under.
+    pub fn layers(&self) -> Layers {
+        Layers {
+            cgroup: self.leaf.is_some(),
+            shim: self.shim.is_some(),
+            session: true,
+            marker: true,
+        }
+    }
+
+    /// The processes tracked for this eval (as in the ledger).
+    pub fn tracked(&self) -> &[LedgerEntry] {
+        &self.known
+    }
+
+    /// Samples the CPU the agent's tree has used and its busy children, from the processes
+    /// the last [`Agent::refresh`] found (and the cgroup leaf). Reads one `/proc/<pid>/stat`
+    /// per tracked process; a process whose identity changed is skipped.
+    pub fn sample(&self) -> TreeSample {
+        let mut refs: Vec<ProcRef> = self
+            .known
+            .iter()
+            .map(|e| ProcRef {
+                pid: e.pid,
+                start_ticks: e.start_ticks,
+            })
+            .collect();
+        refs.push(self.process);
+        refs.extend(self.shim);
+        refs.sort_unstable();
+        refs.dedup();
+        let (own_ticks, busy_children) = sample_processes(
+            refs.iter()
+                .map(|&r| (r, r != self.process && Some(r) != self.shim)),
+        );
+        let cpu_ticks = self
+            .leaf
+            .as_ref()
+            .and_then(|leaf| cgroup_usage_usec(leaf.path()))
+            .map_or(own_ticks, |usec| {
+                usec.saturating_mul(rustix::param::clock_ticks_per_second()) / 1_000_000
+            });
+        TreeSample {
+            cpu_ticks,
+            busy_children,
+        }
+    }
+
+    /// The agent's exit, if already known.
+    pub fn exit(&self) -> Option<AgentExit> {
+        self.exit
+    }
+
+    /// Waits for the agent itself to exit (its descendants may still run).
+    ///
+    /// Cancel-safe: it may be used in `tokio::select!` with a timeout and called again.
+    ///
+    /// # Errors
+    /// [`ProcTrackError::Io`] when waiting fails.
+    pub async fn wait(&mut self) -> Result<AgentExit, ProcTrackError> {
+        if let Some(exit) = self.exit {
+            return Ok(exit);
+        }
+        if let Some(lines) = &mut self.report {
+            while let Ok(Some(line)) = lines.next_line().await {
+                let exit = match parse_report(&line) {
+                    Some(ShimReport::Exited(code)) => AgentExit::Code(code),
+                    Some(ShimReport::Signaled(signal)) => AgentExit::Signal(signal),
+                    _ => continue,
+                };
+                self.exit = Some(exit);
+                return Ok(exit);
+            }
+            self.report = None;
+        }
+        let Some(child) = &mut self.child else {
+            return Ok(*self.exit.get_or_insert(AgentExit::Unknown));
+        };
+        let status = child
+            .wait()
+            .await
+            .map_err(|e| ProcTrackError::io("wait for", format!("pid {}", self.process.pid), e))?;
+        self.collected(status);
+        let exit = if self.shim.is_some() {
+            // The shim died without reporting the agent's status.
+            AgentExit::Unknown
+        } else {
+            use std::os::unix::process::ExitStatusExt as _;
+            status
+                .code()
+                .map(AgentExit::Code)
+                .or_else(|| status.signal().map(AgentExit::Signal))
+                .unwrap_or(AgentExit::Unknown)
+        };
+        self.exit = Some(exit);
+        Ok(exit)
+    }
+
+    /// The containment layers this agent lost before teardown: the shim, when it died on
+    /// its own (an agent may SIGKILL it). The cgroup layer is judged at teardown (see
+    /// [`TeardownReport::layers_lost`]).
+    pub fn layers_lost(&self) -> Vec<Layer> {
+        if self.shim_lost {
+            vec![Layer::Shim]
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Takes note of the exit status of our own child (the shim, or an agent without one): a
+    /// shim that a signal killed before teardown was lost.
+    fn collected(&mut self, status: std::process::ExitStatus) {
+        use std::os::unix::process::ExitStatusExt as _;
+        if self.shim.is_some() && !self.torn_down && status.signal().is_some() {
+            self.shim_lost = true;
+        }
+    }
+
+    /// Looks, without waiting, whether our child has exited.
+    fn poll_child(&mut self) {
+        if let Some(status) = self
+            .child
+            .as_mut()
+            .and_then(|child| child.try_wait().ok().flatten())
+        {
+            self.collected(status);
+        }
+    }
+
+    /// Whether this tree's orphans come to this process (the subreaper): there is no shim,
+    /// or it was lost.
+    fn orphans_come_here(&self) -> bool {
+        self.shim.is_none() || self.shim_lost
+    }
+
+    fn scope(&self) -> Scope {
+        let owner_ticks = self.shared.owner.proc_ref.start_ticks;
+        Scope {
+            roots: vec![self.shim.unwrap_or(self.process)],
+            known: self.known.clone(),
+            marker: Some(
+                Marker::instance(&self.shared.instance)
+                    .with_eval(&self.eval_id)
+                    .since(owner_ticks),
+            ),
+            exclude: self.shim.into_iter().collect(),
+            orphans: self.orphans_come_here(),
+            // An adopted process may be older than the run.
+            since: if self.adopted {
+                owner_ticks.min(self.process.start_ticks)
+            } else {
+                owner_ticks
+            },
+            user: None,
+        }
+    }
+
+    /// Scans `/proc` for this eval's processes (cgroup members, descendants, process groups,
+    /// the marker) and records new ones in the ledger; tracked processes confirmed gone are
+    /// dropped from it. The ledger is rewritten only when the set changed.
+    ///
+    /// Blocking for the length of one scan (about 13 µs per process on the machine); call it
+    /// every few hundred milliseconds while the agent runs.
+    ///
+    /// # Errors
+    /// [`ProcTrackError::ProcTable`] or [`ProcTrackError::Io`] (ledger).
+    pub fn refresh(&mut self) -> Result<Refresh, ProcTrackError> {
+        self.poll_child();
+        let table = NativeProcTable::new();
+        let snapshot = table.snapshot()?;
+        let members = self
+            .leaf
+            .as_ref()
+            .map(CgroupLeaf::members)
+            .unwrap_or_default();
+        let mut scope = self.scope();
+        scope.exclude.clear();
+        let found = discover(&snapshot, &members, &scope, &table);
+        if scope.orphans {
+            crate::orphans::reap(&snapshot);
+        }
+        let now: HashSet<ProcRef> = found.iter().map(|f| f.info.proc_ref()).collect();
+        let before = self.known.len();
+        self.known.retain(|e| now.contains(&e.proc_ref()));
+        let removed = before - self.known.len();
+        let tracked: HashSet<ProcRef> = self.known.iter().map(LedgerEntry::proc_ref).collect();
+        let mut added = 0;
+        for f in &found {
+            if !tracked.contains(&f.info.proc_ref()) {
+                let entry = LedgerEntry::from_info(&f.info, &self.eval_id);
+                if Some(entry.proc_ref()) != self.shim {
+                    self.history.insert(entry.proc_ref(), entry.clone());
+                }
+                self.known.push(entry);
+                added += 1;
+            }
+        }
+        if added > 0 || removed > 0 {
+            self.sync_ledger()?;
+        }
+        Ok(Refresh {
+            tracked: self.known.len(),
+            added,
+            removed,
+        })
+    }
+
+    fn sync_ledger(&mut self) -> Result<(), ProcTrackError> {
+        let known: Vec<ProcRef> = self.known.iter().map(LedgerEntry::proc_ref).collect();
+        crate::orphans::attribute(&self.attributed, &known);
+        self.attributed = known;
+        let eval = &self.eval_id;
+        self.shared.update(|l| {
+            l.entries.retain(|e| &e.eval_id != eval);
+            l.entries.extend(self.known.iter().cloned());
+        })
+    }
+
+    /// Tears the eval's tree down (see [`teardown`](crate::teardown())), reaps the agent or
+    /// the shim, removes the cgroup leaf and updates the ledger.
+    ///
+    /// The blocking work runs in `spawn_blocking`; the runtime is never blocked. Calling it
+    /// again after success returns an empty report.
+    ///
+    /// # Errors
+    /// [`ProcTrackError::Task`] if the blocking task panicked, [`ProcTrackError::Io`] for the
+    /// ledger.
+    pub async fn teardown(
+        &mut self,
+        options: TeardownOptions,
+    ) -> Result<TeardownReport, ProcTrackError> {
+        if self.torn_down {
+            return Ok(TeardownReport::default());
+        }
+        self.poll_child();
+        let scope = self.scope();
+        let leaves: Vec<CgroupLeaf> = self.leaf.iter().cloned().collect();
+        let mut report = tokio::task::spawn_blocking(move || {
+            let (table, signaller) = (NativeProcTable::new(), NativeSignaller::new());
+            let seams = Seams {
+                table: &table,
+                signaller: &signaller,
+                clock: &SystemClock,
+            };
+            let report = teardown(seams, &scope, &leaves, &options);
+            if scope.orphans
+                && let Ok(snapshot) = table.snapshot()
+            {
+                crate::orphans::reap(&snapshot);
+            }
+            report
+        })
+        .await
+        .map_err(|e| ProcTrackError::Task {
+            reason: e.to_string(),
+        })?;
+        self.complete(&mut report);
+        self.judge_layers(&mut report);
+        self.torn_down = true;
+        self.reap().await;
+        self.finish(&report)?;
+        Ok(report)
+    }
+
+    /// Fills in the layers lost and whether the survivor count is proof.
+    ///
+    /// The cgroup layer was lost when a process of the tree was alive outside the leaf: the
+    /// teardown engine reads the leaf's members right after each process table snapshot, so
+    /// a process it then signalled (terminated, killed or surviving) that is not attributed
+    /// to the leaf was outside it. (Not for an adopted process, whose earlier children are
+    /// outside by design.)
+    ///
+    /// The count is proof only when a final scan covered the whole tree: it did unless the
+    /// tree's orphans could go to init, that is, the shim is absent or lost, this process is
+    /// not a subreaper, and no intact cgroup leaf holds the tree instead.
+    fn judge_layers(&self, report: &mut TeardownReport) {
+        let mut lost = self.layers_lost();
+        let escaped_leaf = self.leaf.is_some()
+            && !self.adopted
+            && report.processes.iter().any(|p| {
+                p.source != Source::Cgroup
+                    && matches!(
+                        p.outcome,
+                        ProcessFate::Terminated | ProcessFate::Killed | ProcessFate::Failed
+                    )
+            });
+        if escaped_leaf {
+            lost.push(Layer::Cgroup);
+        }
+        let leaf_holds = self.leaf.is_some() && !escaped_leaf;
+        if self.orphans_come_here() && !self.shared.subreaper && !leaf_holds {
+            report.survivors_unknown = Some(if self.shim_lost {
+                "the shim was lost and this process is not a subreaper: orphans of the tree \
+                 went to init, out of sight"
+                    .to_owned()
+            } else {
+                "no shim and this process is not a subreaper: orphans of the tree went to \
+                 init, out of sight"
+                    .to_owned()
+            });
+        }
+        report.layers_lost = lost;
+    }
+
+    /// Adds the processes seen by earlier refreshes that exited on their own before teardown
+    /// (outcome `exited`), so the report covers the eval's whole life.
+    fn complete(&self, report: &mut TeardownReport) {
+        for (r, entry) in &self.history {
+            if !report
+                .processes
+                .iter()
+                .any(|p| p.pid == r.pid && p.start_ticks == r.start_ticks)
+            {
+                report.processes.push(crate::ProcessReport {
+                    pid: entry.pid,
+                    start_ticks: entry.start_ticks,
+                    pgid: entry.pgid,
+                    comm: entry.comm.clone(),
+                    source: Source::Tracked,
+                    outcome: ProcessFate::Exited,
+                    errno: None,
+                });
+            }
+        }
+        report.processes.sort_by_key(|p| (p.pid, p.start_ticks));
+        report.finish();
+    }
+
+    async fn reap(&mut self) {
+        if self.exit.is_none() && self.report.is_some() {
+            let _ = tokio::time::timeout(Duration::from_millis(500), self.wait()).await;
+        }
+        if let Some(child) = &mut self.child {
+            if let Ok(Ok(status)) = tokio::time::timeout(Duration::from_secs(2), child.wait()).await
+            {
+                self.collected(status);
+            }
+            if self.exit.is_none() && self.shim.is_none() {
+                let _ = tokio::time::timeout(Duration::from_millis(10), self.wait()).await;
+            }
+        }
+    }
+
+    pub(crate) fn finish(&mut self, report: &TeardownReport) -> Result<(), ProcTrackError> {
+        // A count that is not proof withholds the ledger's `# cleaned` mark, like a survivor.
+        *lock(&self.shared.survivors) +=
+            report.survivors + usize::from(report.survivors_unknown.is_some());
+
+        let survivors: Vec<ProcRef> = report
+            .processes
+            .iter()
+            .filter(|p| p.outcome == ProcessFate::Failed)
+            .map(|p| ProcRef {
+                pid: p.pid,
+                start_ticks: p.start_ticks,
+            })
+            .collect();
+        self.known.retain(|e| survivors.contains(&e.proc_ref()));
+        let removed = self.remove_leaf();
+        let eval = self.eval_id.clone();
+        self.sync_ledger()?;
+        if removed {
+            self.shared
+                .update(|l| l.cgroups.retain(|c| c.eval_id != eval))?;
+        }
+        Ok(())
+    }
+
+    /// Removes the cgroup leaf; true when it is gone.
+    fn remove_leaf(&mut self) -> bool {
+        match &self.leaf {
+            Some(leaf) if leaf.remove(Duration::from_secs(2), &SystemClock) => {
+                self.leaf = None;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// After a failed start: kill whatever the shim started, reap it, forget the eval.
+    pub(crate) async fn abandon(&mut self) {
+        let _ = self
+            .teardown(TeardownOptions::with_grace(Duration::ZERO))
+            .await;
+        lock(&self.shared.evals).remove(&self.eval_id);
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        if !self.torn_down {
+            let scope = self.scope();
+            let leaves: Vec<CgroupLeaf> = self.leaf.iter().cloned().collect();
+            let (table, signaller) = (NativeProcTable::new(), NativeSignaller::new());
+            let seams = Seams {
+                table: &table,
+                signaller: &signaller,
+                clock: &SystemClock,
+            };
+            let options = TeardownOptions {
+                grace: Duration::ZERO,
+                kill_timeout: Duration::from_secs(2),
+                ..TeardownOptions::default()
+            };
+            let report = teardown(seams, &scope, &leaves, &options);
+            self.poll_child();
+            let _ = self.finish(&report);
+        }
+        crate::orphans::attribute(&std::mem::take(&mut self.attributed), &[]);
+    }
+}
