@@ -412,7 +412,7 @@ impl Driven {
         };
         // The ledger exists only so `hyoka clean` can repair a crash.
         if closed
-            && report.survivors == 0
+            && nothing_left(&report)
             && let Some(dir) = &tracked.ledger_dir
         {
             remove_ledger_dir(dir);
@@ -579,6 +579,13 @@ impl Drop for SocketDir {
     }
 }
 
+/// Whether a session's teardown proved that nothing of it is left, so its ledger is no
+/// longer needed: no survivor, and a count that is proof (a count `hyoka-proctrack` could
+/// not prove keeps the ledger for `hyoka clean`, as it withholds the ledger's cleaned mark).
+fn nothing_left(report: &TeardownReport) -> bool {
+    report.survivors == 0 && report.survivors_unknown.is_none()
+}
+
 /// Removes a cleanly closed session's ledger directory (the ledger and the owner lock; a
 /// directory holding anything else is left alone).
 fn remove_ledger_dir(dir: &Path) {
@@ -702,3 +709,6 @@ async fn sweep(run_id: &str, root: Option<ProcRef>, grace: Duration) -> Teardown
     .await
     .unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests;
