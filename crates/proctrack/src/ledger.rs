@@ -16,8 +16,9 @@
 //! never a torn one; a rewrite keeps the replaced file's owner and mode. The parser is still
 //! tolerant: it reports garbage, dangerous pids and torn lines as [`LedgerProblem`]s and
 //! never returns them as entries. It reads in one pass, in time linear in the file (a set
-//! finds duplicate lines), and a file larger than [`MAX_LEDGER_BYTES`] is not read at all:
-//! hyoka never writes one that large, so it is reported as hostile.
+//! finds duplicate lines), and a file larger than
+//! [`MAX_LEDGER_BYTES`](crate::MAX_LEDGER_BYTES) is not read at all: hyoka never writes one
+//! that large, so it is reported as hostile.
 //!
 //! The `# instance` header (the run instance, see [`Instance`]) is what `clean` keys the
 //! process marker, the cgroup leaves and the workspaces on; a ledger written before it
@@ -40,15 +41,12 @@ use rustix::fs::{AtFlags, Mode, OFlags};
 use serde::Serialize;
 
 use crate::ProcTrackError;
+use crate::evidence::read_bounded_at;
 use crate::identity::{Identity, ProcInfo, ProcRef, validate_id};
 use crate::instance::Instance;
 
 /// The ledger's file name inside a run directory.
 pub const LEDGER_FILE: &str = "pids.txt";
-
-/// The largest ledger that is read (8 MiB, about 170,000 process lines). A ledger hyoka
-/// wrote never needs more than a few MB; a larger file is refused as hostile.
-pub const MAX_LEDGER_BYTES: u64 = 8 << 20;
 
 /// At most this many problems are listed one by one; the rest are counted in one more.
 const MAX_PROBLEMS: usize = 100;
@@ -291,7 +289,7 @@ impl Ledger {
     }
 
     /// Reads and parses the ledger at `path`, without following a link at `path`, refusing
-    /// anything but a regular file and anything larger than [`MAX_LEDGER_BYTES`].
+    /// anything but a regular file and anything larger than [`MAX_LEDGER_BYTES`](crate::MAX_LEDGER_BYTES).
     ///
     /// # Errors
     /// [`ProcTrackError::Io`] when the file cannot be read, [`ProcTrackError::Untrusted`]
@@ -440,65 +438,6 @@ impl Problems {
             });
         }
         self.listed
-    }
-}
-
-/// Reads the regular file `name` in the directory `dir` (named `path` in errors) without
-/// following a link at `name` and without blocking on a FIFO or a device, up to
-/// [`MAX_LEDGER_BYTES`]. With `owner`, the file must belong to that user and be writable by
-/// nobody else.
-pub(crate) fn read_bounded_at(
-    dir: BorrowedFd<'_>,
-    name: &Path,
-    path: &Path,
-    owner: Option<u32>,
-) -> Result<Vec<u8>, ProcTrackError> {
-    let fd = rustix::fs::openat(
-        dir,
-        name,
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| {
-        if e == rustix::io::Errno::LOOP {
-            untrusted(path, "is a symbolic link")
-        } else {
-            ProcTrackError::io("open", path, e.into())
-        }
-    })?;
-    let stat = rustix::fs::fstat(&fd).map_err(|e| ProcTrackError::io("inspect", path, e.into()))?;
-    crate::trust::check_entry(&stat, path, false, owner)?;
-    let size = u64::try_from(stat.st_size).unwrap_or(u64::MAX);
-    if size > MAX_LEDGER_BYTES {
-        return Err(untrusted(
-            path,
-            &format!(
-                "is {size} bytes, more than the {MAX_LEDGER_BYTES} a ledger hyoka writes may have"
-            ),
-        ));
-    }
-    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
-    let mut chunk = vec![0u8; 64 * 1024];
-    loop {
-        match rustix::io::read(&fd, &mut chunk) {
-            Ok(0) => break,
-            Ok(n) => {
-                bytes.extend_from_slice(&chunk[..n]);
-                if bytes.len() as u64 > MAX_LEDGER_BYTES {
-                    return Err(untrusted(path, "grew past the size a ledger may have"));
-                }
-            }
-            Err(rustix::io::Errno::INTR) => {}
-            Err(e) => return Err(ProcTrackError::io("read", path, e.into())),
-        }
-    }
-    Ok(bytes)
-}
-
-fn untrusted(path: &Path, reason: &str) -> ProcTrackError {
-    ProcTrackError::Untrusted {
-        path: path.to_owned(),
-        reason: reason.to_owned(),
     }
 }
 

@@ -130,6 +130,7 @@ mod clean;
 mod clock;
 mod discover;
 mod error;
+mod evidence;
 #[cfg(any(test, feature = "mock"))]
 mod fake;
 mod identity;
@@ -159,13 +160,13 @@ pub use crate::clock::MockClock;
 pub use crate::clock::{Clock, SystemClock};
 pub use crate::discover::{Found, Marker, Scope, Source, discover};
 pub use crate::error::ProcTrackError;
+pub use crate::evidence::MAX_LEDGER_BYTES;
 #[cfg(feature = "mock")]
 pub use crate::fake::{FAKE_BOOT_ID, FAKE_SELF_PID, FakeCall, FakeClock, FakeSystem, OnTerm};
 pub use crate::identity::{BootId, Identity, ProcInfo, ProcRef, owner_running, parse_stat};
 pub use crate::instance::{INSTANCE_ENV, Instance};
 pub use crate::ledger::{
-    EvalPath, LEDGER_FILE, Ledger, LedgerEntry, LedgerProblem, MAX_LEDGER_BYTES, ParsedLedger,
-    write_atomic,
+    EvalPath, LEDGER_FILE, Ledger, LedgerEntry, LedgerProblem, ParsedLedger, write_atomic,
 };
 pub use crate::lock::{LOCK_FILE, LockState, OwnerLock};
 #[cfg(feature = "mock")]

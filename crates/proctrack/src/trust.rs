@@ -19,47 +19,13 @@ use std::ffi::OsStr;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{FileType, Mode, OFlags, Stat};
+use rustix::fs::{Mode, OFlags};
 use serde::Serialize;
 
 use crate::ProcTrackError;
-use crate::ledger::{LEDGER_FILE, ParsedLedger, read_bounded_at, write_atomic_at};
+use crate::evidence::{check_entry, read_bounded_at};
+use crate::ledger::{LEDGER_FILE, ParsedLedger, write_atomic_at};
 use crate::lock::{LOCK_FILE, LockState, OwnerLock};
-
-/// Checks one directory entry that was opened (without following a link) as part of a run:
-/// its type, that no one but its owner may write it, and, with `owner`, who owns it.
-pub(crate) fn check_entry(
-    stat: &Stat,
-    path: &Path,
-    directory: bool,
-    owner: Option<u32>,
-) -> Result<(), ProcTrackError> {
-    let kind = FileType::from_raw_mode(stat.st_mode);
-    let reason = if directory && kind != FileType::Directory {
-        Some("is not a directory".to_owned())
-    } else if !directory && kind != FileType::RegularFile {
-        Some("is not a regular file".to_owned())
-    } else if stat.st_mode & 0o022 != 0 {
-        Some(format!(
-            "is writable by others than its owner (mode {:o})",
-            stat.st_mode & 0o7777
-        ))
-    } else {
-        owner.filter(|&o| o != stat.st_uid).map(|owner| {
-            format!(
-                "belongs to user {}, not to user {owner} who owns the run directory",
-                stat.st_uid
-            )
-        })
-    };
-    match reason {
-        Some(reason) => Err(ProcTrackError::Untrusted {
-            path: path.to_owned(),
-            reason,
-        }),
-        None => Ok(()),
-    }
-}
 
 /// The user a run directory belongs to: whose evidence its ledger is, and with whose power
 /// `clean` acts on it.

@@ -3,6 +3,8 @@
 
 use std::os::unix::fs::PermissionsExt as _;
 
+use rustix::fs::FileType;
+
 use super::*;
 
 const NOBODY: u32 = 65534;
