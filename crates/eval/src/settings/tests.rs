@@ -102,3 +102,23 @@ fn phase_fields_fall_through_one_by_one() {
     assert_eq!(spec.events, EventSource::None);
     assert_eq!(spec.grace, DEFAULT_GRACE);
 }
+
+/// An injected file is refused before anything is created when it is a device (it would be
+/// read without end), has no target, or does not exist; a regular file passes.
+#[test]
+fn injections_are_regular_files_or_directories_with_a_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("inj.txt");
+    std::fs::write(&file, "instructions").unwrap();
+    let ok = injection(file.clone(), None).unwrap();
+    assert_eq!(ok.target, PathBuf::from("inj.txt"));
+    assert!(injection(dir.path().to_owned(), Some("skills".into())).is_ok());
+    for (source, target) in [
+        (PathBuf::from("/dev/zero"), Some(PathBuf::from("x"))),
+        (file, Some(PathBuf::new())),
+        (dir.path().join("missing"), None),
+    ] {
+        let err = injection(source.clone(), target).unwrap_err();
+        assert!(err.is_bad_input(), "{}: {err}", source.display());
+    }
+}

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use hyoka_eval::{FakeProgram, Status, Stop, merge_summaries};
+use hyoka_eval::{FakeProgram, Status, Stop, merge_summaries, read_summary};
 
 use crate::support::{Case, Recorder, eval, ms};
 
@@ -75,4 +75,36 @@ async fn shards_merge_into_one_summary_and_refuse_overlap() {
         err.to_string(),
         "eval a appears in more than one input (again in s3)"
     );
+}
+
+/// A shard's `run.json` is read as evidence: a run directory or the file itself is read; a
+/// link to it, or a file others may write, is refused as bad input and nothing of it is read.
+#[tokio::test(start_paused = true)]
+async fn a_shards_summary_is_read_as_evidence() {
+    use std::os::unix::fs::PermissionsExt as _;
+
+    let case = Case::new();
+    case.program("ok", FakeProgram::new().exits(0));
+    let summary = case.run(vec![eval("a", "ok")]).await.summary;
+    let run_dir = case.reports.path().join("case");
+    let (dir, read) = read_summary(&run_dir).unwrap();
+    assert_eq!((dir, read.evals.len()), (run_dir.clone(), 1));
+    assert_eq!(read.run_id, summary.run_id);
+    let (dir, _) = read_summary(&run_dir.join("run.json")).unwrap();
+    assert_eq!(dir, run_dir);
+
+    let elsewhere = tempfile::tempdir().unwrap();
+    let link = elsewhere.path().join("run.json");
+    std::os::unix::fs::symlink(run_dir.join("run.json"), &link).unwrap();
+    let err = read_summary(&link).unwrap_err();
+    assert!(err.is_bad_input());
+    assert!(err.to_string().contains("symbolic link"), "{err}");
+
+    let loose = elsewhere.path().join("loose.json");
+    std::fs::copy(run_dir.join("run.json"), &loose).unwrap();
+    std::fs::set_permissions(&loose, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let err = read_summary(&loose).unwrap_err();
+    assert!(err.is_bad_input());
+    assert!(err.to_string().contains("writable by others"), "{err}");
+    case.assert_nothing_left();
 }
