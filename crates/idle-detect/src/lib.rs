@@ -154,7 +154,7 @@ pub use crate::{
     codeman::{CodemanClassifier, CodemanCounters, CodemanState, WORKING_PATTERNS},
     detector::{AiVerdict, Detector, DetectorConfig, ProcessActivity, StateSize, StreamCounts},
     error::{CheckError, DetectError},
-    profile::{Profile, Rule, ScreenVerdict},
+    profile::{Profile, Rule, RuleHit, ScreenVerdict},
     replay::{
         StreamReport, VerdictChange, classify_screen, render_explain, replay_cast, run_stream,
     },

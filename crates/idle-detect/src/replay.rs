@@ -20,18 +20,29 @@ use crate::signals::{Evidence, SessionState, Verdict};
 pub fn classify_screen(profile: &Profile, bytes: &[u8]) -> Verdict {
     let screen = Screen::from_bytes(bytes);
     let sv = profile.classify(&screen);
+    let mut evidence = vec![Evidence {
+        signal: "screen_rule",
+        points_to: sv.state,
+        rule: sv
+            .rule
+            .unwrap_or_else(|| format!("{}/(none)", profile.name())),
+        detail: sv.detail,
+        age_ms: 0,
+        source: sv.source,
+    }];
+    // Every other rule that fired, in the order the fusion weighed them.
+    evidence.extend(sv.hits.into_iter().skip(1).map(|hit| Evidence {
+        signal: "screen_rule",
+        points_to: hit.state,
+        rule: hit.rule,
+        detail: hit.line,
+        age_ms: 0,
+        source: hit.source,
+    }));
     Verdict {
         state: sv.state,
         blocked: sv.blocked,
-        evidence: vec![Evidence {
-            signal: "screen_rule",
-            points_to: sv.state,
-            rule: sv
-                .rule
-                .unwrap_or_else(|| format!("{}/(none)", profile.name())),
-            detail: sv.detail,
-            age_ms: 0,
-        }],
+        evidence,
     }
 }
 
@@ -264,6 +275,9 @@ pub fn render_explain(verdict: &Verdict) -> String {
             human_ms(e.age_ms),
             e.detail
         );
+        if !e.source.is_empty() {
+            let _ = writeln!(out, "     source: {}", e.source);
+        }
     }
     out
 }

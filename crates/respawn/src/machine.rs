@@ -2088,6 +2088,7 @@ fn blocked_name(kind: BlockedKind) -> &'static str {
         BlockedKind::Question => "question",
         BlockedKind::Plan => "plan",
         BlockedKind::Trust => "trust",
+        BlockedKind::Draft => "draft",
     }
 }
 

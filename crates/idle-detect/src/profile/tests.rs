@@ -1,6 +1,7 @@
 //! Unit tests for `profile`: regions, matchers, overrides and errors.
 
-use super::{Profile, Region, normalize, parse_region};
+use super::Profile;
+use super::region::{Region, normalize};
 use crate::error::DetectError;
 use crate::screen::Screen;
 use crate::signals::{BlockedKind, SessionState};
@@ -109,12 +110,12 @@ fn contains_is_wrap_tolerant() {
 
 #[test]
 fn regions_parse() {
-    assert_eq!(parse_region("bottom 5"), Some(Region::Bottom(5)));
-    assert_eq!(parse_region("bottom"), Some(Region::Bottom(12)));
-    assert_eq!(parse_region("status"), Some(Region::Status));
-    assert_eq!(parse_region("status 3"), None);
-    assert_eq!(parse_region("bottom 0"), None);
-    assert_eq!(parse_region("sideways"), None);
+    assert_eq!(Region::parse("bottom 5"), Some(Region::Bottom(5)));
+    assert_eq!(Region::parse("bottom"), Some(Region::Bottom(12)));
+    assert_eq!(Region::parse("status"), Some(Region::Status));
+    assert_eq!(Region::parse("status 3"), None);
+    assert_eq!(Region::parse("bottom 0"), None);
+    assert_eq!(Region::parse("sideways"), None);
 }
 
 #[test]
