@@ -13,8 +13,9 @@
 //! - `adjacent`: the lines directly above the box with no blank line between, stopping at a
 //!   boundary: where a dialog drawn above a prompt box still belongs to the present;
 //! - `below_prompt`: everything under the box (footers, menus);
-//! - `tail`, when no prompt is on screen: walking up from the last line with the same
-//!   boundaries, at most `tail_lines` non-blank lines;
+//! - `tail`, when no prompt is on screen: walking up from the last line to the first
+//!   `tail_boundary` (or `boundary`) line, which is kept, or a `turn_end` line, at most
+//!   `tail_lines` non-blank lines;
 //! - `live`: `above`, the box and what is below it, or `tail` without a prompt.
 //!
 //! Matchers see lines with box borders (`│`, `┃`, `║`) removed from both ends, so an option
@@ -132,6 +133,7 @@ pub(super) struct Layout {
     pub(super) stop: Option<Regex>,
     pub(super) detail: Option<Regex>,
     pub(super) boundary: Option<Regex>,
+    pub(super) tail_boundary: Option<Regex>,
     pub(super) turn_end: Option<Regex>,
     pub(super) live_line: Option<Regex>,
     pub(super) boxed_input: bool,
@@ -485,9 +487,26 @@ fn status_head(lines: &[String], s: usize) -> Option<usize> {
     None
 }
 
+/// An indented row of text that continues the row above it (a wrapped status line, or a
+/// paragraph of a response): whether it is live depends on the row it hangs off.
+fn is_continuation(l: &str) -> bool {
+    let body = l.trim_start();
+    body.len() < l.len()
+        && body.chars().next().is_some_and(|c| {
+            c.is_alphanumeric()
+                || matches!(c, '"' | '\'' | '`' | '(' | '[' | '<' | '{' | '$' | '#' | '/' | '~')
+                || matches!(c, '.' | ',' | ':' | ';' | '!' | '?' | '+' | '=' | '&' | '%' | '@')
+                || (c == '-' || c == '*') && body[1..].starts_with(' ')
+        })
+}
+
 /// The `above` region: rows above `start`, top to bottom.
+///
+/// Indented continuation rows are held until the row they hang off is known: under a
+/// transcript line (`boundary`) they are the transcript too, and the walk ends there.
 fn walk_above(layout: &Layout, lines: &[String], start: usize) -> Vec<usize> {
     let mut rows = Vec::new();
+    let mut pending: Vec<usize> = Vec::new();
     let mut counted = 0;
     let mut gap = 0;
     for i in (0..start).rev().take(ABOVE_SCAN) {
@@ -501,13 +520,23 @@ fn walk_above(layout: &Layout, lines: &[String], start: usize) -> Vec<usize> {
         }
         gap = 0;
         if matches(layout.boundary.as_ref(), l) || matches(layout.rule.as_ref(), l) {
+            pending.clear();
             break;
+        }
+        if is_continuation(l) && !matches(layout.turn_end.as_ref(), l) {
+            pending.push(i);
+            if pending.len() > ABOVE_SCAN / 2 {
+                break;
+            }
+            continue;
         }
         if layout.live_line.as_ref().is_some_and(|re| !re.is_match(l))
             && !matches(layout.turn_end.as_ref(), l)
         {
+            pending.clear();
             break;
         }
+        rows.append(&mut pending);
         rows.push(i);
         if matches(layout.turn_end.as_ref(), l) {
             break;
@@ -519,24 +548,39 @@ fn walk_above(layout: &Layout, lines: &[String], start: usize) -> Vec<usize> {
             }
         }
     }
-    rows.reverse();
+    // Continuation rows whose head is off the region (a gap, the scan's end) are kept: they
+    // may be a status line's wrapped tail.
+    rows.append(&mut pending);
+    rows.sort_unstable();
     rows
 }
 
-/// The `adjacent` region: the rows directly above `start` with no blank row between.
+/// The `adjacent` region: the rows directly above `start` with no blank row between, without
+/// a transcript paragraph that reaches down to the box.
 fn walk_adjacent(layout: &Layout, lines: &[String], start: usize) -> Vec<usize> {
     let mut rows = Vec::new();
+    let mut pending: Vec<usize> = Vec::new();
     for i in (0..start).rev().take(layout.above_lines.max(1) * 2) {
         let l = &lines[i];
-        if is_blank(l) || matches(layout.boundary.as_ref(), l) || matches(layout.rule.as_ref(), l) {
+        if is_blank(l) {
             break;
         }
+        if matches(layout.boundary.as_ref(), l) || matches(layout.rule.as_ref(), l) {
+            pending.clear();
+            break;
+        }
+        if is_continuation(l) {
+            pending.push(i);
+            continue;
+        }
+        rows.append(&mut pending);
         rows.push(i);
         if matches(layout.turn_end.as_ref(), l) {
             break;
         }
     }
-    rows.reverse();
+    rows.append(&mut pending);
+    rows.sort_unstable();
     rows
 }
 
@@ -548,11 +592,11 @@ fn walk_tail(layout: &Layout, lines: &[String]) -> Vec<usize> {
         if is_blank(l) {
             continue;
         }
-        if !rows.is_empty() && matches(layout.boundary.as_ref(), l) {
-            break;
-        }
         rows.push(i);
-        if matches(layout.turn_end.as_ref(), l) {
+        // The first transcript line is kept (a tool call, the cell a dialog belongs to), and
+        // nothing above it.
+        let boundary = layout.tail_boundary.as_ref().or(layout.boundary.as_ref());
+        if rows.len() > 1 && matches(boundary, l) || matches(layout.turn_end.as_ref(), l) {
             break;
         }
         counted += 1;

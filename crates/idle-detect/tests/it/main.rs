@@ -6,7 +6,9 @@ mod accuracy;
 #[cfg(feature = "command")]
 mod command_checker;
 mod contract;
+mod generated;
 mod hostile;
 #[cfg(feature = "mock")]
 mod mocks;
 mod properties;
+mod screens;
