@@ -494,8 +494,14 @@ fn is_continuation(l: &str) -> bool {
     body.len() < l.len()
         && body.chars().next().is_some_and(|c| {
             c.is_alphanumeric()
-                || matches!(c, '"' | '\'' | '`' | '(' | '[' | '<' | '{' | '$' | '#' | '/' | '~')
-                || matches!(c, '.' | ',' | ':' | ';' | '!' | '?' | '+' | '=' | '&' | '%' | '@')
+                || matches!(
+                    c,
+                    '"' | '\'' | '`' | '(' | '[' | '<' | '{' | '$' | '#' | '/' | '~'
+                )
+                || matches!(
+                    c,
+                    '.' | ',' | ':' | ';' | '!' | '?' | '+' | '=' | '&' | '%' | '@'
+                )
                 || (c == '-' || c == '*') && body[1..].starts_with(' ')
         })
 }
@@ -555,8 +561,9 @@ fn walk_above(layout: &Layout, lines: &[String], start: usize) -> Vec<usize> {
     rows
 }
 
-/// The `adjacent` region: the rows directly above `start` with no blank row between, without
-/// a transcript paragraph that reaches down to the box.
+/// The `adjacent` region: the rows directly above `start` with no blank row between. A block
+/// that reaches up to a transcript line (`boundary`) without a blank row is that entry's text,
+/// not a dialog drawn on the box.
 fn walk_adjacent(layout: &Layout, lines: &[String], start: usize) -> Vec<usize> {
     let mut rows = Vec::new();
     let mut pending: Vec<usize> = Vec::new();
@@ -565,7 +572,10 @@ fn walk_adjacent(layout: &Layout, lines: &[String], start: usize) -> Vec<usize> 
         if is_blank(l) {
             break;
         }
-        if matches(layout.boundary.as_ref(), l) || matches(layout.rule.as_ref(), l) {
+        if matches(layout.boundary.as_ref(), l) {
+            return Vec::new();
+        }
+        if matches(layout.rule.as_ref(), l) {
             pending.clear();
             break;
         }

@@ -22,8 +22,8 @@ fn judge(spec: &Spec) -> Option<String> {
     };
     let v = profile.classify(&screen);
     let want = spec.label();
-    let ok = v.state == want.state
-        && (want.state != SessionState::Blocked || v.blocked == want.blocked);
+    let ok =
+        v.state == want.state && (want.state != SessionState::Blocked || v.blocked == want.blocked);
     (!ok).then(|| {
         format!(
             "want {:?} {:?}, got {:?} {:?} by {:?} ({})\n{}\n--- screen ---\n{}",
@@ -66,7 +66,16 @@ fn every_generated_state_gets_its_label() {
                                 checked += 1;
                                 if let Some(f) = judge(&spec) {
                                     if std::env::var_os("GEN_DEBUG").is_some() {
-                                        eprintln!("FAIL {:?} {:?} {} {:?} {:?} {} :: {}", spec.agent, spec.live, spec.form, spec.theme, spec.wrap, spec.width, f.lines().next().unwrap_or(""));
+                                        eprintln!(
+                                            "FAIL {:?} {:?} {} {:?} {:?} {} :: {}",
+                                            spec.agent,
+                                            spec.live,
+                                            spec.form,
+                                            spec.theme,
+                                            spec.wrap,
+                                            spec.width,
+                                            f.lines().next().unwrap_or("")
+                                        );
                                     }
                                     failures.push(f);
                                 }

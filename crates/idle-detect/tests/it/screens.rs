@@ -327,8 +327,8 @@ impl Spec {
                     cut = space + 1;
                 }
             }
-            let mut piece: Vec<(Style, char)> = std::iter::repeat_n((Style::Normal, ' '), indent)
-                .collect();
+            let mut piece: Vec<(Style, char)> =
+                std::iter::repeat_n((Style::Normal, ' '), indent).collect();
             piece.extend_from_slice(&rest[..cut]);
             if self.wrap == Wrap::Word {
                 while piece.last().is_some_and(|(_, c)| *c == ' ') && piece.len() > indent {
@@ -424,7 +424,9 @@ fn claude_history(spec: &Spec, rng: &mut Rng, rows: &mut Vec<Row>) {
         rows.push(Row::text("   cargo test --workspace"));
         rows.push(Row::text(" Do you want to proceed?"));
         rows.push(Row::text(" ❯ 1. Yes"));
-        rows.push(Row::text("   2. No, and tell Claude what to do differently (esc)"));
+        rows.push(Row::text(
+            "   2. No, and tell Claude what to do differently (esc)",
+        ));
         rows.push(Row::text(" Esc to cancel · Tab to amend"));
         rows.push(Row::blank());
     }
@@ -487,7 +489,10 @@ fn claude(spec: &Spec, rng: &mut Rng, rows: &mut Vec<Row>) {
     match spec.live {
         Live::Idle => {
             if rng.chance(60) {
-                rows.push(Row::faint(format!("✻ {} for 1m 2s", rng.pick(&["Worked", "Baked", "Cooked", "Sautéed"]))));
+                rows.push(Row::faint(format!(
+                    "✻ {} for 1m 2s",
+                    rng.pick(&["Worked", "Baked", "Cooked", "Sautéed"])
+                )));
                 rows.push(Row::blank());
             }
             let footer = claude_footer(rng);
@@ -511,19 +516,33 @@ fn claude(spec: &Spec, rng: &mut Rng, rows: &mut Vec<Row>) {
             match spec.form % 7 {
                 0 => rows.push(Row::styled(vec![
                     (Style::Accent, glyph.to_owned()),
-                    (Style::Normal, format!(" {verb}… (12s · ↓ 1.2k tokens · esc to interrupt)")),
+                    (
+                        Style::Normal,
+                        format!(" {verb}… (12s · ↓ 1.2k tokens · esc to interrupt)"),
+                    ),
                 ])),
                 1 => {
                     // The interrupt hint is in the footer, the status line has no details.
                     rows.push(Row::text(format!("{glyph} {verb}…")));
-                    footer = Row::faint(rng.pick(&["  esc to interrupt", "  ctrl+c to interrupt", "  ⏵⏵ accept edits on (shift+tab to cycle) · esc to interrupt"]).to_owned());
+                    footer = Row::faint(
+                        rng.pick(&[
+                            "  esc to interrupt",
+                            "  ctrl+c to interrupt",
+                            "  ⏵⏵ accept edits on (shift+tab to cycle) · esc to interrupt",
+                        ])
+                        .to_owned(),
+                    );
                 }
                 2 => {
                     rows.push(Row::text(format!("{glyph} {verb}… (3s · ↑ 332 tokens)")));
-                    rows.push(Row::faint("  ⎿  Tip: Use /btw to ask a quick side question"));
+                    rows.push(Row::faint(
+                        "  ⎿  Tip: Use /btw to ask a quick side question",
+                    ));
                 }
                 3 => {
-                    rows.push(Row::text(format!("{glyph} {verb}… (2m 18s · ↓ 4.8k tokens)")));
+                    rows.push(Row::text(format!(
+                        "{glyph} {verb}… (2m 18s · ↓ 4.8k tokens)"
+                    )));
                     rows.push(Row::text("  ⎿  ✔ Read the failing test"));
                     rows.push(Row::text("     ◼ Fix the parser"));
                     rows.push(Row::text("     ◻ Update the docs"));
@@ -543,7 +562,10 @@ fn claude(spec: &Spec, rng: &mut Rng, rows: &mut Vec<Row>) {
                     let long = format!(
                         "{glyph} {verb}… (1h 2m 3s · ↓ 123.4k tokens · thinking with high effort · esc to interrupt)"
                     );
-                    let cut: String = long.chars().take(usize::from(spec.width).saturating_sub(2).min(40)).collect();
+                    let cut: String = long
+                        .chars()
+                        .take(usize::from(spec.width).saturating_sub(2).min(40))
+                        .collect();
                     rows.push(Row::text(format!("{cut}…")));
                 }
             }
@@ -561,7 +583,9 @@ fn claude(spec: &Spec, rng: &mut Rng, rows: &mut Vec<Row>) {
                 0 => {
                     rows.push(Row::text(" Bash command"));
                     rows.push(Row::blank());
-                    rows.push(Row::text("   rm -rf build && cargo build --release --workspace --all-features"));
+                    rows.push(Row::text(
+                        "   rm -rf build && cargo build --release --workspace --all-features",
+                    ));
                     rows.push(Row::text("   Rebuild from scratch"));
                     rows.push(Row::blank());
                     rows.push(Row::text(" Do you want to proceed?"));
@@ -578,29 +602,42 @@ fn claude(spec: &Spec, rng: &mut Rng, rows: &mut Vec<Row>) {
                 _ => {
                     rows.push(Row::text(" Tool use"));
                     rows.push(Row::text("   Web Search(\"rust vt100 crate\")"));
-                    rows.push(Row::text("   Claude wants to search the web for: rust vt100 crate"));
+                    rows.push(Row::text(
+                        "   Claude wants to search the web for: rust vt100 crate",
+                    ));
                     rows.push(Row::text(" Do you want to proceed?"));
                 }
             }
             rows.push(Row::styled(vec![(Style::Accent, " ❯ 1. Yes".to_owned())]));
-            rows.push(Row::text("   2. Yes, and don't ask again for this command in /home/user/project"));
-            rows.push(Row::text("   3. No, and tell Claude what to do differently (esc)"));
+            rows.push(Row::text(
+                "   2. Yes, and don't ask again for this command in /home/user/project",
+            ));
+            rows.push(Row::text(
+                "   3. No, and tell Claude what to do differently (esc)",
+            ));
             rows.push(Row::blank());
-            rows.push(Row::faint(" Esc to cancel · Tab to amend · ctrl+e to explain"));
+            rows.push(Row::faint(
+                " Esc to cancel · Tab to amend · ctrl+e to explain",
+            ));
         }
         Live::Question => {
             dialog_top(rows);
             rows.push(Row::text("←  ☐ Scope  ☐ Tone  ✔ Submit  →"));
             rows.push(Row::blank());
             rows.push(Row::text("Which approach should I take?"));
-            rows.push(Row::styled(vec![(Style::Accent, "❯ 1. Minimal change".to_owned())]));
+            rows.push(Row::styled(vec![(
+                Style::Accent,
+                "❯ 1. Minimal change".to_owned(),
+            )]));
             rows.push(Row::faint("     Touch only the parser."));
             rows.push(Row::text("  2. Bigger refactor"));
             rows.push(Row::text("  3. Type something."));
             dialog_top(rows);
             rows.push(Row::text("  4. Chat about this"));
             rows.push(Row::blank());
-            rows.push(Row::faint("Enter to select · ↑/↓ to navigate · Esc to cancel"));
+            rows.push(Row::faint(
+                "Enter to select · ↑/↓ to navigate · Esc to cancel",
+            ));
         }
         Live::Plan => {
             dialog_top(rows);
@@ -611,7 +648,10 @@ fn claude(spec: &Spec, rng: &mut Rng, rows: &mut Vec<Row>) {
             rows.push(Row::blank());
             rows.push(Row::text(" Would you like to proceed?"));
             rows.push(Row::blank());
-            rows.push(Row::styled(vec![(Style::Accent, " ❯ 1. Yes, and auto-accept edits".to_owned())]));
+            rows.push(Row::styled(vec![(
+                Style::Accent,
+                " ❯ 1. Yes, and auto-accept edits".to_owned(),
+            )]));
             rows.push(Row::text("   2. Yes, and manually approve edits"));
             rows.push(Row::text("   3. No, keep planning"));
         }
@@ -626,7 +666,10 @@ fn claude(spec: &Spec, rng: &mut Rng, rows: &mut Vec<Row>) {
             rows.push(Row::blank());
             rows.push(Row::text(" Claude Code may read, write, or execute files contained in this directory. This can pose security risks, so only use files from trusted sources."));
             rows.push(Row::blank());
-            rows.push(Row::styled(vec![(Style::Accent, " ❯ 1. Yes, proceed".to_owned())]));
+            rows.push(Row::styled(vec![(
+                Style::Accent,
+                " ❯ 1. Yes, proceed".to_owned(),
+            )]));
             rows.push(Row::text("   2. No, exit"));
             rows.push(Row::blank());
             rows.push(Row::faint(" Enter to confirm · Esc to cancel"));
@@ -657,9 +700,13 @@ fn codex_history(rng: &mut Rng, rows: &mut Vec<Row>) {
         // The agent quotes an approval prompt in its reply.
         rows.push(Row::text("• It renders like this:"));
         rows.push(Row::blank());
-        rows.push(Row::text("    Would you like to run the following command?"));
+        rows.push(Row::text(
+            "    Would you like to run the following command?",
+        ));
         rows.push(Row::text("  › 1. Yes, proceed (y)"));
-        rows.push(Row::text("    2. No, and tell Codex what to do differently (esc)"));
+        rows.push(Row::text(
+            "    2. No, and tell Codex what to do differently (esc)",
+        ));
         rows.push(Row::text("    Press enter to confirm or esc to cancel"));
         rows.push(Row::blank());
     }
@@ -692,7 +739,9 @@ fn codex(spec: &Spec, rng: &mut Rng, rows: &mut Vec<Row>) {
     match spec.live {
         Live::Idle => {
             if rng.chance(50) {
-                rows.push(Row::faint("─ Worked for 1m 22s ─────────────────────────────"));
+                rows.push(Row::faint(
+                    "─ Worked for 1m 22s ─────────────────────────────",
+                ));
                 rows.push(Row::blank());
             }
             rows.push(Row::text(format!("• {}", sentence(rng, 8))));
@@ -719,29 +768,40 @@ fn codex(spec: &Spec, rng: &mut Rng, rows: &mut Vec<Row>) {
             ]);
             let spinner = rng.pick(&["•", "◦"]);
             match spec.form % 5 {
-                0 => rows.push(Row::text(format!("{spinner} {header} (12s • esc to interrupt)"))),
+                0 => rows.push(Row::text(format!(
+                    "{spinner} {header} (12s • esc to interrupt)"
+                ))),
                 1 => {
                     rows.push(Row::text(format!("{spinner} {header} (1m 05s • esc to interrupt) · 1 background terminal running · /ps to view")));
                     rows.push(Row::faint("  └ cargo test --workspace"));
                 }
                 2 => {
                     // Queued follow-up messages under the running status.
-                    rows.push(Row::text(format!("{spinner} {header} (3s • ctrl+c to interrupt)")));
+                    rows.push(Row::text(format!(
+                        "{spinner} {header} (3s • ctrl+c to interrupt)"
+                    )));
                     rows.push(Row::blank());
                     rows.push(Row::text("• Queued follow-up messages"));
                     rows.push(Row::faint("  ↳ also fix the docs"));
                     rows.push(Row::faint("    alt + ↑ edit last queued message"));
                 }
                 3 => {
-                    rows.push(Row::text(format!("{spinner} {header} (28s • esc to interrupt)")));
+                    rows.push(Row::text(format!(
+                        "{spinner} {header} (28s • esc to interrupt)"
+                    )));
                     rows.push(Row::blank());
                     rows.push(Row::text("• Messages to be submitted after next tool call (press esc to interrupt and send immediately)"));
                     rows.push(Row::faint("  ↳ run the shell command: sleep 120"));
                 }
                 _ => {
                     // A status line wider than the terminal, cut short.
-                    let long = format!("{spinner} {header} and rewriting the whole module with more care (1h 02m 03s • esc to interrupt)");
-                    let cut: String = long.chars().take(usize::from(spec.width).saturating_sub(1).min(58)).collect();
+                    let long = format!(
+                        "{spinner} {header} and rewriting the whole module with more care (1h 02m 03s • esc to interrupt)"
+                    );
+                    let cut: String = long
+                        .chars()
+                        .take(usize::from(spec.width).saturating_sub(1).min(58))
+                        .collect();
                     rows.push(Row::text(format!("{cut}…")));
                 }
             }
@@ -753,13 +813,24 @@ fn codex(spec: &Spec, rng: &mut Rng, rows: &mut Vec<Row>) {
         Live::Permission => {
             rows.push(Row::text("  Would you like to run the following command?"));
             rows.push(Row::blank());
-            rows.push(Row::text("  Reason: Need to write to .git to stage the changes you asked for"));
+            rows.push(Row::text(
+                "  Reason: Need to write to .git to stage the changes you asked for",
+            ));
             rows.push(Row::blank());
-            rows.push(Row::text("  $ git add src/lib.rs && git commit -m 'fix the parser fallback'"));
+            rows.push(Row::text(
+                "  $ git add src/lib.rs && git commit -m 'fix the parser fallback'",
+            ));
             rows.push(Row::blank());
-            rows.push(Row::styled(vec![(Style::Accent, "› 1. Yes, proceed (y)".to_owned())]));
-            rows.push(Row::text("  2. Yes, and don't ask again for this command (a)"));
-            rows.push(Row::text("  3. No, and tell Codex what to do differently (esc)"));
+            rows.push(Row::styled(vec![(
+                Style::Accent,
+                "› 1. Yes, proceed (y)".to_owned(),
+            )]));
+            rows.push(Row::text(
+                "  2. Yes, and don't ask again for this command (a)",
+            ));
+            rows.push(Row::text(
+                "  3. No, and tell Codex what to do differently (esc)",
+            ));
             rows.push(Row::blank());
             rows.push(Row::faint("  Press enter to confirm or esc to cancel"));
         }
@@ -767,20 +838,30 @@ fn codex(spec: &Spec, rng: &mut Rng, rows: &mut Vec<Row>) {
             rows.push(Row::text("  Question 1/2 (1 unanswered)"));
             rows.push(Row::text("  Which fruit do you want?"));
             rows.push(Row::blank());
-            rows.push(Row::styled(vec![(Style::Accent, "  › 1. Banana (Recommended)  Choose banana.".to_owned())]));
+            rows.push(Row::styled(vec![(
+                Style::Accent,
+                "  › 1. Banana (Recommended)  Choose banana.".to_owned(),
+            )]));
             rows.push(Row::text("    2. Orange                Choose orange."));
             rows.push(Row::blank());
-            rows.push(Row::faint("  tab to add notes | enter to submit answer | esc to interrupt"));
+            rows.push(Row::faint(
+                "  tab to add notes | enter to submit answer | esc to interrupt",
+            ));
         }
         Live::Trust => {
             rows.clear();
-            rows.push(Row::text("  Welcome to Codex, OpenAI's command-line coding agent"));
+            rows.push(Row::text(
+                "  Welcome to Codex, OpenAI's command-line coding agent",
+            ));
             rows.push(Row::blank());
             rows.push(Row::text("> You are in /home/user/project"));
             rows.push(Row::blank());
             rows.push(Row::text("  Do you trust the contents of this directory? Working with untrusted contents comes with higher risk of prompt injection."));
             rows.push(Row::blank());
-            rows.push(Row::styled(vec![(Style::Accent, "› 1. Yes, continue".to_owned())]));
+            rows.push(Row::styled(vec![(
+                Style::Accent,
+                "› 1. Yes, continue".to_owned(),
+            )]));
             rows.push(Row::text("  2. No, quit"));
             rows.push(Row::blank());
             rows.push(Row::faint("  Press enter to continue"));
@@ -808,12 +889,17 @@ fn gemini(spec: &Spec, rng: &mut Rng, rows: &mut Vec<Row>) {
         rows.push(Row::rule('─'));
         rows.push(text);
         rows.push(Row::rule('─'));
-        rows.push(Row::faint(" ~/project (main*)   no sandbox   gemini-2.5-pro"));
+        rows.push(Row::faint(
+            " ~/project (main*)   no sandbox   gemini-2.5-pro",
+        ));
     };
     let placeholder = || {
         Row::styled(vec![
             (Style::Accent, " > ".to_owned()),
-            (Style::Faint, "  Type your message or @path/to/file".to_owned()),
+            (
+                Style::Faint,
+                "  Type your message or @path/to/file".to_owned(),
+            ),
         ])
     };
     match spec.live {
@@ -882,9 +968,18 @@ fn gemini(spec: &Spec, rng: &mut Rng, rows: &mut Vec<Row>) {
         Live::Trust => {
             rows.clear();
             rows.push(Row::text(format!("╭{}╮", "─".repeat(62))));
-            rows.push(Row::text(format!("│ {:<60} │", "Do you trust the files in this folder?")));
-            rows.push(Row::text(format!("│ {:<60} │", "● 1. Trust folder (project)")));
-            rows.push(Row::text(format!("│ {:<60} │", "  2. Trust parent folder (home)")));
+            rows.push(Row::text(format!(
+                "│ {:<60} │",
+                "Do you trust the files in this folder?"
+            )));
+            rows.push(Row::text(format!(
+                "│ {:<60} │",
+                "● 1. Trust folder (project)"
+            )));
+            rows.push(Row::text(format!(
+                "│ {:<60} │",
+                "  2. Trust parent folder (home)"
+            )));
             rows.push(Row::text(format!("│ {:<60} │", "  3. Don't trust")));
             rows.push(Row::text(format!("╰{}╯", "─".repeat(62))));
         }
@@ -905,12 +1000,18 @@ fn copilot(spec: &Spec, rng: &mut Rng, rows: &mut Vec<Row>) {
         rows.push(Row::rule('─'));
         rows.push(text);
         rows.push(Row::rule('─'));
-        rows.push(Row::faint(" autopilot · / commands                        Claude Sonnet 4.6 · (0%)"));
+        rows.push(Row::faint(
+            " autopilot · / commands                        Claude Sonnet 4.6 · (0%)",
+        ));
     };
     let placeholder = || {
         Row::styled(vec![
             (Style::Accent, "❯ ".to_owned()),
-            (Style::Faint, "Type @ to mention files, # for issues/PRs, / for commands, or ? for shortcuts".to_owned()),
+            (
+                Style::Faint,
+                "Type @ to mention files, # for issues/PRs, / for commands, or ? for shortcuts"
+                    .to_owned(),
+            ),
         ])
     };
     match spec.live {
@@ -935,7 +1036,11 @@ fn copilot(spec: &Spec, rng: &mut Rng, rows: &mut Vec<Row>) {
                 Live::Permission => (
                     "Allow directory access",
                     "Copilot wants to read files in /etc for this task. Allow?",
-                    &["❯ 1. Yes", "  2. Yes, and add these directories to the allowed list", "  3. No (Esc)"],
+                    &[
+                        "❯ 1. Yes",
+                        "  2. Yes, and add these directories to the allowed list",
+                        "  3. No (Esc)",
+                    ],
                 ),
                 Live::Question => (
                     "Question",
@@ -945,7 +1050,11 @@ fn copilot(spec: &Spec, rng: &mut Rng, rows: &mut Vec<Row>) {
                 _ => (
                     "Confirm folder trust",
                     "Do you trust the files in this folder?",
-                    &["❯ 1. Yes", "  2. Yes, and remember this folder", "  3. No (Esc)"],
+                    &[
+                        "❯ 1. Yes",
+                        "  2. Yes, and remember this folder",
+                        "  3. No (Esc)",
+                    ],
                 ),
             };
             rows.push(Row::text(format!("○ Asking user {body}")));
@@ -956,7 +1065,10 @@ fn copilot(spec: &Spec, rng: &mut Rng, rows: &mut Vec<Row>) {
             for o in options {
                 rows.push(Row::text(format!("│ {o:<64} │")));
             }
-            rows.push(Row::text(format!("│ {:<64} │", "↑/↓ to select · enter to confirm · esc to cancel")));
+            rows.push(Row::text(format!(
+                "│ {:<64} │",
+                "↑/↓ to select · enter to confirm · esc to cancel"
+            )));
             rows.push(Row::text(format!("╰{}╯", "─".repeat(66))));
         }
         Live::Plan => {}
@@ -970,12 +1082,19 @@ fn aider(spec: &Spec, rng: &mut Rng, rows: &mut Vec<Row>) {
     rows.push(Row::blank());
     rows.push(Row::text(sentence(rng, 14)));
     rows.push(Row::text("Applied edit to src/main.py"));
-    rows.push(Row::text("Commit 1a2b3c4 fix: handle the missing config file"));
+    rows.push(Row::text(
+        "Commit 1a2b3c4 fix: handle the missing config file",
+    ));
     rows.push(Row::faint("─".repeat(usize::from(spec.width).min(80))));
     match spec.live {
         Live::Idle => {
             rows.push(Row::text("src/main.py"));
-            rows.push(Row::text(rng.pick(&["> ", "architect> ", "ask> ", "multi> "])));
+            rows.push(Row::text(rng.pick(&[
+                "> ",
+                "architect> ",
+                "ask> ",
+                "multi> ",
+            ])));
         }
         Live::Working => rows.push(Row::text(rng.pick(&[
             "░█        Waiting for gpt-4o",
