@@ -273,6 +273,14 @@ impl Detector {
         self.screen.resize(rows, cols);
     }
 
+    /// Classifies screens with `profile` from the next decision on (the per-chunk path does
+    /// not use the profile, so a caller may start with any profile and set the real one once
+    /// it is known or compiled).
+    pub fn set_profile(&mut self, profile: Profile) {
+        self.profile = profile;
+        self.classified = None;
+    }
+
     /// Re-evaluates at `now`; returns the new verdict if its state or blocked kind changed
     /// since the last evaluation.
     pub fn tick(&mut self, now: Instant) -> Option<&Verdict> {

@@ -18,9 +18,11 @@
 //!   back-off, disabling, cancellation) and [`CommandChecker`] (feature `command`, default);
 //!   `mockall` mocks behind the `mock` feature.
 //! - The entry points of `hyoka detect`: [`classify_screen`] (`--screen`), [`replay_cast`]
-//!   (`--cast`), [`run_stream`] (`--stream`), [`Profile::builtin`] / [`Profile::from_toml`]
-//!   (`--profile`, `--profile-file`) and [`render_explain`] (`--explain`); a [`Verdict`]
-//!   serialises to `{"state":…,"blocked":…,"evidence":[…]}`.
+//!   and [`CastReplay`] (`--cast`, whole or a line at a time), [`run_stream`] and
+//!   [`StreamRun`] (`--stream`, whole or piece by piece in bounded memory),
+//!   [`Profile::builtin`] / [`Profile::from_toml`] (`--profile`, `--profile-file`) and
+//!   [`render_explain`] (`--explain`: every rule that fired, its line and its source); a
+//!   [`Verdict`] serialises to `{"state":…,"blocked":…,"evidence":[…]}`.
 //!
 //! # Example
 //!
@@ -156,7 +158,8 @@ pub use crate::{
     error::{CheckError, DetectError},
     profile::{Profile, Rule, RuleHit, ScreenVerdict},
     replay::{
-        StreamReport, VerdictChange, classify_screen, render_explain, replay_cast, run_stream,
+        CastReplay, StreamReport, StreamRun, VerdictChange, classify_screen, render_explain,
+        replay_cast, run_stream,
     },
     screen::Screen,
     signals::{BlockedKind, ChunkSignals, Evidence, HookEvent, SessionState, Verdict},

@@ -281,6 +281,17 @@ impl Profile {
         compile(canonical, raw)
     }
 
+    /// A profile with no rules (every screen is `unknown`), for detectors whose real profile
+    /// is set later.
+    pub(crate) fn none() -> Self {
+        Self {
+            name: "none".to_owned(),
+            description: String::new(),
+            layout: Layout::default(),
+            rules: Vec::new(),
+        }
+    }
+
     /// The names of the built-in profiles.
     pub fn builtin_names() -> impl Iterator<Item = &'static str> {
         BUILTIN.iter().map(|(n, _)| *n)

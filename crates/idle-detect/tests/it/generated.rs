@@ -11,9 +11,21 @@ use crate::screens::{Agent, Live, Spec, Theme, Wrap, describe};
 const THEMES: [Theme; 3] = [Theme::Plain, Theme::Ansi256, Theme::TrueColor];
 const WRAPS: [Wrap; 3] = [Wrap::Terminal, Wrap::Word, Wrap::Hard];
 
+/// The built-in profiles, compiled once for all the tests of this module.
+fn profile(agent: Agent) -> &'static Profile {
+    static PROFILES: std::sync::OnceLock<Vec<(Agent, Profile)>> = std::sync::OnceLock::new();
+    let all = PROFILES.get_or_init(|| {
+        Agent::ALL
+            .iter()
+            .map(|&a| (a, Profile::builtin(a.profile()).expect("built-in profile")))
+            .collect()
+    });
+    &all.iter().find(|(a, _)| *a == agent).expect("every agent").1
+}
+
 /// Classifies a spec's screen and returns what went wrong, if anything.
 fn judge(spec: &Spec) -> Option<String> {
-    let profile = Profile::builtin(spec.agent.profile()).expect("built-in profile");
+    let profile = profile(spec.agent);
     let (bytes, rows) = spec.render();
     let screen = if spec.theme == Theme::Plain {
         Screen::from_bytes(&bytes)
