@@ -123,9 +123,8 @@ fn replay(
                 MAX_CAST_LINE_BYTES >> 20
             )));
         }
-        let text = std::str::from_utf8(&line).map_err(|_| {
-            Fail::usage(format!("{}: line {number} is not UTF-8", path.display()))
-        })?;
+        let text = std::str::from_utf8(&line)
+            .map_err(|_| Fail::usage(format!("{}: line {number} is not UTF-8", path.display())))?;
         replay
             .feed_line(text.trim_end_matches(['\n', '\r']))
             .map_err(bad)?;

@@ -20,7 +20,10 @@ fn profile(agent: Agent) -> &'static Profile {
             .map(|&a| (a, Profile::builtin(a.profile()).expect("built-in profile")))
             .collect()
     });
-    &all.iter().find(|(a, _)| *a == agent).expect("every agent").1
+    &all.iter()
+        .find(|(a, _)| *a == agent)
+        .expect("every agent")
+        .1
 }
 
 /// Classifies a spec's screen and returns what went wrong, if anything.
