@@ -2,10 +2,12 @@
 //!
 //! A profile is a TOML file: a `[layout]` table that says how the agent draws its live area
 //! (the input prompt, the box around it, what ends the transcript above it), and a list of
-//! `[[rule]]`s. Each rule names the state its match is evidence for, the screen region(s) it
-//! looks at, matchers (`contains`, `regex`, `line`, nested `any` / `all` / `not`, and
-//! `prompt`), and where the rule comes from (`source`: the agent's file or document and
-//! version that shows the screen element). The six built-in profiles are embedded in the
+//! `[[rule]]`s. Each rule names the state its match is evidence for (with `blocked = "<kind>"`
+//! for a blocked rule), the screen region(s) it looks at, matchers (`contains`, `regex`,
+//! `line`, nested `any` / `all` / `not`, `prompt = true|false` for whether an input prompt is
+//! drawn, `rendered = true|false` for whether the screen kept its rendering attributes), and
+//! where the rule comes from (`source`: the agent's file or document and version that shows
+//! the screen element). The six built-in profiles are embedded in the
 //! binary; a user file may replace one or, with `extends = "<name>"`, override single rules
 //! (same `id`), drop some (`disable`), and add more.
 //!

@@ -29,6 +29,8 @@ const MAX_CAST_LINE_BYTES: u64 = 16 << 20;
 /// The block size `--stream` reads with: a multiple of every power-of-two slice up to it, and
 /// small enough to stay in the CPU's cache while the detector reads it.
 const STREAM_BLOCK_BYTES: usize = 256 << 10;
+/// Blocks in flight between the reader thread and the detector.
+const STREAM_BLOCKS: usize = 4;
 
 pub(crate) fn exec(args: &DetectArgs) -> Result<ExitStatus, Fail> {
     let config = DetectorConfig::default();
@@ -153,7 +155,8 @@ fn print_changes(changes: &[VerdictChange], args: &DetectArgs) {
     }
 }
 
-/// Feeds a raw stream through the detector in blocks, timing the whole pass.
+/// Feeds a raw stream through the detector in blocks, timing the whole pass. A reader thread
+/// fills the blocks (a few, reused) while the detector works on the previous one.
 fn stream(
     path: &Path,
     profile: ProfileJob,
@@ -161,19 +164,32 @@ fn stream(
     args: &DetectArgs,
 ) -> Result<(), Fail> {
     let started = Instant::now();
-    let mut file = open(path)?;
+    let file = open(path)?;
     let mut run = StreamRun::new(config, args.chunk_bytes as usize, started);
-    let mut block = vec![0u8; STREAM_BLOCK_BYTES];
+    let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<std::io::Result<Vec<u8>>>(2);
+    let (empty_tx, empty_rx) = std::sync::mpsc::channel::<Vec<u8>>();
+    for _ in 0..STREAM_BLOCKS {
+        let _ = empty_tx.send(vec![0u8; STREAM_BLOCK_BYTES]);
+    }
+    let reader = std::thread::spawn(move || read_blocks(file, &empty_rx, &full_tx));
     let mut total = 0u64;
-    loop {
-        let n = match file.read(&mut block) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(Fail::usage(format!("cannot read {}: {e}", path.display()))),
-        };
-        run.feed(&block[..n]);
-        total += n as u64;
+    let mut failed = None;
+    for block in full_rx {
+        match block {
+            Ok(block) => {
+                run.feed(&block);
+                total += block.len() as u64;
+                let mut block = block;
+                block.resize(STREAM_BLOCK_BYTES, 0);
+                let _ = empty_tx.send(block);
+            }
+            Err(e) => failed = Some(e),
+        }
+    }
+    drop(empty_tx);
+    let _ = reader.join();
+    if let Some(e) = failed {
+        return Err(Fail::usage(format!("cannot read {}: {e}", path.display())));
     }
     let report = run.finish(&profile.wait(args)?);
     let seconds = started.elapsed().as_secs_f64();
@@ -214,6 +230,38 @@ fn stream(
         outln!("final verdict: {}", state_text(&report.verdict));
     }
     Ok(())
+}
+
+/// Fills the blocks `empty` hands back with the file's bytes and sends them on `full`, in
+/// order, until the end of the file or an error (sent too). A block is sent full unless it is
+/// the last.
+fn read_blocks(
+    mut file: File,
+    empty: &std::sync::mpsc::Receiver<Vec<u8>>,
+    full: &std::sync::mpsc::SyncSender<std::io::Result<Vec<u8>>>,
+) {
+    while let Ok(mut block) = empty.recv() {
+        let mut filled = 0;
+        while filled < block.len() {
+            match file.read(&mut block[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    let _ = full.send(Err(e));
+                    return;
+                }
+            }
+        }
+        block.truncate(filled);
+        let end = filled == 0;
+        if !end && full.send(Ok(block)).is_err() {
+            return;
+        }
+        if end || filled < STREAM_BLOCK_BYTES {
+            return;
+        }
+    }
 }
 
 fn print_verdict(verdict: &Verdict, json: bool, explain: bool) {

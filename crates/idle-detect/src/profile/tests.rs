@@ -40,6 +40,15 @@ fn every_builtin_profile_compiles() {
                 .windows(2)
                 .all(|w| w[0].priority() >= w[1].priority())
         );
+        // Every built-in rule says where it comes from.
+        for r in p.rules() {
+            assert!(
+                r.source().len() > 20 && !r.description().is_empty(),
+                "{n}/{}: source {:?}",
+                r.id(),
+                r.source()
+            );
+        }
     }
     assert_eq!(
         Profile::builtin("claude").expect("alias").name(),
