@@ -14,8 +14,8 @@
 //!   boundary: where a dialog drawn above a prompt box still belongs to the present;
 //! - `below_prompt`: everything under the box (footers, menus);
 //! - `tail`, when no prompt is on screen: walking up from the last line to the first
-//!   `tail_boundary` (or `boundary`) line, which is kept, or a `turn_end` line, at most
-//!   `tail_lines` non-blank lines;
+//!   `tail_boundary` (or `boundary`) line, or through a `turn_end` line, at most `tail_lines`
+//!   non-blank lines;
 //! - `live`: `above`, the box and what is below it, or `tail` without a prompt.
 //!
 //! Matchers see lines with box borders (`│`, `┃`, `║`) removed from both ends, so an option
@@ -234,6 +234,20 @@ impl<'s> Analysis<'s> {
             (Some(p), None) => near_rule(p, false),
             _ => None,
         };
+        // A rule wider than the terminal, hard-wrapped by a capture, is several rule rows.
+        let is_rule = |i: usize| matches(layout.rule.as_ref(), &lines[i]);
+        while let Some(t) = box_top
+            && t > 0
+            && is_rule(t - 1)
+        {
+            box_top = Some(t - 1);
+        }
+        while let Some(b) = box_bottom
+            && b + 1 < lines.len()
+            && is_rule(b + 1)
+        {
+            box_bottom = Some(b + 1);
+        }
         if prompt.is_none() && layout.boxed_input {
             // A single line enclosed by two rules near the bottom is the input box.
             let bottom: Vec<usize> = (0..lines.len())
@@ -487,6 +501,23 @@ fn status_head(lines: &[String], s: usize) -> Option<usize> {
     None
 }
 
+/// The screen's width as far as the lines tell: the longest line (rules are drawn across the
+/// whole width). Below 40 columns no row is taken as hard-wrapped.
+fn text_width(lines: &[String]) -> usize {
+    lines.iter().map(|l| l.chars().count()).max().unwrap_or(0)
+}
+
+/// Row `i` is the rest of the row above it, split by a capture that did not join wrapped rows:
+/// the row above fills the whole width.
+fn hard_wrapped(lines: &[String], width: usize, i: usize) -> bool {
+    width >= 40
+        && i > 0
+        && !is_blank(&lines[i])
+        // The row above was cut at the width; trimming may have dropped a space or two.
+        && lines[i - 1].chars().count() + 2 >= width
+        && !lines[i - 1].trim_start().starts_with(['─', '━', '═', '▀', '▄', '╌'])
+}
+
 /// An indented row of text that continues the row above it (a wrapped status line, or a
 /// paragraph of a response): whether it is live depends on the row it hangs off.
 fn is_continuation(l: &str) -> bool {
@@ -511,6 +542,7 @@ fn is_continuation(l: &str) -> bool {
 /// Indented continuation rows are held until the row they hang off is known: under a
 /// transcript line (`boundary`) they are the transcript too, and the walk ends there.
 fn walk_above(layout: &Layout, lines: &[String], start: usize) -> Vec<usize> {
+    let width = text_width(lines);
     let mut rows = Vec::new();
     let mut pending: Vec<usize> = Vec::new();
     let mut counted = 0;
@@ -529,7 +561,9 @@ fn walk_above(layout: &Layout, lines: &[String], start: usize) -> Vec<usize> {
             pending.clear();
             break;
         }
-        if is_continuation(l) && !matches(layout.turn_end.as_ref(), l) {
+        if (is_continuation(l) || hard_wrapped(lines, width, i))
+            && !matches(layout.turn_end.as_ref(), l)
+        {
             pending.push(i);
             if pending.len() > ABOVE_SCAN / 2 {
                 break;
@@ -565,6 +599,7 @@ fn walk_above(layout: &Layout, lines: &[String], start: usize) -> Vec<usize> {
 /// that reaches up to a transcript line (`boundary`) without a blank row is that entry's text,
 /// not a dialog drawn on the box.
 fn walk_adjacent(layout: &Layout, lines: &[String], start: usize) -> Vec<usize> {
+    let width = text_width(lines);
     let mut rows = Vec::new();
     let mut pending: Vec<usize> = Vec::new();
     for i in (0..start).rev().take(layout.above_lines.max(1) * 2) {
@@ -579,7 +614,7 @@ fn walk_adjacent(layout: &Layout, lines: &[String], start: usize) -> Vec<usize> 
             pending.clear();
             break;
         }
-        if is_continuation(l) {
+        if is_continuation(l) || hard_wrapped(lines, width, i) {
             pending.push(i);
             continue;
         }
@@ -602,11 +637,13 @@ fn walk_tail(layout: &Layout, lines: &[String]) -> Vec<usize> {
         if is_blank(l) {
             continue;
         }
-        rows.push(i);
-        // The first transcript line is kept (a tool call, the cell a dialog belongs to), and
-        // nothing above it.
+        // The transcript starts at a boundary line (the bottom line is always taken).
         let boundary = layout.tail_boundary.as_ref().or(layout.boundary.as_ref());
-        if rows.len() > 1 && matches(boundary, l) || matches(layout.turn_end.as_ref(), l) {
+        if !rows.is_empty() && matches(boundary, l) {
+            break;
+        }
+        rows.push(i);
+        if matches(layout.turn_end.as_ref(), l) {
             break;
         }
         counted += 1;
