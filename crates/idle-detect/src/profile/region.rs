@@ -10,8 +10,9 @@
 //!   transcript: a response bullet, an earlier box), after a `turn_end` line (a completion
 //!   line, which is kept), at a line that `live_line` does not accept, or after `above_lines`
 //!   counted lines (indented detail lines are not counted);
-//! - `adjacent`: the lines directly above the box with no blank line between, stopping at a
-//!   boundary: where a dialog drawn above a prompt box still belongs to the present;
+//! - `adjacent`: the block of lines directly on top of the box, with no blank line between or
+//!   inside, unless it reaches up to a boundary: where a dialog drawn above a prompt box still
+//!   belongs to the present;
 //! - `below_prompt`: everything under the box (footers, menus);
 //! - `tail`, when no prompt is on screen: walking up from the last line to the first
 //!   `tail_boundary` (or `boundary`) line, or through a `turn_end` line, at most `tail_lines`
@@ -595,9 +596,9 @@ fn walk_above(layout: &Layout, lines: &[String], start: usize) -> Vec<usize> {
     rows
 }
 
-/// The `adjacent` region: the rows directly above `start` with no blank row between. A block
-/// that reaches up to a transcript line (`boundary`) without a blank row is that entry's text,
-/// not a dialog drawn on the box.
+/// The `adjacent` region: the rows directly on top of the box, with no blank row between: a
+/// dialog drawn further up is the scrollback's (a live one replaces the box). A block that
+/// reaches up to a transcript line (`boundary`) is that entry's text, not a dialog.
 fn walk_adjacent(layout: &Layout, lines: &[String], start: usize) -> Vec<usize> {
     let width = text_width(lines);
     let mut rows = Vec::new();
