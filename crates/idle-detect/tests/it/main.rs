@@ -10,5 +10,6 @@ mod generated;
 mod hostile;
 #[cfg(feature = "mock")]
 mod mocks;
+mod mutations;
 mod properties;
 mod screens;
