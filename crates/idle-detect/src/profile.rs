@@ -38,12 +38,14 @@
 //! wrap may fall; `line` patterns see one line at a time with box borders removed from both
 //! ends.
 
+mod lazy;
 mod matcher;
 mod region;
 
 use regex::Regex;
 use serde::Deserialize;
 
+use self::lazy::LazyRegex;
 use self::matcher::Matcher;
 use self::region::{Analysis, Layout, Region};
 use crate::error::DetectError;
@@ -332,7 +334,38 @@ impl Profile {
             }
             None => (raw.name.clone().unwrap_or_else(|| "custom".to_owned()), raw),
         };
-        compile(&name, raw)
+        let profile = compile(&name, raw)?;
+        // A user's file is compiled whole now, so a pattern the compiler refuses (one over
+        // the size limit) is an error here, not a rule that silently never matches.
+        profile.check_patterns()?;
+        Ok(profile)
+    }
+
+    /// Compiles every rule pattern now. Patterns otherwise compile the first time a screen
+    /// needs them; a caller can do this on another thread, and clones share the result.
+    pub fn precompile(&self) {
+        for rule in &self.rules {
+            for re in rule.matcher.patterns() {
+                let _ = re.compiled();
+            }
+        }
+    }
+
+    /// Compiles every rule pattern and returns the first compiler error.
+    fn check_patterns(&self) -> Result<(), DetectError> {
+        for rule in &self.rules {
+            for re in rule.matcher.patterns() {
+                if let Err(e) = re.compiled() {
+                    return Err(DetectError::ProfileRegex {
+                        profile: self.name.clone(),
+                        rule: rule.id.clone(),
+                        pattern: re.as_str().to_owned(),
+                        source: Box::new(e.clone()),
+                    });
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The profile's name.
@@ -588,10 +621,17 @@ fn compile_regex(profile: &str, rule: &str, pattern: &str) -> Result<Regex, Dete
 }
 
 fn compile_matcher(profile: &str, rule: &str, raw: RawMatcher) -> Result<Matcher, DetectError> {
-    let regexes = |v: OneOrMany| -> Result<Vec<Regex>, DetectError> {
+    let regexes = |v: OneOrMany| -> Result<Vec<LazyRegex>, DetectError> {
         v.into_vec()
             .iter()
-            .map(|p| compile_regex(profile, rule, p))
+            .map(|p| {
+                LazyRegex::new(p).map_err(|source| DetectError::ProfileRegex {
+                    profile: profile.to_owned(),
+                    rule: rule.to_owned(),
+                    pattern: p.clone(),
+                    source: Box::new(source),
+                })
+            })
             .collect()
     };
     let nested = |v: Vec<RawMatcher>| -> Result<Vec<Matcher>, DetectError> {

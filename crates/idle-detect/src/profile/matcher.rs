@@ -3,8 +3,7 @@
 //! A matcher holds when every one of its clauses holds on a region; it returns the screen line
 //! that witnesses the match, which `--explain` prints next to the rule.
 
-use regex::Regex;
-
+use super::lazy::LazyRegex;
 use super::region::{Analysis, RegionText, normalize};
 
 /// One compiled matcher (a rule's top level, or a nested `any` / `all` / `not` item).
@@ -13,9 +12,9 @@ pub(super) struct Matcher {
     /// Needles, normalised, that the normalised region must contain.
     pub(super) contains: Vec<String>,
     /// Patterns matched against the region's lines joined with `\n`.
-    pub(super) regex: Vec<Regex>,
+    pub(super) regex: Vec<LazyRegex>,
     /// Patterns that some line of the region must match.
-    pub(super) line: Vec<Regex>,
+    pub(super) line: Vec<LazyRegex>,
     /// At least one of these must hold.
     pub(super) any: Vec<Matcher>,
     /// All of these must hold.
@@ -78,5 +77,14 @@ impl Matcher {
     /// Normalises a `contains` needle the way regions are normalised.
     pub(super) fn needle(s: &str) -> String {
         normalize(s)
+    }
+
+    /// Every pattern of this matcher and its nested ones.
+    pub(super) fn patterns(&self) -> Vec<&LazyRegex> {
+        let mut out: Vec<&LazyRegex> = self.regex.iter().chain(&self.line).collect();
+        for m in self.any.iter().chain(&self.all).chain(&self.not) {
+            out.extend(m.patterns());
+        }
+        out
     }
 }

@@ -40,6 +40,8 @@ fn every_builtin_profile_compiles() {
                 .windows(2)
                 .all(|w| w[0].priority() >= w[1].priority())
         );
+        // Patterns compile on first use; every built-in one compiles.
+        p.check_patterns().expect("every pattern compiles");
         // Every built-in rule says where it comes from.
         for r in p.rules() {
             assert!(
