@@ -478,24 +478,7 @@ impl Detector {
             };
 
         // Then everything else that fired, strongest first, so `--explain` shows it all.
-        let rest = self.supporting_evidence(now, quiet);
-        for e in rest {
-            if !evidence.iter().any(|x| x.signal == e.signal) {
-                evidence.push(e);
-            }
-        }
-        // Every other screen rule that fired, so `--explain` shows the whole picture.
-        let screen_age = Self::age(now, self.screen_since);
-        for hit in self.screen_verdict.hits.iter().skip(1) {
-            evidence.push(Evidence {
-                signal: "screen_rule",
-                points_to: hit.state,
-                rule: hit.rule.clone(),
-                detail: hit.line.clone(),
-                age_ms: screen_age,
-                source: hit.source.clone(),
-            });
-        }
+        self.add_supporting_evidence(&mut evidence, now, quiet);
         Verdict {
             state: decision.0,
             blocked: decision.1,
@@ -566,6 +549,34 @@ impl Detector {
             });
         }
         rest
+    }
+
+    /// Adds every other signal that fired (each once) and every other screen rule that fired.
+    fn add_supporting_evidence(&self, evidence: &mut Vec<Evidence>, now: Instant, quiet: Duration) {
+        for e in self.supporting_evidence(now, quiet) {
+            if !evidence.iter().any(|x| x.signal == e.signal) {
+                evidence.push(e);
+            }
+        }
+        evidence.extend(self.other_screen_hits(now));
+    }
+
+    /// Every screen rule that fired besides the deciding one, so `--explain` shows the whole
+    /// picture.
+    fn other_screen_hits(&self, now: Instant) -> impl Iterator<Item = Evidence> + '_ {
+        let age_ms = Self::age(now, self.screen_since);
+        self.screen_verdict
+            .hits
+            .iter()
+            .skip(1)
+            .map(move |hit| Evidence {
+                signal: "screen_rule",
+                points_to: hit.state,
+                rule: hit.rule.clone(),
+                detail: hit.line.clone(),
+                age_ms,
+                source: hit.source.clone(),
+            })
     }
 
     fn screen_evidence(&self, now: Instant) -> Evidence {

@@ -37,13 +37,12 @@ pub(crate) fn exec(args: &DetectArgs) -> Result<ExitStatus, Fail> {
     if let Some(path) = &args.stream {
         // The stream does not need the profile until its last screen is judged: compile a
         // built-in one on another core meanwhile (a bad name is refused first).
-        let profile = match &args.profile_file {
-            Some(_) => ProfileJob::Ready(load_profile(args)?),
-            None => {
-                Profile::builtin_source(&args.profile).ok_or_else(|| bad_profile_name(args))?;
-                let name = args.profile.clone();
-                ProfileJob::Compiling(std::thread::spawn(move || Profile::builtin(&name)))
-            }
+        let profile = if args.profile_file.is_some() {
+            ProfileJob::Ready(Box::new(load_profile(args)?))
+        } else {
+            Profile::builtin_source(&args.profile).ok_or_else(|| bad_profile_name(args))?;
+            let name = args.profile.clone();
+            ProfileJob::Compiling(std::thread::spawn(move || Profile::builtin(&name)))
         };
         return stream(path, profile, &config, args).map(|()| ExitStatus::Success);
     }
@@ -59,14 +58,14 @@ pub(crate) fn exec(args: &DetectArgs) -> Result<ExitStatus, Fail> {
 
 /// A profile, or one being compiled on another thread.
 enum ProfileJob {
-    Ready(Profile),
+    Ready(Box<Profile>),
     Compiling(std::thread::JoinHandle<Result<Profile, hyoka_idle_detect::DetectError>>),
 }
 
 impl ProfileJob {
     fn wait(self, args: &DetectArgs) -> Result<Profile, Fail> {
         match self {
-            Self::Ready(p) => Ok(p),
+            Self::Ready(p) => Ok(*p),
             Self::Compiling(job) => job
                 .join()
                 .map_err(|_| Fail::failure("the profile compiler thread panicked"))?

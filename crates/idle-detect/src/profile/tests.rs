@@ -223,7 +223,7 @@ const CATEGORY_SCREENS: &[(&str, &str, SessionState, Option<BlockedKind>, &str)]
         "c_queued",
         SessionState::Working,
         None,
-        r#"⏺ I'll start with the parser.
+        r"⏺ I'll start with the parser.
 
 ✻ Cultivating… (12s · ↓ 1.2k tokens · esc to interrupt)
   ⎿  Tip: Use /btw to ask a quick side question
@@ -234,53 +234,53 @@ const CATEGORY_SCREENS: &[(&str, &str, SessionState, Option<BlockedKind>, &str)]
 ────────────────────────────────────────────────────────────
 ❯ 
 ────────────────────────────────────────────────────────────
-  ? for shortcuts"#,
+  ? for shortcuts",
     ),
     (
         "claude-code",
         "c_bare_thinking",
         SessionState::Working,
         None,
-        r#"⏺ Let me check the tests.
+        r"⏺ Let me check the tests.
 
 Thinking…
 
 ────────────────────────────────────────────────────────────
 ❯ 
-────────────────────────────────────────────────────────────"#,
+────────────────────────────────────────────────────────────",
     ),
     (
         "claude-code",
         "c_hardwrap",
         SessionState::Working,
         None,
-        r#"⏺ Reading the module.
+        r"⏺ Reading the module.
 
 ✻ Simplifying recompute_tangents and reorga
 nising the whole geometry module… (2m 18s · ↓ 4.8k tokens)
 
 ────────────────────────────────────────
 ❯ 
-────────────────────────────────────────"#,
+────────────────────────────────────────",
     ),
     (
         "claude-code",
         "c_escape_twice",
         SessionState::Working,
         None,
-        r#"⏺ Running.
+        r"⏺ Running.
 
 ────────────────────────────────────────
 ❯ 
 ────────────────────────────────────────
-  press Esc twice to interrupt"#,
+  press Esc twice to interrupt",
     ),
     (
         "claude-code",
         "c_v1_box_dialog",
         SessionState::Blocked,
         Some(BlockedKind::Permission),
-        r#"⏺ Bash(rm -rf build)
+        r"⏺ Bash(rm -rf build)
 
 ╭──────────────────────────────────────────────────╮
 │ Bash command                                     │
@@ -290,26 +290,26 @@ nising the whole geometry module… (2m 18s · ↓ 4.8k tokens)
 │ Do you want to proceed?                          │
 │ ❯ 1. Yes                                         │
 │   2. No, and tell Claude what to do differently  │
-╰──────────────────────────────────────────────────╯"#,
+╰──────────────────────────────────────────────────╯",
     ),
     (
         "claude-code",
         "c_v1_idle",
         SessionState::Idle,
         None,
-        r#"⏺ Done. All tests pass.
+        r"⏺ Done. All tests pass.
 
 ╭──────────────────────────────────────────────────╮
 │ >                                                │
 ╰──────────────────────────────────────────────────╯
-  ? for shortcuts"#,
+  ? for shortcuts",
     ),
     (
         "claude-code",
         "c_old_dialog_history",
         SessionState::Idle,
         None,
-        r#" Do you want to proceed?
+        r" Do you want to proceed?
  ❯ 1. Yes
    2. No
 
@@ -323,14 +323,14 @@ nising the whole geometry module… (2m 18s · ↓ 4.8k tokens)
 ────────────────────────────────────────
 ❯ 
 ────────────────────────────────────────
-  ? for shortcuts"#,
+  ? for shortcuts",
     ),
     (
         "claude-code",
         "c_old_dialog_blank",
         SessionState::Idle,
         None,
-        r#" Do you want to proceed?
+        r" Do you want to proceed?
  ❯ 1. Yes
    2. No
  Esc to cancel
@@ -338,69 +338,69 @@ nising the whole geometry module… (2m 18s · ↓ 4.8k tokens)
 ────────────────────────────────────────
 ❯ 
 ────────────────────────────────────────
-  ? for shortcuts"#,
+  ? for shortcuts",
     ),
     (
         "claude-code",
         "c_login_menu",
         SessionState::Blocked,
         Some(BlockedKind::Question),
-        r#" Claude Code can be used with your Claude subscription or billed based on API usage through your Console account.
+        r" Claude Code can be used with your Claude subscription or billed based on API usage through your Console account.
 
  Select login method:
 
  ❯ 1. Claude account with subscription · Pro, Max, Team, or Enterprise
-   2. Anthropic Console account · API usage billing"#,
+   2. Anthropic Console account · API usage billing",
     ),
     (
         "claude-code",
         "c_yn",
         SessionState::Blocked,
         Some(BlockedKind::Question),
-        r#"⏺ Bash(npm init)
+        r"⏺ Bash(npm init)
   ⎿  Running…
 Is this OK? (yes)
-Proceed with installation? [Y/n]"#,
+Proceed with installation? [Y/n]",
     ),
     (
         "claude-code",
         "c_rate_limit_idle",
         SessionState::Idle,
         None,
-        r#"⏺ Done.
+        r"⏺ Done.
 
   5-hour limit reached ∙ resets 3pm
 
 ────────────────────────────────────────
 ❯ 
-────────────────────────────────────────"#,
+────────────────────────────────────────",
     ),
     (
         "claude-code",
         "c_hook_running",
         SessionState::Working,
         None,
-        r#"⏺ Bash(cargo build)
+        r"⏺ Bash(cargo build)
   ⎿  Running PreToolUse hook…
 
 ✽ Hullaballooing… (4s)
 
 ────────────────────────────────────────
 ❯ 
-────────────────────────────────────────"#,
+────────────────────────────────────────",
     ),
     (
         "claude-code",
         "c_custom_verb_multi",
         SessionState::Working,
         None,
-        r#"⏺ Reading.
+        r"⏺ Reading.
 
 ✻ Deploying to staging (12s · esc to interrupt)
 
 ────────────────────────────────────────
 ❯ 
-────────────────────────────────────────"#,
+────────────────────────────────────────",
     ),
     (
         "claude-code",
@@ -419,20 +419,20 @@ Proceed with installation? [Y/n]"#,
         "c_api_retry",
         SessionState::Working,
         None,
-        r#"⏺ Let me look.
+        r"⏺ Let me look.
 
 ✻ Waiting for API response · will retry in 12s
 
 ────────────────────────────────────────
 ❯ 
-────────────────────────────────────────"#,
+────────────────────────────────────────",
     ),
     (
         "codex",
         "x_codex_queue_cut",
         SessionState::Working,
         None,
-        r#"• Running the requested command now.
+        r"• Running the requested command now.
 
 • Working (1m 16s • esc to interrupt) · 1 background terminal running · /ps to
 
@@ -442,14 +442,14 @@ Proceed with installation? [Y/n]"#,
 
 › Write tests for @filename
 
-  gpt-5.6-sol high fast · ~/dev/personal/repro"#,
+  gpt-5.6-sol high fast · ~/dev/personal/repro",
     ),
     (
         "codex",
         "x_codex_header_cut",
         SessionState::Working,
         None,
-        r#"› fix the flaky shutdown test
+        r"› fix the flaky shutdown test
 
 • I'll look at the shutdown path first.
 
@@ -457,14 +457,14 @@ Proceed with installation? [Y/n]"#,
 
 › Ask Codex to do anything
 
-  gpt-5.5 high · ~/repo"#,
+  gpt-5.5 high · ~/repo",
     ),
     (
         "codex",
         "x_codex_bg_after_turn",
         SessionState::Working,
         None,
-        r#"• Built and running at http://localhost:4173.
+        r"• Built and running at http://localhost:4173.
 
 ─ Worked for 2m 07s ──────────────────────────────────────────────
 
@@ -472,27 +472,27 @@ Proceed with installation? [Y/n]"#,
 
 › Ask Codex to do anything
 
-  gpt-5.5 high · ~/repo"#,
+  gpt-5.5 high · ~/repo",
     ),
     (
         "codex",
         "x_codex_old_box",
         SessionState::Working,
         None,
-        r#"user
+        r"user
 fix the bug
 
 ╭──────────────────────────────────────────────────────────────╮
 │ Working [.  ] reading src/main.rs                            │
 ╰──────────────────────────────────────────────────────────────╯
-                                        press Esc twice to interrupt"#,
+                                        press Esc twice to interrupt",
     ),
     (
         "codex",
         "x_codex_patch_approval",
         SessionState::Blocked,
         Some(BlockedKind::Permission),
-        r#"› rename the function
+        r"› rename the function
 
 • I'll rename it.
 
@@ -505,19 +505,19 @@ fix the bug
 › 1. Yes, proceed (y)
   2. No, and tell Codex what to do differently (esc)
 
-  Press enter to confirm or esc to cancel"#,
+  Press enter to confirm or esc to cancel",
     ),
     (
         "codex",
         "x_codex_idle_interrupted",
         SessionState::Idle,
         None,
-        r#"■ Conversation interrupted - tell the model what to do differently. Something went wrong? Hit `/feedback` to report the issue.
+        r"■ Conversation interrupted - tell the model what to do differently. Something went wrong? Hit `/feedback` to report the issue.
 
 
 › Find and fix a bug in @filename
 
-  gpt-5.5 high · ~/repo"#,
+  gpt-5.5 high · ~/repo",
     ),
     (
         "codex",
@@ -540,21 +540,21 @@ fix the bug
         "g_retry",
         SessionState::Working,
         None,
-        r#"✦ I will look at the failing test.
+        r"✦ I will look at the failing test.
 
 ⠼ Trying to reach gemini-2.5-pro (Attempt 3/10) (esc to cancel, 1m 2s)
 
 ╭──────────────────────────────────────────────────────────────────────────╮
 │ >   Type your message or @path/to/file                                   │
 ╰──────────────────────────────────────────────────────────────────────────╯
-~/project (main*)        no sandbox (see /docs)        gemini-2.5-pro (98% context left)"#,
+~/project (main*)        no sandbox (see /docs)        gemini-2.5-pro (98% context left)",
     ),
     (
         "gemini",
         "g_witty_narrow",
         SessionState::Working,
         None,
-        r#"✦ Reading files.
+        r"✦ Reading files.
 
 ⠏ Polishing the pixels...
 (esc to cancel, 12s)
@@ -562,14 +562,14 @@ fix the bug
 ────────────────────────────────────────
  > 
 ────────────────────────────────────────
- ~/project"#,
+ ~/project",
     ),
     (
         "gemini",
         "g_old_confirm_boxed",
         SessionState::Blocked,
         Some(BlockedKind::Permission),
-        r#"✦ I'll run the build.
+        r"✦ I'll run the build.
 
 ╭──────────────────────────────────────────────────────────────╮
 │ ?  Shell npm run build (Build the project)                    │
@@ -589,41 +589,41 @@ fix the bug
 
 ╭──────────────────────────────────────────────────────────────╮
 │ >   Type your message or @path/to/file                        │
-╰──────────────────────────────────────────────────────────────╯"#,
+╰──────────────────────────────────────────────────────────────╯",
     ),
     (
         "gemini",
         "g_loop",
         SessionState::Blocked,
         Some(BlockedKind::Question),
-        r#"✦ Trying again.
+        r"✦ Trying again.
 
   A potential loop was detected
 
   This can happen due to repetitive tool calls or other model behavior. Do you want to keep loop detection enabled or disable it for this session?
 
   ● 1. Keep loop detection enabled (esc)
-    2. Disable loop detection for this session"#,
+    2. Disable loop detection for this session",
     ),
     (
         "gemini",
         "g_idle_yolo",
         SessionState::Idle,
         None,
-        r#"✦ Done! The tests pass now.
+        r"✦ Done! The tests pass now.
 
                                                   YOLO mode (ctrl + y to toggle)
 ──────────────────────────────────────────────────────────────
  *   Type your message or @path/to/file
 ──────────────────────────────────────────────────────────────
- ~/project (main*)   no sandbox   Auto (Gemini 3) /model"#,
+ ~/project (main*)   no sandbox   Auto (Gemini 3) /model",
     ),
     (
         "copilot",
         "p_thinking_cut",
         SessionState::Working,
         None,
-        r#"❯ refactor utils.py
+        r"❯ refactor utils.py
 
 ● Read src/utils.py (120 lines)
 ∙ Thinking about how to split the helpers into smaller modul…
@@ -631,14 +631,14 @@ fix the bug
 ────────────────────────────────────────────────────────────
 ❯ Type @ to mention files, # for issues/PRs, / for commands, or ? for shortcuts
 ────────────────────────────────────────────────────────────
- autopilot · / commands                        Claude Sonnet 4.6 · (0%)"#,
+ autopilot · / commands                        Claude Sonnet 4.6 · (0%)",
     ),
     (
         "copilot",
         "p_dir_access",
         SessionState::Blocked,
         Some(BlockedKind::Permission),
-        r#"❯ read the logs
+        r"❯ read the logs
 
 ● I need to read /var/log/app.
 
@@ -649,32 +649,32 @@ fix the bug
 │ ❯ 1. Yes                                                       │
 │   2. Yes, and add this directory to the allowed list           │
 │   3. No, and tell Copilot what to do differently (Esc)          │
-╰────────────────────────────────────────────────────────────────╯"#,
+╰────────────────────────────────────────────────────────────────╯",
     ),
     (
         "copilot",
         "p_run_cmd",
         SessionState::Blocked,
         Some(BlockedKind::Permission),
-        r#"● Run the test suite
+        r"● Run the test suite
   $ npm test
 
  Run this command?
  ❯ 1. Yes
    2. Yes, and approve `npm` for the rest of the session
-   3. No, and tell Copilot what to do differently (Esc)"#,
+   3. No, and tell Copilot what to do differently (Esc)",
     ),
     (
         "copilot",
         "p_idle_old",
         SessionState::Idle,
         None,
-        r#"● All done.
+        r"● All done.
 
 ╭──────────────────────────────────────────────────────────────╮
 │ >  Enter @ to mention files or / for commands                 │
 ╰──────────────────────────────────────────────────────────────╯
- ~/repo [⎇ main]                                 claude-sonnet-4.5 (1x)"#,
+ ~/repo [⎇ main]                                 claude-sonnet-4.5 (1x)",
     ),
 ];
 

@@ -80,18 +80,6 @@ fn every_generated_state_gets_its_label() {
                                 }
                                 checked += 1;
                                 if let Some(f) = judge(&spec) {
-                                    if std::env::var_os("GEN_DEBUG").is_some() {
-                                        eprintln!(
-                                            "FAIL {:?} {:?} {} {:?} {:?} {} :: {}",
-                                            spec.agent,
-                                            spec.live,
-                                            spec.form,
-                                            spec.theme,
-                                            spec.wrap,
-                                            spec.width,
-                                            f.lines().next().unwrap_or("")
-                                        );
-                                    }
                                     failures.push(f);
                                 }
                             }
