@@ -15,8 +15,7 @@ use std::hint::black_box;
 use std::path::PathBuf;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use hyoka_cli::events::{AgentEvent, StreamJsonParser};
-use hyoka_cli::{LimitSet, Monitor};
+use hyoka_eval::{AgentEvent, LimitSet, Monitor, StreamJsonParser};
 
 const TARGET_BYTES: usize = 100 * 1024 * 1024;
 

@@ -1,15 +1,18 @@
 //! Repository automation, run as `cargo xtask <task>`.
 //!
-//! - `codegen`: writes the man page (`docs/man/hyoka.1`), shell completions
-//!   (`docs/completions/`) and JSON Schemas (`schemas/`) from the code itself;
-//!   `codegen --check` fails if any checked-in file differs, which CI runs to catch drift.
+//! - `codegen`: writes the JSON Schemas (`schemas/`) from the library crates' types, and the
+//!   man page (`docs/man/hyoka.1`) and shell completions (`docs/completions/`) from the
+//!   CLI's clap definition; `codegen --check` fails if any checked-in file differs, which CI
+//!   runs to catch drift.
+//!
+//! xtask depends on libraries only. The man page and completions are rendered by
+//! `hyoka-cli`'s own `codegen` test, which compares them with the checked-in files and
+//! rewrites them when `HYOKA_UPDATE_GENERATED=1`; xtask runs that test.
 //!
 //! The tidy checks (every `.rs` file opens with `//!`, …) are ordinary tests of this crate.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-
-use clap::CommandFactory;
 
 #[expect(clippy::print_stderr, reason = "xtask reports to the developer")]
 fn main() -> ExitCode {
@@ -43,25 +46,22 @@ fn root() -> PathBuf {
         .to_owned()
 }
 
-/// Every generated file: its path relative to the root, and its contents.
+/// The JSON Schemas of the records hyoka writes, by file stem: `report`, `run` and
+/// `action-timeline` (`hyoka-eval`), `ledger` (the parsed `pids.txt`, as `hyoka ps --json`
+/// and `hyoka clean --json` show it) and `respawn-event` (one line of `hyoka respawn
+/// --events`).
+fn schemas() -> Vec<(&'static str, schemars::Schema)> {
+    let mut schemas = hyoka_eval::schemas();
+    schemas.push(("ledger", schemars::schema_for!(hyoka_proctrack::Ledger)));
+    schemas.push(("respawn-event", hyoka_respawn::event_line_schema()));
+    schemas
+}
+
+/// Every generated file xtask writes itself: its path relative to the root, and its
+/// contents.
 fn artefacts() -> Vec<(PathBuf, Vec<u8>)> {
     let mut files = Vec::new();
-    let command = hyoka_cli::Cli::command();
-    let mut man = Vec::new();
-    clap_mangen::Man::new(command.clone())
-        .render(&mut man)
-        .expect("render the man page");
-    files.push((PathBuf::from("docs/man/hyoka.1"), man));
-    for (shell, name) in [
-        (clap_complete::Shell::Bash, "hyoka.bash"),
-        (clap_complete::Shell::Zsh, "_hyoka"),
-        (clap_complete::Shell::Fish, "hyoka.fish"),
-    ] {
-        let mut out = Vec::new();
-        clap_complete::generate(shell, &mut command.clone(), "hyoka", &mut out);
-        files.push((PathBuf::from("docs/completions").join(name), out));
-    }
-    for (name, schema) in hyoka_cli::schemas() {
+    for (name, schema) in schemas() {
         let mut json = serde_json::to_vec_pretty(&schema).expect("schemas serialize");
         json.push(b'\n');
         files.push((
@@ -75,6 +75,9 @@ fn artefacts() -> Vec<(PathBuf, Vec<u8>)> {
 fn codegen(check: bool) -> Result<(), Vec<String>> {
     let root = root();
     let mut stale = Vec::new();
+    if !cli_codegen(&root, check) {
+        stale.push("docs/man/hyoka.1 or docs/completions/ (hyoka-cli's codegen test)".to_owned());
+    }
     for (path, contents) in artefacts() {
         let full = root.join(&path);
         if std::fs::read(&full).ok().as_deref() == Some(contents.as_slice()) {
@@ -89,6 +92,26 @@ fn codegen(check: bool) -> Result<(), Vec<String>> {
         }
     }
     if stale.is_empty() { Ok(()) } else { Err(stale) }
+}
+
+/// Runs `hyoka-cli`'s `codegen` test, which renders the man page and completions from the
+/// clap definition: with `check`, it fails on drift; without, it rewrites the files.
+fn cli_codegen(root: &Path, check: bool) -> bool {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut command = std::process::Command::new(cargo);
+    command.current_dir(root).args([
+        "test",
+        "--quiet",
+        "-p",
+        "hyoka-cli",
+        "--test",
+        "it",
+        "codegen::",
+    ]);
+    if !check {
+        command.env("HYOKA_UPDATE_GENERATED", "1");
+    }
+    command.status().is_ok_and(|status| status.success())
 }
 
 #[cfg(test)]

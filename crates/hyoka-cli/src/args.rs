@@ -5,11 +5,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+use hyoka_eval::{EvalError, EventSource, Shard, parse_duration, parse_size};
 use hyoka_workspace::{KeepPolicy, RunId};
-
-use crate::events::EventSource;
-use crate::suite::{Shard, parse_shard};
-use crate::units::{parse_duration, parse_size};
 
 mod respawn;
 pub(crate) use self::respawn::{Backend, HookArgs, InteractiveArgs, RespawnArgs};
@@ -343,6 +340,10 @@ fn parse_keep(text: &str) -> Result<KeepPolicy, String> {
     text.parse()
 }
 
-fn parse_events(text: &str) -> Result<EventSource, String> {
+fn parse_events(text: &str) -> Result<EventSource, EvalError> {
+    text.parse()
+}
+
+fn parse_shard(text: &str) -> Result<Shard, EvalError> {
     text.parse()
 }

@@ -1,5 +1,7 @@
-//! One exit-status enum for the whole CLI, mapped to process exit codes.
+//! One exit-status enum for the whole CLI, mapped to process exit codes, and a command's
+//! failure ([`Fail`]): the message for the user and the status it maps to.
 
+use std::fmt;
 use std::process::ExitCode;
 
 /// How a command ended, as the process exit code tells it.
@@ -37,5 +39,36 @@ impl ExitStatus {
 impl From<ExitStatus> for ExitCode {
     fn from(status: ExitStatus) -> Self {
         ExitCode::from(status.code())
+    }
+}
+
+/// A command's failure: a message for the user and the exit status it maps to.
+#[derive(Debug)]
+pub(crate) struct Fail {
+    pub(crate) status: ExitStatus,
+    message: String,
+}
+
+impl Fail {
+    /// Bad input (exit 2): nothing was started.
+    pub(crate) fn usage(message: impl Into<String>) -> Self {
+        Self {
+            status: ExitStatus::Error,
+            message: message.into(),
+        }
+    }
+
+    /// A failure while running (exit 1).
+    pub(crate) fn failure(message: impl Into<String>) -> Self {
+        Self {
+            status: ExitStatus::Failure,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for Fail {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
     }
 }

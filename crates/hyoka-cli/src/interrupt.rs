@@ -1,132 +1,43 @@
-//! SIGINT, SIGTERM and SIGHUP: stop every eval cleanly, and escalate on a second signal.
-//!
-//! The first signal asks each running eval to stop its agent with the usual grace period
-//! (`termination: interrupted`) and skips evals that have not started; records are still
-//! written and workspaces removed. A second signal turns every stop into an immediate
-//! SIGKILL, and still writes the records. The command then exits 130 (SIGINT) or 143
-//! (SIGTERM, SIGHUP).
+//! SIGINT, SIGTERM and SIGHUP become stop requests of `hyoka-eval`'s [`Stopper`]: the first
+//! stops every eval (or session) cleanly, a second escalates to SIGKILL. The command then
+//! exits 130 (SIGINT) or 143 (SIGTERM, SIGHUP).
 
+use hyoka_eval::{Stop, StopLevel, StopReason, Stopper};
 use tokio::signal::unix::{SignalKind, signal};
-use tokio::sync::watch;
 
-use crate::ExitStatus;
+use crate::exit::ExitStatus;
 
-/// How hard hyoka has been asked to stop.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Level {
-    /// Not interrupted.
-    Running,
-    /// Stop with the grace period.
-    Graceful(Sig),
-    /// Stop now: SIGKILL.
-    Force(Sig),
-}
-
-/// The signal that started the interruption.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Sig {
-    Int,
-    Term,
-    Hup,
-}
-
-impl Sig {
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Self::Int => "SIGINT",
-            Self::Term => "SIGTERM",
-            Self::Hup => "SIGHUP",
-        }
-    }
-
-    pub(crate) fn exit_status(self) -> ExitStatus {
-        match self {
-            Self::Int => ExitStatus::Interrupted,
-            Self::Term | Self::Hup => ExitStatus::Terminated,
-        }
-    }
-}
-
-/// A handle every eval watches.
-#[derive(Debug, Clone)]
-pub(crate) struct Interrupt {
-    rx: watch::Receiver<Level>,
-    /// Keeps a sender alive for handles that no signal task feeds.
-    _idle: Option<std::sync::Arc<watch::Sender<Level>>>,
-}
-
-impl Interrupt {
-    /// A handle that is never interrupted.
-    pub(crate) fn never() -> Self {
-        let (tx, rx) = watch::channel(Level::Running);
-        Self {
-            rx,
-            _idle: Some(std::sync::Arc::new(tx)),
-        }
-    }
-
-    /// The level now.
-    pub(crate) fn level(&self) -> Level {
-        *self.rx.borrow()
-    }
-
-    /// Resolves once the level is at least graceful; returns the signal.
-    pub(crate) async fn requested(&mut self) -> Sig {
-        loop {
-            match *self.rx.borrow_and_update() {
-                Level::Graceful(sig) | Level::Force(sig) => return sig,
-                Level::Running => {}
-            }
-            if self.rx.changed().await.is_err() {
-                return std::future::pending().await;
-            }
-        }
-    }
-
-    /// Resolves once a forced stop is requested.
-    pub(crate) async fn forced(&mut self) {
-        loop {
-            if matches!(*self.rx.borrow_and_update(), Level::Force(_)) {
-                return;
-            }
-            if self.rx.changed().await.is_err() {
-                return std::future::pending().await;
-            }
-        }
+/// The exit status of a command stopped for `reason`.
+pub(crate) fn exit_status(reason: StopReason) -> ExitStatus {
+    match reason {
+        StopReason::Interrupt => ExitStatus::Interrupted,
+        _ => ExitStatus::Terminated,
     }
 }
 
 /// Installs the handlers. The returned task must be kept alive for the command's duration.
-pub(crate) fn install() -> std::io::Result<(Interrupt, tokio::task::JoinHandle<()>)> {
+pub(crate) fn install() -> std::io::Result<(Stop, tokio::task::JoinHandle<()>)> {
     let mut int = signal(SignalKind::interrupt())?;
     let mut term = signal(SignalKind::terminate())?;
     let mut hup = signal(SignalKind::hangup())?;
-    let (tx, rx) = watch::channel(Level::Running);
+    let (stopper, stop) = Stopper::new();
     let task = tokio::spawn(async move {
         loop {
-            let sig = tokio::select! {
-                Some(()) = int.recv() => Sig::Int,
-                Some(()) = term.recv() => Sig::Term,
-                Some(()) = hup.recv() => Sig::Hup,
+            let reason = tokio::select! {
+                Some(()) = int.recv() => StopReason::Interrupt,
+                Some(()) = term.recv() => StopReason::Terminate,
+                Some(()) = hup.recv() => StopReason::Hangup,
                 else => return,
             };
-            let next = match *tx.borrow() {
-                Level::Running => {
-                    tracing::warn!(
-                        "{}: stopping every eval (again to kill at once)",
-                        sig.name()
-                    );
-                    Level::Graceful(sig)
-                }
-                Level::Graceful(first) | Level::Force(first) => {
-                    tracing::warn!("{}: killing every process now", sig.name());
-                    Level::Force(first)
-                }
-            };
-            if tx.send(next).is_err() {
-                return;
+            if let StopLevel::Graceful(_) = stopper.request(reason) {
+                tracing::warn!(
+                    "{}: stopping every eval (again to kill at once)",
+                    reason.name()
+                );
+            } else {
+                tracing::warn!("{}: killing every process now", reason.name());
             }
         }
     });
-    Ok((Interrupt { rx, _idle: None }, task))
+    Ok((stop, task))
 }

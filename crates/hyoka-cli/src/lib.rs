@@ -6,143 +6,22 @@
 
 mod args;
 mod cmd;
-mod eval;
-pub mod events;
 mod exit;
+mod harness;
+mod hooks;
+mod input;
 mod interrupt;
-mod limits;
 mod out;
-mod output;
-mod phases;
-mod records;
-mod report;
-mod suite;
-mod timeline;
 mod tty;
-mod units;
-mod watch;
-
-use std::fmt;
 
 use tracing_subscriber::EnvFilter;
 
 pub use crate::args::Cli;
 pub use crate::exit::ExitStatus;
-pub use crate::limits::{LimitSet, Monitor};
-pub use crate::report::{
-    Cleanup, Counts, EvalSummary, Limits, Report, RunSummary, Status, Termination, Totals,
-};
-pub use crate::suite::Shard;
+
+use crate::exit::Fail;
 
 use crate::args::Command;
-
-/// The JSON Schemas of the records hyoka writes, by file stem: `report` (`report.json`),
-/// `run` (`run.json`), `action-timeline` (`action_timeline.json`), `ledger` (the parsed
-/// `pids.txt`, as `hyoka ps --json` and `hyoka clean --json` show it) and `respawn-event`
-/// (one line of `hyoka respawn --events`). `cargo xtask codegen`
-/// writes them to `schemas/`.
-pub fn schemas() -> Vec<(&'static str, schemars::Schema)> {
-    vec![
-        ("report", schemars::schema_for!(Report)),
-        ("run", schemars::schema_for!(RunSummary)),
-        ("action-timeline", schemars::schema_for!(timeline::Timeline)),
-        ("ledger", schemars::schema_for!(hyoka_proctrack::Ledger)),
-        ("respawn-event", schemars::schema_for!(RespawnEventLine)),
-    ]
-}
-
-/// One line of `hyoka respawn --events FILE`.
-#[derive(schemars::JsonSchema)]
-#[expect(dead_code, reason = "describes the lines for the JSON Schema only")]
-struct RespawnEventLine {
-    /// Milliseconds since the controller started.
-    t_ms: u64,
-    /// RFC 3339 wall-clock time.
-    time: String,
-    /// The event.
-    #[serde(flatten)]
-    body: RespawnEventBody,
-}
-
-/// A controller event, or one of the two lines the command adds at the end.
-#[derive(schemars::JsonSchema)]
-#[serde(untagged)]
-#[expect(dead_code, reason = "describes the lines for the JSON Schema only")]
-enum RespawnEventBody {
-    /// An event of the respawn state machine or its driver.
-    Controller(hyoka_respawn::Event),
-    /// How the session ended.
-    Finished {
-        /// Always `finished`.
-        event: FinishedTag,
-        /// `budget_exhausted`, `session_ended`, `interrupted`, `session_lost`, …
-        outcome: String,
-        /// Cycles completed.
-        cycles: u64,
-        /// The agent's exit code, when it exited.
-        exit_code: Option<i32>,
-        /// The signal that ended the agent, when one did.
-        exit_signal: Option<i32>,
-    },
-    /// What the final teardown stopped.
-    Teardown {
-        /// Always `teardown`.
-        event: TeardownTag,
-        /// Processes of the session seen.
-        processes_seen: u64,
-        /// Processes stopped by hyoka.
-        processes_killed: u64,
-        /// Processes still running (should be 0).
-        survivors: u64,
-    },
-}
-
-#[derive(schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-#[expect(dead_code, reason = "describes the lines for the JSON Schema only")]
-enum FinishedTag {
-    /// The `finished` line.
-    Finished,
-}
-
-#[derive(schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-#[expect(dead_code, reason = "describes the lines for the JSON Schema only")]
-enum TeardownTag {
-    /// The `teardown` line.
-    Teardown,
-}
-
-/// A command's failure: a message for the user and the exit status it maps to.
-#[derive(Debug)]
-pub(crate) struct Fail {
-    status: ExitStatus,
-    message: String,
-}
-
-impl Fail {
-    /// Bad input (exit 2): nothing was started.
-    pub(crate) fn usage(message: impl Into<String>) -> Self {
-        Self {
-            status: ExitStatus::Error,
-            message: message.into(),
-        }
-    }
-
-    /// A failure while running (exit 1).
-    pub(crate) fn failure(message: impl Into<String>) -> Self {
-        Self {
-            status: ExitStatus::Failure,
-            message: message.into(),
-        }
-    }
-}
-
-impl fmt::Display for Fail {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
 
 /// Runs the parsed command line and returns its exit status. Errors are printed to stderr as
 /// one `error:` line.
@@ -172,7 +51,7 @@ pub fn main(cli: Cli) -> ExitStatus {
 async fn dispatch(command: Command) -> Result<ExitStatus, Fail> {
     match command {
         Command::Run(args) => cmd::run::exec(args).await,
-        Command::Clean(args) => cmd::clean::exec(args).await,
+        Command::Clean(args) => cmd::cleanup::exec(args).await,
         Command::Ps(args) => cmd::ps::exec(&args),
         Command::Detect(args) => cmd::detect::exec(&args),
         Command::Demo(args) => cmd::demo::exec(args).await,

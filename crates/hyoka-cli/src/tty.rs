@@ -6,6 +6,7 @@ use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use hyoka_respawn::Size;
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::termios::{OptionalActions, Termios, isatty, tcgetattr, tcgetwinsize, tcsetattr};
 use tokio::sync::{mpsc, oneshot};
@@ -20,9 +21,9 @@ pub(crate) fn interactive() -> bool {
 }
 
 /// The size of the terminal on stdout, if it is one.
-pub(crate) fn size() -> Option<hyoka_respawn::Size> {
+pub(crate) fn size() -> Option<Size> {
     let size = tcgetwinsize(std::io::stdout().as_fd()).ok()?;
-    (size.ws_row > 0 && size.ws_col > 0).then_some(hyoka_respawn::Size {
+    (size.ws_row > 0 && size.ws_col > 0).then_some(Size {
         rows: size.ws_row,
         cols: size.ws_col,
     })
@@ -122,5 +123,73 @@ impl KeyReader {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+    }
+}
+
+/// The user's terminal while the session runs.
+pub(crate) struct UserTerminal {
+    raw: Option<RawMode>,
+    keys: Option<KeyReader>,
+    resize_task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl UserTerminal {
+    /// Stops reading keys, restores the terminal, stops forwarding resizes.
+    pub(crate) fn stop(self) {
+        if let Some(keys) = self.keys {
+            keys.stop();
+        }
+        drop(self.raw);
+        if let Some(task) = self.resize_task {
+            task.abort();
+        }
+    }
+}
+
+pub(crate) type UserInputs = (
+    UserTerminal,
+    Option<mpsc::Receiver<Vec<u8>>>,
+    Option<oneshot::Receiver<()>>,
+    Option<mpsc::Receiver<Size>>,
+);
+
+/// Raw mode, the key reader and resize forwarding, when mirroring to a terminal.
+pub(crate) fn user_terminal(interactive: bool) -> UserInputs {
+    if !interactive {
+        let user = UserTerminal {
+            raw: None,
+            keys: None,
+            resize_task: None,
+        };
+        return (user, None, None, None);
+    }
+    let raw = RawMode::enter();
+    let (reader, keys, detach) = KeyReader::start();
+    let (resize_tx, resize_rx) = mpsc::channel(4);
+    let user = UserTerminal {
+        raw: Some(raw),
+        keys: Some(reader),
+        resize_task: Some(tokio::spawn(forward_resizes(resize_tx))),
+    };
+    (user, Some(keys), Some(detach), Some(resize_rx))
+}
+
+async fn forward_resizes(tx: mpsc::Sender<Size>) {
+    let Ok(mut winch) =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::window_change())
+    else {
+        return;
+    };
+    let mut last = size();
+    while winch.recv().await.is_some() {
+        let size = size();
+        // Ink redraws everything on SIGWINCH: forward only real changes.
+        if size != last
+            && let Some(size) = size
+            && tx.send(size).await.is_err()
+        {
+            return;
+        }
+        last = size;
     }
 }

@@ -370,10 +370,18 @@ fn parse_entry(raw: &[u8], self_pid: i32) -> Result<LedgerEntry, &'static str> {
     })
 }
 
-/// Writes `bytes` to `path` atomically (temporary file, fsync, rename, fsync of the directory).
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ProcTrackError> {
+/// Writes `bytes` to `path` atomically (temporary file, fsync, rename, fsync of the directory):
+/// readers see the old file or the new one, never a torn one, even if the writer dies
+/// mid-write. The ledger and every record of `hyoka-eval` are written through it.
+///
+/// # Errors
+/// [`ProcTrackError::Io`] naming the step that failed; the temporary file is removed.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ProcTrackError> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let dir = path.parent().unwrap_or(Path::new("."));
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let tmp = dir.join(format!(
         ".{name}.tmp-{}-{}",

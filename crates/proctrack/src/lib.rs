@@ -143,7 +143,9 @@ pub use crate::error::ProcTrackError;
 #[cfg(feature = "mock")]
 pub use crate::fake::{FAKE_BOOT_ID, FAKE_SELF_PID, FakeCall, FakeClock, FakeSystem, OnTerm};
 pub use crate::identity::{BootId, Identity, ProcInfo, ProcRef, parse_stat, parse_stat_cpu_ticks};
-pub use crate::ledger::{EvalPath, LEDGER_FILE, Ledger, LedgerEntry, LedgerProblem, ParsedLedger};
+pub use crate::ledger::{
+    EvalPath, LEDGER_FILE, Ledger, LedgerEntry, LedgerProblem, ParsedLedger, write_atomic,
+};
 pub use crate::lock::{LOCK_FILE, LockState, OwnerLock};
 #[cfg(feature = "mock")]
 pub use crate::proc_table::MockProcTable;

@@ -118,10 +118,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         for w in handle.written() {
             println!("  {w:?}");
         }
-        println!(
-            "\nended: {:?} after {} cycle(s)",
-            report.outcome, report.cycles
-        );
+        println!("\nended: {:?} after {} cycle(s)", report.end, report.cycles);
         Ok(())
     })
 }

@@ -10,7 +10,7 @@ pub const DEFAULT_UPDATE_PROMPT: &str = "write a brief progress summary to CLAUD
 
 /// Everything the respawn [`Machine`](crate::Machine) can be told.
 ///
-/// Defaults are Codeman's (`respawn-reference.md` §2.1) except where hyoka decided otherwise;
+/// Defaults are Codeman's (`docs/respawn.md` §2.1) except where hyoka decided otherwise;
 /// each such field says so. Durations of zero where zero makes no sense fall back to the
 /// default in [`RespawnConfig::normalized`], as Codeman's constructor does.
 #[derive(Debug, Clone, PartialEq, Eq)]

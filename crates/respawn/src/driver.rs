@@ -55,10 +55,10 @@ pub struct DriverInputs {
     pub activity: Option<mpsc::Receiver<ProcessActivity>>,
 }
 
-/// How a driven session ended.
+/// Why a driven session ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum Outcome {
+pub enum SessionEnd {
     /// The shutdown future completed (SIGINT, SIGTERM).
     Interrupted,
     /// `max_cycles` cycles completed.
@@ -73,6 +73,19 @@ pub enum Outcome {
         /// What failed.
         error: String,
     },
+}
+
+impl SessionEnd {
+    /// The snake_case name (`interrupted`, `budget_exhausted`, `session_ended`,
+    /// `session_lost`), as `hyoka respawn` records it.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Interrupted => "interrupted",
+            Self::BudgetExhausted { .. } => "budget_exhausted",
+            Self::SessionEnded => "session_ended",
+            Self::SessionLost { .. } => "session_lost",
+        }
+    }
 }
 
 /// Settings of the driver itself.
@@ -94,7 +107,7 @@ impl Default for DriverOptions {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Report {
     /// Why the loop ended.
-    pub outcome: Outcome,
+    pub end: SessionEnd,
     /// How the session's process ended (after it was stopped, if it had to be).
     pub exit: Exit,
     /// Cycles started.
@@ -136,7 +149,7 @@ pub struct Driver<T, M, O> {
     options: DriverOptions,
     running: JoinSet<CheckResult>,
     aborts: HashMap<(Checker, u64), AbortHandle>,
-    end: Option<Outcome>,
+    end: Option<SessionEnd>,
 }
 
 impl<T, M, O> std::fmt::Debug for Driver<T, M, O> {
@@ -152,7 +165,7 @@ impl<T, M, O> std::fmt::Debug for Driver<T, M, O> {
     clippy::disallowed_methods,
     reason = "the driver is where time is read; the machine only receives it"
 )]
-fn now() -> Instant {
+pub(crate) fn now() -> Instant {
     tokio::time::Instant::now().into_std()
 }
 
@@ -190,7 +203,7 @@ impl<T: Terminal, M: SessionModel, O: Observer> Driver<T, M, O> {
     /// and the session's whole process group (SIGTERM, `grace`, SIGKILL).
     ///
     /// # Errors
-    /// Never for the session's own failures (those end the loop with an [`Outcome`]); only
+    /// Never for the session's own failures (those end the loop with an [`SessionEnd`]); only
     /// when stopping the session fails.
     pub async fn run(
         mut self,
@@ -207,7 +220,7 @@ impl<T: Terminal, M: SessionModel, O: Observer> Driver<T, M, O> {
                 .map(tokio::time::Instant::from_std);
             tokio::select! {
                 biased;
-                () = &mut shutdown => self.end = Some(Outcome::Interrupted),
+                () = &mut shutdown => self.end = Some(SessionEnd::Interrupted),
                 Some(result) = self.running.join_next(), if !self.running.is_empty() => {
                     self.check_done(result).await;
                 }
@@ -284,43 +297,41 @@ impl<T: Terminal, M: SessionModel, O: Observer> Driver<T, M, O> {
                     self.lost(&err);
                 }
             }
-            Action::StartIdleCheck { id, max_context } => {
+            Action::StartCheck {
+                checker,
+                id,
+                max_context,
+            } => {
                 let context = self.model.context(max_context);
-                let checker = self.checkers.idle.clone();
+                let checkers = self.checkers.clone();
                 let abort = self.running.spawn(async move {
-                    let result = match checker {
-                        Some(checker) => checker.check_idle(&context).await,
-                        None => Err(no_checker()),
-                    };
-                    CheckResult::Idle(id, result)
+                    match checker {
+                        Checker::Idle => CheckResult::Idle(
+                            id,
+                            match checkers.idle {
+                                Some(checker) => checker.check_idle(&context).await,
+                                None => Err(no_checker()),
+                            },
+                        ),
+                        Checker::Plan => CheckResult::Plan(
+                            id,
+                            match checkers.plan {
+                                Some(checker) => checker.check_plan(&context).await,
+                                None => Err(no_checker()),
+                            },
+                        ),
+                    }
                 });
-                self.aborts.insert((Checker::Idle, id), abort);
+                self.aborts.insert((checker, id), abort);
             }
-            Action::StartPlanCheck { id, max_context } => {
-                let context = self.model.context(max_context);
-                let checker = self.checkers.plan.clone();
-                let abort = self.running.spawn(async move {
-                    let result = match checker {
-                        Some(checker) => checker.check_plan(&context).await,
-                        None => Err(no_checker()),
-                    };
-                    CheckResult::Plan(id, result)
-                });
-                self.aborts.insert((Checker::Plan, id), abort);
-            }
-            Action::CancelIdleCheck { id } => {
-                if let Some(abort) = self.aborts.remove(&(Checker::Idle, id)) {
-                    abort.abort();
-                }
-            }
-            Action::CancelPlanCheck { id } => {
-                if let Some(abort) = self.aborts.remove(&(Checker::Plan, id)) {
+            Action::CancelCheck { checker, id } => {
+                if let Some(abort) = self.aborts.remove(&(checker, id)) {
                     abort.abort();
                 }
             }
             Action::ResetContext => self.model.reset_context(),
             Action::StopSession => {
-                self.end = Some(Outcome::BudgetExhausted {
+                self.end = Some(SessionEnd::BudgetExhausted {
                     cycles: self.machine.cycles(),
                 });
             }
@@ -347,12 +358,12 @@ impl<T: Terminal, M: SessionModel, O: Observer> Driver<T, M, O> {
     async fn session_ended(&mut self) {
         let code = self.terminal.exit().and_then(|e| e.code);
         self.step(Input::SessionExited { code }, now()).await;
-        self.end = Some(Outcome::SessionEnded);
+        self.end = Some(SessionEnd::SessionEnded);
     }
 
     fn lost(&mut self, err: &RespawnError) {
         if self.end.is_none() {
-            self.end = Some(Outcome::SessionLost {
+            self.end = Some(SessionEnd::SessionLost {
                 error: err.to_string(),
             });
         }
@@ -363,7 +374,7 @@ impl<T: Terminal, M: SessionModel, O: Observer> Driver<T, M, O> {
         self.running.shutdown().await;
         let exit = self.terminal.stop(self.options.grace).await?;
         Ok(Report {
-            outcome: self.end.unwrap_or(Outcome::Interrupted),
+            end: self.end.unwrap_or(SessionEnd::Interrupted),
             exit,
             cycles: self.machine.cycles(),
         })

@@ -3,8 +3,8 @@
 use std::io;
 use std::path::PathBuf;
 
-/// Everything that can go wrong outside the (infallible) machine: starting, talking to and
-/// stopping a session, running a checker, the hook socket.
+/// Everything that can go wrong outside the (infallible) machine: starting, tracking,
+/// talking to and stopping a session, running a checker, the hook socket.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RespawnError {
@@ -73,6 +73,53 @@ pub enum RespawnError {
         /// Why.
         #[source]
         source: io::Error,
+    },
+    /// A supervised session could not be tracked (its ledger and owner lock).
+    #[error("cannot track the session: {source}")]
+    Track {
+        /// Why.
+        #[source]
+        source: hyoka_proctrack::ProcTrackError,
+    },
+    /// A terminal backend cannot be used on this machine.
+    #[error("{backend} cannot be used: {source}")]
+    Backend {
+        /// `tmux`.
+        backend: &'static str,
+        /// Why.
+        #[source]
+        source: Box<RespawnError>,
+    },
+    /// The agent could not be started on a backend.
+    #[error("cannot start {program:?} in {backend}: {source}")]
+    Start {
+        /// The program.
+        program: String,
+        /// `tmux`.
+        backend: &'static str,
+        /// Why.
+        #[source]
+        source: Box<RespawnError>,
+    },
+    /// The event log could not be created.
+    #[error("cannot create the event log {path}: {source}")]
+    Log {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+    /// Claude Code's settings file could not be read, is not what Claude Code writes (it is
+    /// left untouched), or could not be written.
+    #[error("{message}")]
+    ClaudeSettings {
+        /// The settings file.
+        path: PathBuf,
+        /// What is wrong, naming the file.
+        message: String,
+        /// Whether the file (or the directory) is the problem rather than the system.
+        bad_input: bool,
     },
     /// A hook message was not valid.
     #[error("invalid hook message: {reason}")]

@@ -1,7 +1,7 @@
 //! What the machine reports: its states, steps, timers, and the events it emits.
 //!
 //! Events carry no timestamps; the driver stamps them when it writes them out. Their names
-//! and fields follow Codeman's events (`respawn-reference.md` §1.7) in snake case, with
+//! and fields follow Codeman's events (`docs/respawn.md` §1.7) in snake case, with
 //! typed reasons where Codeman logs a free-text line.
 
 use std::fmt;

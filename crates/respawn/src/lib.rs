@@ -1,7 +1,7 @@
 //! The respawn controller: cycle an interactive agent session only when it is really idle.
 //!
 //! A port of Codeman's respawn controller (its 13 states, named timers, transitions T1–T47,
-//! gate chain, step confirmation, AI checks and plan auto-accept; `respawn-reference.md`
+//! gate chain, step confirmation, AI checks and plan auto-accept; `docs/respawn.md`
 //! §1–§6), as a sans-IO state machine with a thin tokio driver, plus the safety rules a
 //! session left running for hours needs: it never types into a session that works or waits
 //! for a human.
@@ -117,7 +117,7 @@
 //!
 //! # Decisions on Codeman's quirks
 //!
-//! From `respawn-reference.md` §5b and §5d; each is a test named after its item.
+//! From `docs/respawn.md` §5b and §5d; each is a test named after its item.
 //!
 //! | item | decision |
 //! |---|---|
@@ -152,30 +152,44 @@
     reason = "decisions are sans-IO: no clock, no environment"
 )]
 
+mod claude_hooks;
 mod config;
 mod driver;
 mod error;
 mod event;
+mod event_log;
 mod gate;
 mod hook;
 mod machine;
 mod model;
+#[cfg(feature = "schema")]
+mod schema;
+mod supervise;
 mod terminal;
 
+pub use crate::claude_hooks::{HooksInstalled, install_claude_hooks};
 pub use crate::config::{AiCheckConfig, DEFAULT_UPDATE_PROMPT, RespawnConfig};
 pub use crate::driver::{
-    AiCheckers, Driver, DriverInputs, DriverOptions, NoObserver, Observer, Outcome, Report,
+    AiCheckers, Driver, DriverInputs, DriverOptions, NoObserver, Observer, Report, SessionEnd,
 };
 pub use crate::error::RespawnError;
 pub use crate::event::{
     AutoAcceptSkip, BlockReason, CheckSkip, Checker, Event, Stale, State, Step, TimerName,
 };
+pub use crate::event_log::EventLog;
 pub use crate::gate::{FnGate, Gate, GateContext};
 pub use crate::hook::{HOOK_EVENT_NAMES, HookListener, HookMessage, is_hook_event_name, send_hook};
 pub use crate::machine::{Action, Input, Keys, Machine, Status, TimerInfo};
 pub use crate::model::{DetectorModel, SessionModel};
+#[cfg(feature = "schema")]
+pub use crate::schema::event_line_schema;
+pub use crate::supervise::{
+    Backend, CHECKER_EVAL, Driven, Finished, SESSION_EVAL, SOCKET_ENV, Session, SessionOptions,
+    Supervised,
+};
 pub use crate::terminal::{
     Exit, PtyTerminal, Signal, Size, SpawnOptions, Terminal, TmuxOptions, TmuxTerminal,
+    valid_tmux_name,
 };
 #[cfg(feature = "mock")]
 pub use crate::terminal::{FakeHandle, FakeTerminal, MockTerminal, Written};

@@ -25,7 +25,7 @@ pub(crate) use self::fake::{FakeHandle, FakeTerminal, Written};
 #[cfg(feature = "mock")]
 pub use self::fake::{FakeHandle, FakeTerminal, Written};
 pub use self::pty::PtyTerminal;
-pub use self::tmux::{TmuxOptions, TmuxTerminal};
+pub use self::tmux::{TmuxOptions, TmuxTerminal, valid_tmux_name};
 
 /// A terminal size in character cells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

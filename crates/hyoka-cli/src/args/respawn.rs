@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
-use crate::units::parse_duration;
+use hyoka_eval::parse_duration;
 
 /// Where the agent runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -17,16 +17,6 @@ pub enum Backend {
     /// re-attached with `--tmux-session`.
     Tmux,
 }
-
-/// The detector profiles `--profile` accepts.
-pub(crate) const PROFILES: &[&str] = &[
-    "claude-code",
-    "codex",
-    "gemini",
-    "copilot",
-    "aider",
-    "generic",
-];
 
 /// `hyoka respawn`.
 #[derive(Debug, Args)]
@@ -202,7 +192,7 @@ pub struct InteractiveArgs {
 }
 
 fn parse_positive(text: &str) -> Result<Duration, String> {
-    let duration = parse_duration(text)?;
+    let duration = parse_duration(text).map_err(|e| e.to_string())?;
     if duration.is_zero() {
         return Err(format!("invalid duration {text:?}: must be more than zero"));
     }
@@ -210,12 +200,14 @@ fn parse_positive(text: &str) -> Result<Duration, String> {
 }
 
 fn parse_profile(text: &str) -> Result<String, String> {
-    if PROFILES.contains(&text) {
+    let mut names = hyoka_idle_detect::Profile::builtin_names();
+    if names.any(|name| name == text) {
         Ok(text.to_owned())
     } else {
+        let names: Vec<&str> = hyoka_idle_detect::Profile::builtin_names().collect();
         Err(format!(
             "unknown profile {text:?} (one of: {})",
-            PROFILES.join(", ")
+            names.join(", ")
         ))
     }
 }

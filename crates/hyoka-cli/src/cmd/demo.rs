@@ -12,20 +12,25 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant, SystemTime};
 
-use hyoka_workspace::{EvalId, KeepPolicy};
+use hyoka_eval::{
+    CleanupOptions, Containment, EvalSpec, NoObserver, Report, RunOutcome, RunPlan, Settings,
+    Status, Stop, Suite, Timeline, WorkspaceAction, clean_abandoned,
+};
+use hyoka_idle_detect::{Detector, DetectorConfig, Profile};
+use hyoka_proctrack::Ledger;
+use hyoka_respawn::{
+    AiCheckers, Backend, DetectorModel, Event, EventLog, Machine, Observer, RespawnConfig, Session,
+    SessionEnd, SessionOptions, SpawnOptions, Supervised,
+};
+use serde_json::Value;
 
-use crate::args::{CleanArgs, DemoArgs};
-use crate::cmd::run::{RunOutcome, RunPlan, RunPlanContext, default_run_id, execute};
-use crate::eval::{EvalPhases, EvalSpec};
-use crate::events::EventSource;
-use crate::interrupt::Interrupt;
-use crate::limits::LimitSet;
+use crate::args::DemoArgs;
+use crate::exit::{ExitStatus, Fail};
+use crate::input::{check_reports_dir, default_run_id, require_dir};
 use crate::out::{outln, style};
-use crate::report::{Report, Status};
-use crate::suite::{PhaseCommand, Readiness, ServiceSpec};
-use crate::{ExitStatus, Fail};
 
 /// What the demo found and stopped, for the closing summary.
 #[derive(Default)]
@@ -46,8 +51,8 @@ pub(crate) async fn exec(args: DemoArgs) -> Result<ExitStatus, Fail> {
         .workspace_root
         .clone()
         .unwrap_or_else(std::env::temp_dir);
-    crate::cmd::run::require_dir(&workspace_root, "workspace root")?;
-    crate::cmd::run::check_reports_dir(&args.reports)?;
+    require_dir(&workspace_root, "workspace root")?;
+    check_reports_dir(&args.reports)?;
     let (h, good, bad, dim) = (style::HEAD, style::GOOD, style::BAD, style::DIM);
     crate::out::set_quiet(args.json);
     outln!("{h}hyoka demo{h:#}: contained workspaces and processes, live limits, honest records\n");
@@ -104,7 +109,7 @@ pub(crate) async fn exec(args: DemoArgs) -> Result<ExitStatus, Fail> {
 async fn step_respawn(exe: &OsString, reports: &Path, tally: &mut Tally) -> Result<PathBuf, Fail> {
     let (h, dim, note) = (style::HEAD, style::DIM, style::NOTE);
     outln!("\n{h}4. An interactive session is cycled, only when it is idle{h:#}");
-    let cycle = crate::cmd::respawn::demo_cycle(exe, reports).await?;
+    let cycle = demo_cycle(exe, reports).await?;
     outln!(
         "   steps       {note}{}{note:#} ({} cycle), typed only at the idle prompt ({} keys while busy)",
         cycle.steps.join(" → "),
@@ -112,7 +117,7 @@ async fn step_respawn(exe: &OsString, reports: &Path, tally: &mut Tally) -> Resu
         cycle.typed_while_busy
     );
     outln!("   events      {dim}{}{dim:#}", cycle.events.display());
-    tally.ok &= cycle.exit == Some(0) && cycle.cycles == 1 && cycle.typed_while_busy == 0;
+    tally.ok &= cycle.ok && cycle.cycles == 1 && cycle.typed_while_busy == 0;
     Ok(cycle.events)
 }
 
@@ -127,8 +132,10 @@ async fn step_eval(
     outln!(
         "{h}1. An eval with a service, a build and a review; the agent leaves escapees behind{h:#}"
     );
-    let eval = run_one(reports, root, full_eval(exe)).await?;
-    let report = &eval.outcome.reports[0];
+    let [full, _] = <[EvalSpec; 2]>::try_from(demo_evals(exe)?)
+        .map_err(|_| Fail::failure("the demo's suite has two evals"))?;
+    let eval = run_one(reports, root, full).await?;
+    let report = &eval.reports[0];
     tally.add(report);
     outln!(
         "   agent       {} turns, {} tool calls, {} files ({} bytes), exit code {}",
@@ -173,7 +180,7 @@ async fn step_eval(
         );
     }
     outln!("   result      {}", status_text(report));
-    Ok(Some(eval.run_dir))
+    Ok(Some(eval.run_dir.clone()))
 }
 
 /// Step 2: a limit stops a runaway agent at once.
@@ -185,8 +192,10 @@ async fn step_limit(
 ) -> Result<Option<PathBuf>, Fail> {
     let (h, good, bad) = (style::HEAD, style::GOOD, style::BAD);
     outln!("\n{h}2. A limit stops a runaway agent at once{h:#}");
-    let limited = run_one(reports, root, limited_eval(exe)).await?;
-    let report = &limited.outcome.reports[0];
+    let [_, runaway] = <[EvalSpec; 2]>::try_from(demo_evals(exe)?)
+        .map_err(|_| Fail::failure("the demo's suite has two evals"))?;
+    let limited = run_one(reports, root, runaway).await?;
+    let report = &limited.reports[0];
     tally.add(report);
     let limit_ok = report.termination.as_str() == "max_turns" && report.status == Status::Failed;
     tally.ok &= limit_ok;
@@ -201,7 +210,7 @@ async fn step_limit(
             "did NOT fail"
         }
     );
-    Ok(Some(limited.run_dir))
+    Ok(Some(limited.run_dir.clone()))
 }
 
 /// Step 3: hyoka is SIGKILLed mid-run and `hyoka clean` repairs it.
@@ -256,24 +265,21 @@ impl Tally {
 
 /// One line from `action_timeline.json`'s summary.
 fn timeline_summary(path: &Path) -> Option<String> {
-    let timeline: serde_json::Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
-    let summary = timeline.get("summary")?;
-    let tools: Vec<String> = summary
-        .get("tools")?
-        .as_object()?
-        .iter()
+    let timeline: Timeline = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
+    let summary = &timeline.summary;
+    let tools: Vec<String> = (summary.tools.iter())
         .map(|(name, n)| format!("{name} ×{n}"))
         .collect();
     Some(format!(
         "{} events: {} turns, tool calls {}, {} files created (action_timeline.json)",
-        summary.get("events")?,
-        summary.get("turns")?,
+        summary.events,
+        summary.turns,
         if tools.is_empty() {
             "none".to_owned()
         } else {
             tools.join(", ")
         },
-        summary.get("files_created")?
+        summary.files_created
     ))
 }
 
@@ -289,33 +295,20 @@ fn status_text(report: &Report) -> String {
     }
 }
 
-struct DemoRun {
-    outcome: RunOutcome,
-    run_dir: PathBuf,
-}
-
-async fn run_one(reports: &Path, workspace_root: &Path, spec: EvalSpec) -> Result<DemoRun, Fail> {
-    let run_id = default_run_id();
-    let run_dir = reports.join(run_id.as_str());
-    let plan = RunPlan {
-        ctx: RunPlanContext {
-            run_dir: run_dir.clone(),
-            run_id,
-            workspace_root: workspace_root.to_owned(),
-            keep: KeepPolicy::Never,
-            name_with_eval: true,
-            shim_grace: Duration::from_secs(2),
-        },
-        evals: vec![spec],
-        workers: 1,
+/// Runs one eval with `hyoka-eval`, contained like `hyoka run`'s, silently.
+async fn run_one(
+    reports: &Path,
+    workspace_root: &Path,
+    spec: EvalSpec,
+) -> Result<RunOutcome, Fail> {
+    let plan = RunPlan::new(default_run_id(), reports, workspace_root, vec![spec]);
+    let containment = Containment {
+        shim: Some(crate::harness::shim()?),
+        shim_grace: Some(Duration::from_secs(2)),
     };
-    let outcome = execute(
-        &plan,
-        crate::cmd::run::Progress::silent(),
-        Interrupt::never(),
-    )
-    .await?;
-    Ok(DemoRun { outcome, run_dir })
+    hyoka_eval::run_tracked(&plan, containment, Stop::never(), Arc::new(NoObserver))
+        .await
+        .map_err(crate::harness::run_failure)
 }
 
 fn sim(exe: &OsString, args: &[&str]) -> Vec<OsString> {
@@ -324,60 +317,44 @@ fn sim(exe: &OsString, args: &[&str]) -> Vec<OsString> {
         .collect()
 }
 
-fn spec(id: &str, command: Vec<OsString>) -> EvalSpec {
-    EvalSpec {
-        eval_id: EvalId::new(id).expect("demo ids are valid"),
-        command,
-        starter: None,
-        timeout: Duration::from_secs(30),
-        grace: Duration::from_secs(1),
-        env: Vec::new(),
-        limits: LimitSet::default(),
-        events: EventSource::StreamJson,
-        phases: EvalPhases::default(),
-    }
-}
+/// The demo's two evals as a suite file gives them; `SIM` stands for this executable's
+/// simulated agent (`<hyoka> sim-agent`).
+const SUITE: &str = r#"
+defaults: { timeout: 30s, grace: 1s, events: stream-json }
+evals:
+  - id: demo
+    command: [SIM, --files, 5, --turns, 3, --escapees]
+    services:
+      - { name: helper, command: [SIM, --role, service], ready: { file: .service-ready }, timeout: 10s }
+    build: { command: [sh, -c, "test -s src/file_000.txt && echo build ok"], timeout: 10s }
+    review: { command: [SIM, --role, review], timeout: 10s }
+  - id: runaway
+    command: [SIM, --turns, 200, --files, 0, --turn-delay, 20ms]
+    limits: { max_turns: 3 }
+"#;
 
-fn full_eval(exe: &OsString) -> EvalSpec {
-    let mut eval = spec(
-        "demo",
-        sim(exe, &["--files", "5", "--turns", "3", "--escapees"]),
-    );
-    eval.phases = EvalPhases {
-        services: vec![ServiceSpec {
-            name: "helper".to_owned(),
-            command: sim(exe, &["--role", "service"]),
-            ready: Readiness::File(".service-ready".into()),
-            timeout: Duration::from_secs(10),
-            env: Vec::new(),
-        }],
-        build: Some(PhaseCommand {
-            command: vec![
-                "sh".into(),
-                "-c".into(),
-                "test -s src/file_000.txt && echo build ok".into(),
-            ],
-            timeout: Duration::from_secs(10),
-        }),
-        review: Some(PhaseCommand {
-            command: sim(exe, &["--role", "review"]),
-            timeout: Duration::from_secs(10),
-        }),
-        ..EvalPhases::default()
+/// The demo's evals (the full one, then the runaway one), with `SIM` resolved.
+fn demo_evals(exe: &OsString) -> Result<Vec<EvalSpec>, Fail> {
+    let suite = Suite::from_yaml(SUITE, Path::new("demo.yaml"))
+        .map_err(|e| Fail::failure(format!("the demo's suite: {e}")))?;
+    let resolve = |argv: &mut Vec<OsString>| {
+        if argv.first().is_some_and(|p| p == "SIM") {
+            argv.splice(0..1, [exe.clone(), "sim-agent".into()]);
+        }
     };
-    eval
-}
-
-fn limited_eval(exe: &OsString) -> EvalSpec {
-    let mut eval = spec(
-        "runaway",
-        sim(
-            exe,
-            &["--turns", "200", "--files", "0", "--turn-delay", "20ms"],
-        ),
-    );
-    eval.limits.max_turns = 3;
-    eval
+    let mut evals = suite.specs(&Settings::default(), None);
+    for eval in &mut evals {
+        resolve(&mut eval.command);
+        eval.phases
+            .services
+            .iter_mut()
+            .for_each(|s| resolve(&mut s.command));
+        eval.phases
+            .review
+            .iter_mut()
+            .for_each(|r| resolve(&mut r.command));
+    }
+    Ok(evals)
 }
 
 struct Crash {
@@ -402,14 +379,9 @@ async fn crash_and_clean(
         .map_err(|e| e.to_string())?
         .into_temp_path();
     let mut child = tokio::process::Command::new(exe)
-        .args([
-            "run",
-            "--run-id",
-            run_id.as_str(),
-            "--grace",
-            "30s",
-            "--reports",
-        ])
+        .args(["run", "--grace", "30s", "--run-id"])
+        .arg(run_id.as_str())
+        .arg("--reports")
         .arg(reports)
         .arg("--workspace-root")
         .arg(workspace_root)
@@ -430,13 +402,12 @@ async fn crash_and_clean(
             .lines()
             .filter_map(|l| l.split_whitespace().nth(1).map(str::to_owned))
             .collect();
-        let ledger_text = std::fs::read_to_string(&ledger).unwrap_or_default();
+        let tracked = Ledger::read(&ledger, 0).map(|l| l.ledger.entries);
+        let tracked = tracked.unwrap_or_default();
         if listed.len() == 3
-            && listed.iter().all(|pid| {
-                ledger_text
-                    .lines()
-                    .any(|l| l.starts_with(&format!("{pid}\t")))
-            })
+            && listed
+                .iter()
+                .all(|pid| tracked.iter().any(|e| *pid == e.pid.to_string()))
         {
             break;
         }
@@ -447,15 +418,13 @@ async fn crash_and_clean(
     }
     child.start_kill().map_err(|e| e.to_string())?;
     let _ = child.wait().await;
-    let args = CleanArgs {
+    let options = CleanupOptions {
         reports: reports.to_owned(),
-        workspace_root: Some(workspace_root.to_owned()),
-        dry_run: false,
+        workspace_root: workspace_root.to_owned(),
         grace: Duration::from_secs(1),
-        json: false,
+        dry_run: false,
     };
-    let root = workspace_root.to_owned();
-    let output = tokio::task::spawn_blocking(move || crate::cmd::clean::clean(&args, &root))
+    let output = tokio::task::spawn_blocking(move || clean_abandoned(&options))
         .await
         .map_err(|e| e.to_string())?
         .map_err(|e| e.to_string())?;
@@ -467,9 +436,118 @@ async fn crash_and_clean(
         workspaces: output
             .workspaces
             .iter()
-            .filter(|w| w.action == "removed")
+            .filter(|w| w.action == WorkspaceAction::Removed)
             .count() as u64,
         clean: !output.remaining,
         run_dir,
     })
+}
+
+/// What `hyoka demo`'s respawn step saw.
+#[derive(Default)]
+struct DemoCycle {
+    /// The `--events` file, kept under the reports directory.
+    events: PathBuf,
+    /// The steps completed, in order.
+    steps: Vec<String>,
+    /// Cycles completed.
+    cycles: usize,
+    /// Keys that reached the agent while it was busy or waiting for a human (must be 0).
+    typed_while_busy: usize,
+    /// Whether the session ended after its one cycle with nothing left running.
+    ok: bool,
+}
+
+/// Logs the session's events and counts its steps and cycles.
+struct DemoObserver(Arc<Mutex<(EventLog, DemoCycle)>>);
+
+impl Observer for DemoObserver {
+    fn event(&mut self, at: Instant, event: &Event) {
+        let mut seen = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        seen.0.event(at, event);
+        match event {
+            Event::StepCompleted { step, .. } => seen.1.steps.push(step.as_str().to_owned()),
+            Event::CycleCompleted { .. } => seen.1.cycles += 1,
+            _ => {}
+        }
+    }
+}
+
+/// `hyoka demo`'s respawn step: one full cycle of the simulated agent on a PTY, headless,
+/// with short timers, supervised by `hyoka-respawn`; the events file lands next to the runs.
+async fn demo_cycle(exe: &OsString, reports: &Path) -> Result<DemoCycle, Fail> {
+    let fail = |what: &str, e: &dyn std::fmt::Display| Fail::failure(format!("{what}: {e}"));
+    std::fs::create_dir_all(reports).map_err(|e| fail("cannot create the reports", &e))?;
+    let events = reports.join(format!("respawn-{}.events.jsonl", default_run_id()));
+    let scratch = tempfile::Builder::new().prefix("respawn-demo-").tempdir();
+    let scratch = scratch.map_err(|e| fail("cannot create a scratch directory", &e))?;
+    let record = scratch.path().join("inputs.jsonl");
+    let log = EventLog::create(&events, Instant::now(), SystemTime::now())
+        .map_err(|e| fail("cannot log the session", &e))?;
+    let args = "sim-agent --interactive --start-working 1s --work 800ms --record";
+    let mut args: Vec<OsString> = args.split(' ').map(OsString::from).collect();
+    args.push(record.clone().into());
+    let session = Session::start(SessionOptions {
+        run_id: format!("respawn-{}", default_run_id()),
+        spawn: SpawnOptions {
+            program: exe.clone(),
+            args,
+            env: vec![("TERM".into(), "xterm-256color".into())],
+            ..SpawnOptions::default()
+        },
+        backend: Backend::Pty,
+        reports: reports.to_owned(),
+        temp_dir: std::env::temp_dir(),
+        grace: Duration::from_secs(2),
+    })
+    .await
+    .map_err(|e| fail("cannot start the session", &e))?;
+    let confirm = Duration::from_millis(500);
+    let mut config = RespawnConfig {
+        max_cycles: Some(1),
+        completion_confirm: confirm,
+        inter_step_delay: Duration::from_millis(200),
+        no_output_timeout: Duration::from_secs(3),
+        ..RespawnConfig::default()
+    };
+    // No AI checker: idle is confirmed by the detector and silence alone.
+    (config.idle_check.enabled, config.plan_check.enabled) = (false, false);
+    let profile = Profile::builtin("claude-code").map_err(|e| fail("the profile", &e))?;
+    let detector = Detector::new(
+        profile,
+        DetectorConfig {
+            completion_confirm: confirm,
+            ..DetectorConfig::default()
+        },
+    );
+    let cycle = DemoCycle {
+        events,
+        ..DemoCycle::default()
+    };
+    let seen = Arc::new(Mutex::new((log, cycle)));
+    let parts = Supervised {
+        machine: Machine::new(config),
+        model: DetectorModel::new(detector),
+        observer: DemoObserver(Arc::clone(&seen)),
+        checkers: AiCheckers::default(),
+        keys: None,
+        resize: None,
+    };
+    let deadline = tokio::time::sleep(Duration::from_secs(25));
+    let finished = session.run(parts, deadline, std::future::pending()).await;
+    let (mut log, mut cycle) = Arc::try_unwrap(seen)
+        .map_err(|_| Fail::failure("the session's observer is still shared"))?
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner);
+    if let Ok(report) = &finished.report {
+        log.finished(Instant::now(), report, &finished.teardown);
+        cycle.ok = report.end == SessionEnd::BudgetExhausted { cycles: 1 }
+            && finished.teardown.survivors == 0;
+    }
+    let inputs = std::fs::read_to_string(&record).unwrap_or_default();
+    cycle.typed_while_busy = (inputs.lines())
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|i| i["state"] != "idle")
+        .count();
+    Ok(cycle)
 }

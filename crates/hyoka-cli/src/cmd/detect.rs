@@ -16,8 +16,8 @@ use hyoka_idle_detect::{
 };
 
 use crate::args::DetectArgs;
+use crate::exit::{ExitStatus, Fail};
 use crate::out::{outln, style};
-use crate::{ExitStatus, Fail};
 
 /// The largest screen snapshot read: a terminal of 400 × 512 cells with an escape sequence on
 /// every cell stays well under it.

@@ -1,15 +1,12 @@
 //! `hyoka doctor`: which containment layers this machine gives, what falls back to what, and
 //! what to do about it.
 
-use std::path::PathBuf;
-use std::process::Stdio;
-
 use hyoka_proctrack::Capabilities;
 use serde::Serialize;
 
 use crate::args::DoctorArgs;
+use crate::exit::{ExitStatus, Fail};
 use crate::out::outln;
-use crate::{ExitStatus, Fail};
 
 /// One capability the machine has or lacks.
 #[derive(Debug, Serialize)]
@@ -31,7 +28,7 @@ pub(crate) async fn exec(args: &DoctorArgs) -> Result<ExitStatus, Fail> {
     let caps = tokio::task::spawn_blocking(Capabilities::detect)
         .await
         .map_err(|e| Fail::failure(format!("cannot probe the machine: {e}")))?;
-    let tmux = tmux_version().await;
+    let tmux = hyoka_respawn::TmuxTerminal::version().await;
     let checks = checks(&caps, tmux.as_deref());
     if args.json {
         outln!(
@@ -135,8 +132,7 @@ fn checks(caps: &Capabilities, tmux: Option<&str>) -> Vec<Check> {
             .is_none()
             .then(|| "install tmux (apt-get install tmux) for re-attachable sessions".to_owned()),
     });
-    let watches = read_number("/proc/sys/fs/inotify/max_user_watches");
-    let instances = read_number("/proc/sys/fs/inotify/max_user_instances");
+    let (watches, instances) = hyoka_eval::inotify_limits();
     let enough = watches.is_some_and(|w| w >= 65_536) && instances.is_some_and(|i| i >= 64);
     checks.push(Check {
         name: "inotify",
@@ -152,26 +148,4 @@ fn checks(caps: &Capabilities, tmux: Option<&str>) -> Vec<Check> {
         }),
     });
     checks
-}
-
-fn read_number(path: &str) -> Option<u64> {
-    std::fs::read_to_string(PathBuf::from(path))
-        .ok()?
-        .trim()
-        .parse()
-        .ok()
-}
-
-async fn tmux_version() -> Option<String> {
-    let output = tokio::process::Command::new("tmux")
-        .arg("-V")
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
-        .await
-        .ok()?;
-    output
-        .status
-        .success()
-        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
 }

@@ -1,6 +1,6 @@
 //! One module per subcommand.
 
-pub(crate) mod clean;
+pub(crate) mod cleanup;
 pub(crate) mod demo;
 pub(crate) mod detect;
 pub(crate) mod doctor;
@@ -10,4 +10,3 @@ pub(crate) mod report;
 pub(crate) mod respawn;
 pub(crate) mod run;
 pub(crate) mod sim_agent;
-pub(crate) mod sim_tui;

@@ -1,15 +1,10 @@
 //! `hyoka ps`: the live runs (owner lock held), their evals, workspaces and processes.
 
-use std::collections::BTreeMap;
-
-use hyoka_proctrack::{RunListing, live_runs};
-use serde::Serialize;
-
-use crate::phases::current_phase;
+use hyoka_eval::{LiveRun, live_runs};
 
 use crate::args::PsArgs;
+use crate::exit::{ExitStatus, Fail};
 use crate::out::outln;
-use crate::{ExitStatus, Fail};
 
 pub(crate) fn exec(args: &PsArgs) -> Result<ExitStatus, Fail> {
     match std::fs::metadata(&args.reports) {
@@ -29,22 +24,7 @@ pub(crate) fn exec(args: &PsArgs) -> Result<ExitStatus, Fail> {
         }
         Ok(_) => {}
     }
-    let listings =
-        live_runs(&args.reports).map_err(|e| Fail::failure(format!("cannot list runs: {e}")))?;
-    let runs: Vec<LiveRun<'_>> = listings
-        .iter()
-        .map(|run| LiveRun {
-            phases: run
-                .evals
-                .iter()
-                .filter_map(|eval| {
-                    let (phase, since) = current_phase(&run.run_dir.join(eval))?;
-                    Some((eval.clone(), PhaseNow { phase, since }))
-                })
-                .collect(),
-            run,
-        })
-        .collect();
+    let runs = live_runs(&args.reports).map_err(|e| Fail::failure(e.to_string()))?;
     if args.json {
         outln!(
             "{}",
@@ -88,19 +68,4 @@ pub(crate) fn exec(args: &PsArgs) -> Result<ExitStatus, Fail> {
         }
     }
     Ok(ExitStatus::Success)
-}
-
-/// A live run as `hyoka ps` shows it: the ledger's view plus each eval's current phase.
-#[derive(Serialize)]
-struct LiveRun<'a> {
-    #[serde(flatten)]
-    run: &'a RunListing,
-    /// The phase each eval is in (`setup`, `services`, `agent`, `build`, `review`, `cleanup`).
-    phases: BTreeMap<String, PhaseNow>,
-}
-
-#[derive(Serialize)]
-struct PhaseNow {
-    phase: String,
-    since: String,
 }

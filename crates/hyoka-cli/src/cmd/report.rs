@@ -1,14 +1,12 @@
 //! `hyoka report merge`: one summary from the `run.json` files of a suite's shards.
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+
+use hyoka_eval::{RunSummary, Status, merge_summaries, write_json};
 
 use crate::args::MergeArgs;
+use crate::exit::{ExitStatus, Fail};
 use crate::out::outln;
-use crate::records::{millis, rfc3339, write_json};
-use crate::report::{EvalSummary, RunSummary, Status};
-use crate::{ExitStatus, Fail};
 
 pub(crate) fn merge(args: &MergeArgs) -> Result<ExitStatus, Fail> {
     let mut shards = Vec::new();
@@ -30,10 +28,10 @@ pub(crate) fn merge(args: &MergeArgs) -> Result<ExitStatus, Fail> {
     let merged = merge_summaries(
         &shards,
         args.run_id.as_ref().map(hyoka_workspace::RunId::as_str),
-    )?;
+    )
+    .map_err(|e| Fail::usage(e.to_string()))?;
     match &args.output {
-        Some(path) => write_json(path, &merged)
-            .map_err(|e| Fail::failure(format!("cannot write {}: {e}", path.display())))?,
+        Some(path) => write_json(path, &merged).map_err(|e| Fail::failure(e.to_string()))?,
         None => outln!(
             "{}",
             serde_json::to_string_pretty(&merged).unwrap_or_default()
@@ -44,48 +42,4 @@ pub(crate) fn merge(args: &MergeArgs) -> Result<ExitStatus, Fail> {
     } else {
         ExitStatus::Failure
     })
-}
-
-fn merge_summaries(
-    shards: &[(PathBuf, RunSummary)],
-    run_id: Option<&str>,
-) -> Result<RunSummary, Fail> {
-    let mut seen = HashSet::new();
-    let mut evals: Vec<EvalSummary> = Vec::new();
-    for (dir, summary) in shards {
-        for eval in &summary.evals {
-            if !seen.insert(eval.eval_id.clone()) {
-                return Err(Fail::usage(format!(
-                    "eval {} appears in more than one input (again in {})",
-                    eval.eval_id,
-                    dir.display()
-                )));
-            }
-            let mut eval = eval.clone();
-            eval.report = dir.join(&eval.report).display().to_string();
-            evals.push(eval);
-        }
-    }
-    let common = shards
-        .first()
-        .map(|(_, s)| s.run_id.as_str())
-        .filter(|first| shards.iter().all(|(_, s)| s.run_id == *first));
-    let run_id = run_id.or(common).unwrap_or("merged").to_owned();
-    let parse = |t: &str| humantime::parse_rfc3339(t).ok();
-    let start = shards
-        .iter()
-        .filter_map(|(_, s)| parse(&s.started_at))
-        .min();
-    let end = shards.iter().filter_map(|(_, s)| parse(&s.ended_at)).max();
-    let (start, end) = (
-        start.unwrap_or(SystemTime::UNIX_EPOCH),
-        end.unwrap_or(SystemTime::UNIX_EPOCH),
-    );
-    Ok(RunSummary::from_evals(
-        &run_id,
-        rfc3339(start),
-        rfc3339(end),
-        millis(end.duration_since(start).unwrap_or(Duration::ZERO)),
-        evals,
-    ))
 }

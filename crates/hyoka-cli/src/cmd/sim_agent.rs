@@ -5,17 +5,19 @@
 //! per content block, `user` tool results, and a final `result`), and really writes the files
 //! its `Write` tool calls name, in its current directory.
 
+mod interactive;
+
 use std::io::Write;
 use std::path::PathBuf;
 
 use serde_json::json;
 
 use crate::args::SimAgentArgs;
-use crate::{ExitStatus, Fail};
+use crate::exit::{ExitStatus, Fail};
 
 pub(crate) fn exec(args: &SimAgentArgs) -> Result<ExitStatus, Fail> {
     if args.interactive.interactive {
-        return super::sim_tui::exec(&args.interactive);
+        return interactive::exec(&args.interactive);
     }
     if let Some(role) = &args.role {
         return escapee(role, args.pid_file.as_deref());
@@ -130,13 +132,7 @@ fn spawn_escapees(pid_file: Option<&std::path::Path>) -> Result<(), Fail> {
         let text = std::fs::read_to_string(&ready).unwrap_or_default();
         if text.lines().count() >= 3 {
             if report != ready {
-                let mut file = std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(&report)
-                    .map_err(|e| Fail::failure(format!("sim-agent: {e}")))?;
-                Write::write_all(&mut file, text.as_bytes())
-                    .map_err(|e| Fail::failure(format!("sim-agent: {e}")))?;
+                append(&report, &text).map_err(|e| Fail::failure(format!("sim-agent: {e}")))?;
             }
             break;
         }
@@ -201,22 +197,22 @@ fn escapee(role: &str, pid_file: Option<&std::path::Path>) -> Result<ExitStatus,
         other => return Err(Fail::usage(format!("sim-agent: unknown role {other:?}"))),
     }
     if let Some(path) = pid_file {
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(fail)?;
-        Write::write_all(
-            &mut file,
-            format!("{role} {}\n", std::process::id()).as_bytes(),
-        )
-        .map_err(fail)?;
+        append(path, &format!("{role} {}\n", std::process::id())).map_err(fail)?;
     }
     let deadline = std::time::Instant::now() + ESCAPEE_LIFETIME;
     while std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(250));
     }
     Ok(ExitStatus::Success)
+}
+
+/// Appends `text` to the file at `path`, creating it.
+fn append(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    file.write_all(text.as_bytes())
 }
 
 fn ignore_term_and_hup() {

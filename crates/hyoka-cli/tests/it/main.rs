@@ -13,6 +13,7 @@
 mod bad_input;
 mod chaos;
 mod clean;
+mod codegen;
 mod demo;
 mod detect;
 mod limits;

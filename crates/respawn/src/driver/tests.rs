@@ -11,7 +11,7 @@ use hyoka_idle_detect::{
 };
 use tokio::sync::mpsc;
 
-use super::{AiCheckers, Driver, DriverInputs, DriverOptions, Observer, Outcome, Report};
+use super::{AiCheckers, Driver, DriverInputs, DriverOptions, Observer, Report, SessionEnd};
 use crate::event::{Event, Step};
 use crate::terminal::{FakeHandle, FakeTerminal, Written};
 use crate::{DetectorModel, Exit, Machine, RespawnConfig};
@@ -147,7 +147,7 @@ async fn a_full_cycle_through_the_driver() {
         Duration::from_mins(1),
     )
     .await;
-    assert_eq!(run.report.outcome, Outcome::BudgetExhausted { cycles: 1 });
+    assert_eq!(run.report.end, SessionEnd::BudgetExhausted { cycles: 1 });
     assert_eq!(
         run.written,
         [
@@ -190,7 +190,7 @@ async fn nothing_is_typed_into_a_busy_session() {
     )
     .await;
     assert!(run.written.is_empty(), "{:?}", run.written);
-    assert_eq!(run.report.outcome, Outcome::Interrupted);
+    assert_eq!(run.report.end, SessionEnd::Interrupted);
 }
 
 #[tokio::test(start_paused = true)]
@@ -207,7 +207,7 @@ async fn a_dry_run_types_nothing() {
     )
     .await;
     assert!(run.written.is_empty());
-    assert_eq!(run.report.outcome, Outcome::BudgetExhausted { cycles: 1 });
+    assert_eq!(run.report.end, SessionEnd::BudgetExhausted { cycles: 1 });
     assert!(
         run.events
             .iter()
@@ -306,7 +306,7 @@ async fn the_session_ending_ends_the_loop() {
         Duration::from_hours(1),
     )
     .await;
-    assert_eq!(run.report.outcome, Outcome::SessionEnded);
+    assert_eq!(run.report.end, SessionEnd::SessionEnded);
     assert_eq!(run.report.exit.code, Some(3));
     assert!(run.events.contains(&Event::SessionExited { code: Some(3) }));
 }
@@ -438,6 +438,6 @@ async fn a_busy_process_tree_holds_an_idle_screen() {
         "the busy tree vetoes the idle screen: {:?}",
         run.events
     );
-    assert_eq!(run.report.outcome, Outcome::BudgetExhausted { cycles: 1 });
+    assert_eq!(run.report.end, SessionEnd::BudgetExhausted { cycles: 1 });
     assert_eq!(run.written.len(), 6, "{:?}", run.written);
 }

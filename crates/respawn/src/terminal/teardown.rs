@@ -1,12 +1,15 @@
 //! Stopping an agent's process group: a signal, a grace period, then SIGKILL.
 //!
-//! This is the small stand-in for `hyoka-proctrack`'s verified teardown: it relies on the
-//! agent being the leader of its own session and process group (the PTY backend makes it
-//! so, tmux does the same for a pane), refuses pid ≤ 1 and our own group, and judges the
-//! group gone when `/proc` shows no live (non-zombie) member of it.
+//! A terminal's own stop, for a session that is not supervised: it relies on the agent being
+//! the leader of its own session and process group (the PTY backend makes it so, tmux does
+//! the same for a pane), refuses pid ≤ 1 and our own group, and judges the group gone when
+//! `hyoka-proctrack`'s process table shows no live (non-zombie) member of it. A supervised
+//! [`Session`](crate::Session) then stops the whole tree through `hyoka-proctrack`'s
+//! verified teardown.
 
 use std::time::Duration;
 
+use hyoka_proctrack::{NativeProcTable, ProcTable};
 use rustix::process::{Pid, Signal as RawSignal, getpgrp, kill_process_group};
 
 use super::Signal;
@@ -22,31 +25,14 @@ pub(crate) fn signalable(pgid: u32) -> Option<Pid> {
 
 /// `true` while some process of group `pgid` is alive and not a zombie.
 pub(crate) fn group_alive(pgid: u32) -> bool {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
+    let Ok(processes) = NativeProcTable::new().snapshot() else {
         // Without /proc, ask the kernel (zombies count as alive there).
         return signalable(pgid)
             .is_some_and(|p| rustix::process::test_kill_process_group(p).is_ok());
     };
-    entries.flatten().any(|entry| {
-        let name = entry.file_name();
-        let Some(proc_id) = name
-            .to_str()
-            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
-        else {
-            return false;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{proc_id}/stat")) else {
-            return false;
-        };
-        // Fields after the last `)`: state, ppid, pgrp, …
-        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-            return false;
-        };
-        let mut fields = rest.split_whitespace();
-        let state = fields.next();
-        let group = fields.nth(1).and_then(|g| g.parse::<u32>().ok());
-        group == Some(pgid) && !matches!(state, Some("Z" | "X"))
-    })
+    processes
+        .iter()
+        .any(|p| u32::try_from(p.pgid) == Ok(pgid) && !p.is_gone())
 }
 
 /// Sends `signal` to group `pgid`, waits up to `grace` for it to go, then SIGKILLs what is

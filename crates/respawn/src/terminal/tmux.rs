@@ -113,7 +113,9 @@ impl std::fmt::Debug for TmuxTerminal {
     }
 }
 
-fn valid_name(name: &str) -> bool {
+/// Whether tmux reads `name` as the session (or socket) name it is: 1 to 64 of
+/// `[A-Za-z0-9_-]` (tmux takes `.` and `:` as separators).
+pub fn valid_tmux_name(name: &str) -> bool {
     (1..=64).contains(&name.len())
         && name
             .bytes()
@@ -188,12 +190,28 @@ pub(crate) fn decode_output(data: &[u8], out: &mut VecDeque<u8>) {
 }
 
 impl TmuxTerminal {
+    /// The installed tmux's version (`tmux -V`, for example `tmux 3.4`), or `None` when
+    /// tmux is not on the `PATH`.
+    pub async fn version() -> Option<String> {
+        let output = Command::new("tmux")
+            .arg("-V")
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output()
+            .await
+            .ok()?;
+        output
+            .status
+            .success()
+            .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
+    }
+
     /// `true` when `session` exists on the private server `socket`.
     ///
     /// # Errors
     /// [`RespawnError::TmuxMissing`] when tmux is not installed.
     pub async fn exists(socket: &str, session: &str) -> Result<bool, RespawnError> {
-        if !valid_name(session) {
+        if !valid_tmux_name(session) {
             return Err(RespawnError::SessionName {
                 name: session.to_owned(),
             });
@@ -214,7 +232,7 @@ impl TmuxTerminal {
     /// A bad session name, tmux missing, or tmux refusing the session (for example because
     /// one of that name exists).
     pub async fn start(options: &TmuxOptions) -> Result<Self, RespawnError> {
-        if !valid_name(&options.session) || !valid_name(&options.socket) {
+        if !valid_tmux_name(&options.session) || !valid_tmux_name(&options.socket) {
             return Err(RespawnError::SessionName {
                 name: options.session.clone(),
             });

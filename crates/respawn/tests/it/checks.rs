@@ -1,5 +1,5 @@
 //! The AI checks the driver runs, through `hyoka-idle-detect`'s command checker: what the
-//! machine is told (`respawn-reference.md` §5c 105), how the prompt is built (§5d 116) and
+//! machine is told (`docs/respawn.md` §5c 105), how the prompt is built (§5d 116) and
 //! delivered (§5b item 73), and that a cancelled check leaves nothing behind (§5b item 74).
 
 use std::time::Duration;

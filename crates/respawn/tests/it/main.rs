@@ -1,6 +1,6 @@
 //! Integration tests of `hyoka-respawn`.
 //!
-//! - `s5a_*`, `s5b`, `s5c`, `s5d`: the scenarios of `respawn-reference.md` §5 against the
+//! - `s5a_*`, `s5b`, `s5c`, `s5d`: the scenarios of `docs/respawn.md` §5 against the
 //!   sans-IO machine on exact virtual time, each test named after its scenario id.
 //! - `checks`: the AI checks through `hyoka-idle-detect`'s command checker.
 //! - `safety`: hyoka's rules beyond Codeman.

@@ -1,4 +1,4 @@
-//! `respawn-reference.md` §5a, AI idle checker (AIC-001 … AIC-013) and AI plan checker
+//! `docs/respawn.md` §5a, AI idle checker (AIC-001 … AIC-013) and AI plan checker
 //! (APC-001 … APC-011) integration, with scripted checkers on exact virtual time
 //! (Codeman's `AI_ENABLED_TEST_CONFIG`: the fast config with both checks on, 500 ms
 //! timeouts, 200 ms cooldowns).

@@ -1,4 +1,4 @@
-//! `respawn-reference.md` §5a: timeouts and cooldowns (TC), error recovery (ER),
+//! `docs/respawn.md` §5a: timeouts and cooldowns (TC), error recovery (ER),
 //! concurrency (CO), configuration changes (CC), buffers (BM) and events (EE), against the
 //! machine on exact virtual time. The buffer scenarios that concern the output context
 //! kept for AI checks (BM-001, BM-002, BM-003, CO-005) and chunk-handler robustness

@@ -1,4 +1,4 @@
-//! `respawn-reference.md` §5a, state-transition scenarios STS-001 … STS-010, on exact
+//! `docs/respawn.md` §5a, state-transition scenarios STS-001 … STS-010, on exact
 //! virtual time (Codeman's `FAST_TEST_CONFIG`: 20 ms steps, 50 ms confirmation, 300 ms
 //! no-output fallback, 100 ms auto-accept, AI off).
 

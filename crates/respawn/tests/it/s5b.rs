@@ -1,10 +1,11 @@
-//! `respawn-reference.md` §5b, the analysis items (73–84), against the machine. Items 73
+//! `docs/respawn.md` §5b, the analysis items (73–84), against the machine. Items 73
 //! and 74 (how a check's prompt reaches the checker, and what a check leaves behind)
 //! concern the command checker and are tested in `checks`.
 
 use hyoka_idle_detect::{BlockedKind, HookEvent, IdleAnswer, SessionState};
 use hyoka_respawn::{
-    Action, AutoAcceptSkip, Event, Input, Keys, RespawnConfig, Stale, State, Step, TimerName,
+    Action, AutoAcceptSkip, Checker, Event, Input, Keys, RespawnConfig, Stale, State, Step,
+    TimerName,
 };
 
 use crate::support::{Sim, ms};
@@ -59,8 +60,15 @@ fn issue_4_a_new_check_never_overlaps_the_previous_one() {
         .log
         .iter()
         .filter_map(|(_, a)| match a {
-            Action::StartIdleCheck { id, .. } => Some(("start", *id)),
-            Action::CancelIdleCheck { id } => Some(("cancel", *id)),
+            Action::StartCheck {
+                checker: Checker::Idle,
+                id,
+                ..
+            } => Some(("start", *id)),
+            Action::CancelCheck {
+                checker: Checker::Idle,
+                id,
+            } => Some(("cancel", *id)),
             _ => None,
         })
         .collect();

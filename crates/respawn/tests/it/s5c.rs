@@ -1,4 +1,4 @@
-//! `respawn-reference.md` §5c, Codeman's executable unit tests (85–104), against the
+//! `docs/respawn.md` §5c, Codeman's executable unit tests (85–104), against the
 //! machine on exact virtual time. The text classification parts of 90 and 96 are the
 //! detector's (see `model`), and 105 (parsing the checker's answer) is in `checks`.
 

@@ -1,4 +1,4 @@
-//! `respawn-reference.md` §5d, the code-derived quirks (106–116): each decision (fixed or
+//! `docs/respawn.md` §5d, the code-derived quirks (106–116): each decision (fixed or
 //! reproduced, see the crate docs) as a test against the machine. 106 (the working-window
 //! blind spot) is a property of the detector and is tested in `model`; 116 (literal
 //! insertion into the checker prompt) in `checks`.

@@ -8,7 +8,9 @@ use hyoka_idle_detect::{
     BlockedKind, CheckError, CheckReply, ChunkSignals, HookEvent, IdleAnswer, PlanAnswer,
     SessionState, Verdict,
 };
-use hyoka_respawn::{Action, Event, Input, Keys, Machine, RespawnConfig, State, Step, TimerName};
+use hyoka_respawn::{
+    Action, Checker, Event, Input, Keys, Machine, RespawnConfig, State, Step, TimerName,
+};
 
 pub(crate) const fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -119,21 +121,32 @@ impl Sim {
         let t = self.t();
         for action in actions {
             match &action {
-                Action::StartIdleCheck { id, .. } => {
+                Action::StartCheck {
+                    checker: Checker::Idle,
+                    id,
+                    ..
+                } => {
                     self.idle.started.push(*id);
                     if let Some((delay, outcome)) = self.idle.script.pop_front() {
                         self.scheduled
                             .push((self.now + ms(delay), Scheduled::Idle(*id, outcome)));
                     }
                 }
-                Action::StartPlanCheck { id, .. } => {
+                Action::StartCheck {
+                    checker: Checker::Plan,
+                    id,
+                    ..
+                } => {
                     self.plan.started.push(*id);
                     if let Some((delay, outcome)) = self.plan.script.pop_front() {
                         self.scheduled
                             .push((self.now + ms(delay), Scheduled::Plan(*id, outcome)));
                     }
                 }
-                Action::CancelIdleCheck { id } => {
+                Action::CancelCheck {
+                    checker: Checker::Idle,
+                    id,
+                } => {
                     self.idle.cancelled.push(*id);
                     if !self.deliver_after_cancel {
                         let id = *id;
@@ -141,7 +154,10 @@ impl Sim {
                             .retain(|(_, s)| !matches!(s, Scheduled::Idle(i, _) if *i == id));
                     }
                 }
-                Action::CancelPlanCheck { id } => {
+                Action::CancelCheck {
+                    checker: Checker::Plan,
+                    id,
+                } => {
                     self.plan.cancelled.push(*id);
                     if !self.deliver_after_cancel {
                         let id = *id;

@@ -1,5 +1,5 @@
 //! The real detector through the model seam: the per-chunk signals the machine relies on,
-//! including the detection scenarios PD-001 … PD-008 of `respawn-reference.md` §5a and the
+//! including the detection scenarios PD-001 … PD-008 of `docs/respawn.md` §5a and the
 //! blind spot of §5d 106, and the verdicts that gate typing.
 #![allow(
     clippy::disallowed_methods,

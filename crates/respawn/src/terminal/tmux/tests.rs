@@ -2,7 +2,7 @@
 
 use std::collections::VecDeque;
 
-use super::{Exit, decode_output, take_exit_report, valid_name};
+use super::{Exit, decode_output, take_exit_report, valid_tmux_name};
 
 #[track_caller]
 fn check(input: &[u8], expected: &[u8]) {
@@ -27,11 +27,11 @@ fn a_truncated_escape_is_kept_literally() {
 
 #[test]
 fn session_names_are_restricted() {
-    assert!(valid_name("hyoka-1_a"));
-    assert!(!valid_name(""));
-    assert!(!valid_name("a:b"));
-    assert!(!valid_name("a.b"));
-    assert!(!valid_name(&"x".repeat(65)));
+    assert!(valid_tmux_name("hyoka-1_a"));
+    assert!(!valid_tmux_name(""));
+    assert!(!valid_tmux_name("a:b"));
+    assert!(!valid_tmux_name("a.b"));
+    assert!(!valid_tmux_name(&"x".repeat(65)));
 }
 
 /// Decodes `line` after `before` is already pending, then takes the exit report out.

@@ -1,0 +1,809 @@
+//! Running one eval: workspace, agent, events, limits, timeline, teardown, records.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyoka_proctrack::{
+    AgentExit, Escalation, Layers, ProcTrackError, TeardownOptions, TeardownReport,
+};
+use hyoka_workspace::{EvalId, KeepPolicy, RunId, WorkspaceOptions};
+use tokio::io::AsyncReadExt;
+use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
+use tokio::time::Instant;
+
+use crate::capped_log::{CappedLog, OUTPUT_CAP};
+use crate::error::EvalError;
+use crate::events::{AgentEvent, EventSource, LineSplitter, StreamJsonParser, parse_jsonl_event};
+use crate::host::{EvalWorkspace, Harness, Pipe, WorkspaceEnd};
+use crate::limits::Monitor;
+use crate::phases::{
+    PhaseClock, PhaseContext, PhaseEnv, exit_text, prepare_home, run_phase, skipped,
+    start_services, stop_services,
+};
+use crate::records::{STATUS_FILE, mark_phase, millis, rfc3339, write_json};
+use crate::report::PhaseStatus;
+use crate::report::{Cleanup, Counts, Limits, Report, Status, Termination};
+use crate::settings::EvalSpec;
+use crate::stop::{Stop, StopReason};
+use crate::timeline::TimelineBuilder;
+use crate::watch::WatchUpdate;
+
+/// Everything that is the same for every eval of a run.
+#[derive(Debug, Clone)]
+pub(crate) struct RunContext {
+    /// The run id.
+    pub(crate) run_id: RunId,
+    /// `reports/<run_id>`.
+    pub(crate) run_dir: PathBuf,
+    /// Where workspaces are created.
+    pub(crate) workspace_root: PathBuf,
+    /// When workspaces are kept.
+    pub(crate) keep: KeepPolicy,
+    /// Whether the workspace name carries the eval id (suites).
+    pub(crate) name_with_eval: bool,
+    /// The caller's environment, from which an isolated home passes variables through.
+    pub(crate) inherited_env: Arc<[(OsString, OsString)]>,
+    /// The seams: processes (the run's tracker), workspaces, the clock.
+    pub(crate) harness: Harness,
+}
+
+/// The report of an eval that never started because a stop was requested first.
+pub(crate) fn not_started(ctx: &RunContext, spec: &EvalSpec, reason: StopReason) -> Report {
+    let now = rfc3339(ctx.harness.clock.wall());
+    Report {
+        run_id: ctx.run_id.to_string(),
+        eval_id: spec.eval_id.to_string(),
+        command: spec
+            .command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        workspace: String::new(),
+        started_at: now.clone(),
+        ended_at: now,
+        duration_ms: 0,
+        status: Status::Failed,
+        termination: Termination::Interrupted,
+        exit_code: None,
+        signal: None,
+        limits: limits_of(spec),
+        counts: Counts::default(),
+        cleanup: Cleanup {
+            workspace_removed: true,
+            ..Cleanup::default()
+        },
+        error: Some(format!("not started: {} arrived first", reason.name())),
+        phases: Vec::new(),
+        review: None,
+    }
+}
+
+fn limits_of(spec: &EvalSpec) -> Limits {
+    Limits {
+        max_turns: spec.limits.max_turns,
+        max_files: spec.limits.max_files,
+        max_output_size: spec.limits.max_output_size,
+        max_session_actions: spec.limits.max_session_actions,
+        timeout_ms: millis(spec.timeout),
+        grace_ms: millis(spec.grace),
+    }
+}
+
+/// Runs one eval through its phases (setup, services, agent, build, review, cleanup) and
+/// writes its records. Every outcome of the agent and of every phase becomes a report; only a
+/// failure to create the workspace or write the records is an error.
+#[expect(
+    clippy::too_many_lines,
+    reason = "the phases, in order, read best as one sequence"
+)]
+pub(crate) async fn run_eval(
+    ctx: &RunContext,
+    spec: &EvalSpec,
+    stop: Stop,
+) -> Result<Report, EvalError> {
+    let clock = &*ctx.harness.clock;
+    let eval_id = spec.eval_id.as_str();
+    let eval_dir = ctx.run_dir.join(eval_id);
+    std::fs::create_dir_all(&eval_dir).map_err(|e| EvalError::io("create", &eval_dir, e))?;
+    let started_at = clock.wall();
+    let started = clock.now();
+    let mut phases = Vec::new();
+
+    mark_phase(&eval_dir, "setup", clock.wall());
+    let setup = PhaseClock::start(clock, "setup");
+    let mut workspace = ctx.harness.workspaces.create(&WorkspaceOptions {
+        root: ctx.workspace_root.clone(),
+        run_id: ctx.run_id.clone(),
+        eval_id: ctx.name_with_eval.then(|| spec.eval_id.clone()),
+        keep: ctx.keep,
+        starter: spec.starter.clone(),
+        inject: spec.phases.files.clone(),
+        owner: ctx.harness.processes.marker_owner(),
+    })?;
+    let home = if spec.phases.isolate_home {
+        Some(isolated_home(ctx, &spec.eval_id)?)
+    } else {
+        None
+    };
+    let skipped_links = workspace.skipped_links();
+    phases.push(
+        setup.finish(
+            PhaseStatus::Passed,
+            None,
+            (skipped_links > 0)
+                .then(|| format!("{skipped_links} link(s) leading outside were not copied")),
+        ),
+    );
+    let env = PhaseEnv::new(
+        workspace.path(),
+        &spec.env,
+        home.as_ref().map(|home| home.path()),
+        &spec.phases.pass_env,
+        &ctx.inherited_env,
+    );
+    let workspace_path = workspace.path().to_owned();
+    let pcx = PhaseContext {
+        processes: &*ctx.harness.processes,
+        clock,
+        eval_id,
+        workspace: &workspace_path,
+        eval_dir: &eval_dir,
+        env: &env,
+        grace: spec.grace,
+    };
+
+    let mut teardowns = Vec::new();
+    let (service_tx, service_rx) = unbounded_channel();
+    let mut services = Vec::new();
+    let mut service_failure = None;
+    if !spec.phases.services.is_empty() {
+        mark_phase(&eval_dir, "services", clock.wall());
+        let phase = PhaseClock::start(clock, "services");
+        let started_services =
+            start_services(pcx, &*workspace, &spec.phases.services, &service_tx).await;
+        match started_services {
+            Ok(started) => {
+                services = started;
+                phases.push(phase.finish(PhaseStatus::Passed, None, None));
+                // What the services wrote before the agent starts is not the agent's output.
+                if let Err(err) = workspace.rebaseline() {
+                    tracing::warn!(error = %err, "cannot re-snapshot the workspace");
+                }
+            }
+            Err((reason, reports)) => {
+                teardowns.extend(reports);
+                phases.push(phase.finish(PhaseStatus::Failed, None, Some(reason.clone())));
+                service_failure = Some(reason);
+            }
+        }
+    }
+    drop(service_tx);
+
+    let agent_clock = PhaseClock::start(clock, "agent");
+    let mut outcome = if let Some(reason) = service_failure {
+        phases.push(skipped(clock, "agent", "a service failed"));
+        AgentOutcome::not_run(
+            Termination::ServiceFailed,
+            reason,
+            TimelineBuilder::new(started),
+        )
+    } else {
+        mark_phase(&eval_dir, "agent", clock.wall());
+        let outcome = run_agent(
+            ctx,
+            spec,
+            &*workspace,
+            pcx,
+            started,
+            stop.clone(),
+            service_rx,
+        )
+        .await;
+        let agent_status = match outcome.termination {
+            Termination::Exited if outcome.exit_code == Some(0) => PhaseStatus::Passed,
+            Termination::SpawnFailed => PhaseStatus::Error,
+            _ => PhaseStatus::Failed,
+        };
+        let detail = (agent_status != PhaseStatus::Passed).then(|| {
+            outcome
+                .error
+                .clone()
+                .unwrap_or_else(|| outcome.termination.as_str().to_owned())
+        });
+        phases.push(agent_clock.finish(agent_status, outcome.exit_code, detail));
+        outcome
+    };
+    if let Some(teardown) = outcome.teardown.take() {
+        teardowns.push(teardown);
+    }
+
+    // Build and review run after the agent's tree is gone, also after a limit or a timeout
+    // (graders score partial work), but not after an interruption or when the agent never
+    // ran.
+    let proceed = !matches!(
+        outcome.termination,
+        Termination::Interrupted | Termination::SpawnFailed | Termination::ServiceFailed
+    );
+    let mut verdict = None;
+    for (name, command) in [
+        ("build", &spec.phases.build),
+        ("review", &spec.phases.review),
+    ] {
+        let Some(command) = command else { continue };
+        let build_failed = phases
+            .iter()
+            .any(|p| p.name == "build" && p.status != PhaseStatus::Passed);
+        if !proceed || (name == "review" && build_failed) {
+            let why = if proceed {
+                "the build failed"
+            } else {
+                "the agent did not finish"
+            };
+            phases.push(skipped(clock, name, why));
+            continue;
+        }
+        mark_phase(&eval_dir, name, clock.wall());
+        outcome
+            .timeline
+            .phase(clock.now(), format!("{name} started"));
+        let run = run_phase(pcx, name, command, stop.clone()).await;
+        outcome.timeline.phase(
+            clock.now(),
+            format!("{name} {}", run.record.status.as_str()),
+        );
+        teardowns.push(run.teardown);
+        if name == "review" {
+            verdict = run.verdict;
+        }
+        phases.push(run.record);
+    }
+    teardowns.extend(stop_services(services, &Escalation::new()).await);
+
+    // The eval passes only if the agent and every phase that ran passed: a later phase can
+    // never turn a limit, a timeout or a failed agent into a pass.
+    let agent_passed = outcome.termination == Termination::Exited && outcome.exit_code == Some(0);
+    let phases_passed = phases
+        .iter()
+        .all(|p| matches!(p.status, PhaseStatus::Passed | PhaseStatus::Skipped));
+    let status = match outcome.termination {
+        Termination::SpawnFailed => Status::Error,
+        Termination::ServiceFailed if outcome.exit_code.is_none() && outcome.signal.is_none() => {
+            Status::Error
+        }
+        _ if agent_passed && phases_passed => Status::Passed,
+        _ => Status::Failed,
+    };
+
+    mark_phase(&eval_dir, "cleanup", clock.wall());
+    let cleanup_clock = PhaseClock::start(clock, "cleanup");
+    let workspace_path = workspace_path.display().to_string();
+    let mut cleanup = close_workspace(workspace, status);
+    if let Some(home) = home {
+        match home.close(Status::Passed) {
+            WorkspaceEnd::Removed | WorkspaceEnd::Kept(_) => {}
+            WorkspaceEnd::Incomplete(leftovers) => {
+                tracing::error!("cannot remove the isolated home completely");
+                cleanup.workspace_leftovers.extend(leftovers);
+            }
+            WorkspaceEnd::Failed(err) => {
+                tracing::error!(error = %err, "cannot remove the isolated home");
+                cleanup.workspace_leftovers.push(err);
+            }
+        }
+    }
+    for teardown in &teardowns {
+        cleanup.processes_seen += teardown.processes_seen as u64;
+        cleanup.processes_killed += teardown.processes_killed as u64;
+        cleanup.survivors += teardown.survivors as u64;
+    }
+    cleanup.layers = layer_names(outcome.layers);
+    let cleaned = cleanup.survivors == 0 && cleanup.workspace_leftovers.is_empty();
+    phases.push(cleanup_clock.finish(
+        if cleaned {
+            PhaseStatus::Passed
+        } else {
+            PhaseStatus::Failed
+        },
+        None,
+        (!cleaned).then(|| {
+            format!(
+                "{} survivor(s), {} leftover(s)",
+                cleanup.survivors,
+                cleanup.workspace_leftovers.len()
+            )
+        }),
+    ));
+    let duration = clock.now().saturating_duration_since(started);
+    let timeline = outcome.timeline.finish(
+        ctx.run_id.as_str(),
+        eval_id,
+        outcome.counts,
+        duration,
+        outcome.unknown_lines,
+        outcome.malformed_lines,
+    );
+    let report = Report {
+        run_id: ctx.run_id.to_string(),
+        eval_id: eval_id.to_owned(),
+        command: spec
+            .command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        workspace: workspace_path,
+        started_at: rfc3339(started_at),
+        ended_at: rfc3339(clock.wall()),
+        duration_ms: millis(duration),
+        status,
+        termination: outcome.termination,
+        exit_code: outcome.exit_code,
+        signal: outcome.signal,
+        limits: limits_of(spec),
+        counts: outcome.counts,
+        cleanup,
+        error: outcome.error,
+        phases,
+        review: verdict,
+    };
+    write_json(&eval_dir.join("action_timeline.json"), &timeline)?;
+    write_json(&eval_dir.join("report.json"), &report)?;
+    let _ = std::fs::remove_file(eval_dir.join(STATUS_FILE));
+    Ok(report)
+}
+
+/// Creates the eval's isolated home (a marked directory like a workspace, listed in the ledger
+/// so `clean` removes it after a crash) with its XDG directories.
+fn isolated_home(ctx: &RunContext, eval_id: &EvalId) -> Result<Box<dyn EvalWorkspace>, EvalError> {
+    let home_id = EvalId::new(format!("{eval_id}.home"))?;
+    let home = ctx.harness.workspaces.create(&WorkspaceOptions {
+        root: ctx.workspace_root.clone(),
+        run_id: ctx.run_id.clone(),
+        eval_id: Some(home_id.clone()),
+        keep: KeepPolicy::Never,
+        starter: None,
+        inject: Vec::new(),
+        owner: ctx.harness.processes.marker_owner(),
+    })?;
+    if let Err(err) = ctx
+        .harness
+        .processes
+        .record_workspace(home_id.as_str(), home.path())
+    {
+        tracing::warn!(error = %err, "cannot record the isolated home in the ledger");
+    }
+    prepare_home(&*home)?;
+    Ok(home)
+}
+
+fn layer_names(layers: Layers) -> Vec<String> {
+    [
+        (layers.cgroup, "cgroup"),
+        (layers.shim, "shim"),
+        (layers.session, "session"),
+        (layers.marker, "marker"),
+    ]
+    .into_iter()
+    .filter(|(on, _)| *on)
+    .map(|(_, name)| name.to_owned())
+    .collect()
+}
+
+fn close_workspace(workspace: Box<dyn EvalWorkspace>, status: Status) -> Cleanup {
+    let mut cleanup = Cleanup::default();
+    match workspace.close(status) {
+        WorkspaceEnd::Removed => cleanup.workspace_removed = true,
+        WorkspaceEnd::Kept(path) => cleanup.workspace_kept_at = Some(path.display().to_string()),
+        WorkspaceEnd::Incomplete(leftovers) => cleanup.workspace_leftovers = leftovers,
+        WorkspaceEnd::Failed(err) => tracing::error!(error = %err, "cannot remove the workspace"),
+    }
+    cleanup
+}
+
+struct AgentOutcome {
+    termination: Termination,
+    exit_code: Option<i32>,
+    signal: Option<i32>,
+    error: Option<String>,
+    counts: Counts,
+    timeline: TimelineBuilder,
+    unknown_lines: u64,
+    malformed_lines: u64,
+    teardown: Option<TeardownReport>,
+    layers: Layers,
+}
+
+impl AgentOutcome {
+    /// The outcome of an agent that was never started.
+    fn not_run(termination: Termination, error: String, timeline: TimelineBuilder) -> Self {
+        Self {
+            termination,
+            exit_code: None,
+            signal: None,
+            error: Some(error),
+            counts: Counts::default(),
+            timeline,
+            unknown_lines: 0,
+            malformed_lines: 0,
+            teardown: None,
+            layers: NO_LAYERS,
+        }
+    }
+}
+
+/// Why the watch loop ended.
+enum End {
+    Exited(Option<AgentExit>),
+    Stopped(Termination),
+}
+
+const NO_LAYERS: Layers = Layers {
+    cgroup: false,
+    shim: false,
+    session: false,
+    marker: false,
+};
+
+/// How often the agent's tree is re-scanned (and the ledger updated) while it runs.
+const REFRESH_EVERY: Duration = Duration::from_millis(500);
+/// How long SIGKILL rounds may take after the grace period before teardown gives up.
+const KILL_TIMEOUT: Duration = Duration::from_secs(5);
+
+#[expect(
+    clippy::too_many_lines,
+    reason = "one linear story: spawn, watch, stop, collect"
+)]
+async fn run_agent(
+    ctx: &RunContext,
+    spec: &EvalSpec,
+    workspace: &dyn EvalWorkspace,
+    pcx: PhaseContext<'_>,
+    started: Instant,
+    mut stop: Stop,
+    mut service_exits: tokio::sync::mpsc::UnboundedReceiver<(String, Option<AgentExit>)>,
+) -> AgentOutcome {
+    let (eval_dir, env, clock) = (pcx.eval_dir, pcx.env, pcx.clock);
+    let mut timeline = TimelineBuilder::new(started);
+    let mut monitor = Monitor::new(spec.limits);
+    let spawn_failed = |error: String, timeline: TimelineBuilder| {
+        AgentOutcome::not_run(Termination::SpawnFailed, error, timeline)
+    };
+    let log = match CappedLog::create(&eval_dir.join("output.log"), OUTPUT_CAP).await {
+        Ok(log) => log,
+        Err(err) => return spawn_failed(format!("cannot create output.log: {err}"), timeline),
+    };
+    let events_file = eval_dir.join("events.jsonl");
+    if spec.events == EventSource::Jsonl
+        && let Err(err) = std::fs::File::create(&events_file)
+    {
+        return spawn_failed(
+            format!("cannot create {}: {err}", events_file.display()),
+            timeline,
+        );
+    }
+    let events_env: Vec<(OsString, OsString)> = if spec.events == EventSource::Jsonl {
+        vec![("HYOKA_EVENTS".into(), events_file.clone().into())]
+    } else {
+        Vec::new()
+    };
+    let Some(command) = env.command(&spec.command, workspace.path(), &events_env) else {
+        let _ = log.finish().await;
+        return spawn_failed("the command is empty".to_owned(), timeline);
+    };
+    if let Err(err) = ctx
+        .harness
+        .processes
+        .record_workspace(spec.eval_id.as_str(), workspace.path())
+    {
+        return spawn_failed(
+            format!("cannot record the workspace in the ledger: {err}"),
+            timeline,
+        );
+    }
+    let (watch_tx, mut watch_rx) = unbounded_channel::<WatchUpdate>();
+    let watcher = workspace.watch(watch_tx);
+    let mut agent = match ctx
+        .harness
+        .processes
+        .spawn(spec.eval_id.as_str(), command)
+        .await
+    {
+        Ok(agent) => agent,
+        Err(err) => {
+            let _ = log.finish().await;
+            let message = match &err {
+                ProcTrackError::Spawn { program, source } => {
+                    format!("cannot start {:?}: {source}", program.display().to_string())
+                }
+                other => format!("cannot start the agent: {other}"),
+            };
+            return spawn_failed(message, timeline);
+        }
+    };
+    // Read now: teardown removes the cgroup leaf, after which the agent no longer reports it.
+    let layers = agent.layers();
+    let (agent_tx, mut agent_rx) = unbounded_channel::<AgentEvent>();
+    let parse_stdout = spec.events == EventSource::StreamJson;
+    let stdout = agent.take_stdout().map(|out| {
+        let (log, tx) = (log.clone(), agent_tx.clone());
+        tokio::spawn(async move { pump(out, &log, parse_stdout.then_some(tx)).await })
+    });
+    let stderr = agent.take_stderr().map(|err| {
+        let log = log.clone();
+        tokio::spawn(async move { pump(err, &log, None).await })
+    });
+    let (done_tx, done_rx) = tokio::sync::watch::channel(false);
+    let tail = (spec.events == EventSource::Jsonl).then(|| {
+        let tx = agent_tx.clone();
+        let path = events_file.clone();
+        tokio::spawn(async move { tail_jsonl(&path, tx, done_rx).await })
+    });
+    drop(agent_tx);
+
+    let deadline = (!spec.timeout.is_zero()).then(|| clock.now() + spec.timeout);
+    let mut service_error = None;
+    let mut refresh = tokio::time::interval(REFRESH_EVERY);
+    refresh.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let end = loop {
+        tokio::select! {
+            exit = agent.wait() => break End::Exited(exit),
+            reason = stop.requested() => {
+                timeline.signal(clock.now(), format!("{}: stopping the agent", reason.name()));
+                break End::Stopped(Termination::Interrupted);
+            }
+            () = sleep_until(deadline) => {
+                timeline.signal(clock.now(), format!("timeout after {}", humantime::format_duration(spec.timeout)));
+                break End::Stopped(Termination::Timeout);
+            }
+            Some(event) = agent_rx.recv() => {
+                timeline.agent(clock.now(), &event);
+                let crossed = match event {
+                    AgentEvent::Turn { .. } => monitor.turn(),
+                    AgentEvent::ToolCall { .. } => monitor.action(),
+                };
+                if let Some(termination) = crossed {
+                    break End::Stopped(termination);
+                }
+            }
+            Some(update) = watch_rx.recv() => {
+                if let Some((change, path)) = update.change {
+                    timeline.file(clock.now(), change, path);
+                }
+                if let Some(termination) = monitor.usage(update.usage.files, update.usage.bytes) {
+                    break End::Stopped(termination);
+                }
+            }
+            Some((name, exit)) = service_exits.recv() => {
+                let how = exit_text(exit);
+                let reason = format!("service {name} died with {how} while the agent ran");
+                timeline.signal(clock.now(), reason.clone());
+                service_error = Some(reason);
+                break End::Stopped(Termination::ServiceFailed);
+            }
+            _ = refresh.tick() => {
+                // Keeps the ledger current, so a crash of hyoka leaves `clean` everything it
+                // needs.
+                agent.refresh();
+            }
+        }
+    };
+    let stop_counts = monitor.counts();
+    if let End::Stopped(termination) = end {
+        if !matches!(
+            termination,
+            Termination::Timeout | Termination::Interrupted | Termination::ServiceFailed
+        ) {
+            timeline.limit(clock.now(), termination, stop_counts);
+        }
+        tracing::info!(?termination, "stopping the agent");
+    }
+    // The agent's whole tree goes now (on a normal exit: whatever it left behind), so no
+    // pipe stays open and nothing outlives the eval. A second signal cuts the grace short.
+    let escalation = Escalation::new();
+    let escalate = {
+        let (escalation, mut stop) = (escalation.clone(), stop.clone());
+        tokio::spawn(async move {
+            stop.forced().await;
+            escalation.escalate();
+        })
+    };
+    let teardown = agent
+        .teardown(TeardownOptions {
+            grace: spec.grace,
+            kill_timeout: KILL_TIMEOUT,
+            escalation,
+        })
+        .await;
+    escalate.abort();
+    if teardown.survivors > 0 {
+        tracing::error!(
+            survivors = teardown.survivors,
+            "processes survived teardown"
+        );
+    }
+    let exit = match end {
+        End::Exited(exit) => exit,
+        End::Stopped(_) => agent.exit(),
+    };
+    let (mut unknown_lines, mut malformed_lines) = (0, 0);
+    for pump in [stdout, stderr].into_iter().flatten() {
+        match pump.await {
+            Ok(Ok((unknown, malformed))) => {
+                unknown_lines += unknown;
+                malformed_lines += malformed;
+            }
+            Ok(Err(err)) => tracing::warn!(error = %err, "reading agent output failed"),
+            Err(err) => tracing::warn!(error = %err, "output pump panicked"),
+        }
+    }
+    let _ = done_tx.send(true);
+    if let Some(tail) = tail
+        && let Ok((unknown, malformed)) = tail.await
+    {
+        unknown_lines += unknown;
+        malformed_lines += malformed;
+    }
+    let _ = log.finish().await;
+    drop(watcher);
+    // Events still queued happened before the agent stopped: they belong to the timeline,
+    // and to the counts unless a limit already froze them.
+    while let Ok(event) = agent_rx.try_recv() {
+        timeline.agent(clock.now(), &event);
+        match event {
+            AgentEvent::Turn { .. } => drop(monitor.turn()),
+            AgentEvent::ToolCall { .. } => drop(monitor.action()),
+        }
+    }
+    while let Ok(update) = watch_rx.try_recv() {
+        if let Some((change, path)) = update.change {
+            timeline.file(clock.now(), change, path);
+        }
+    }
+    // The final scan is authoritative for files and bytes.
+    match workspace.usage() {
+        Ok(usage) => drop(monitor.usage(usage.files, usage.bytes)),
+        Err(err) => tracing::warn!(error = %err, "cannot measure workspace usage"),
+    }
+    let (termination, counts) = match (end, monitor.stopped()) {
+        (
+            End::Stopped(
+                t @ (Termination::Timeout | Termination::Interrupted | Termination::ServiceFailed),
+            ),
+            _,
+        ) => (t, stop_counts),
+        (End::Stopped(termination), _) => (
+            termination,
+            monitor.stopped().map_or(stop_counts, |(_, c)| c),
+        ),
+        // The agent exited, but a limit was crossed by output that arrived just before: the
+        // limit was exceeded, so the eval says so.
+        (End::Exited(_), Some((termination, counts))) => {
+            timeline.limit(clock.now(), termination, counts);
+            (termination, counts)
+        }
+        (End::Exited(_), None) => (Termination::Exited, monitor.counts()),
+    };
+    let (exit_code, signal) = exit.map_or((None, None), |e| (e.code(), e.signal()));
+    let stopped = if teardown.processes_killed > 0 {
+        format!(
+            "; {} process(es) stopped by hyoka",
+            teardown.processes_killed
+        )
+    } else {
+        String::new()
+    };
+    timeline.exit(
+        clock.now(),
+        match (exit_code, signal) {
+            (Some(code), _) => format!("exit code {code}{stopped}"),
+            (None, Some(sig)) => format!("killed by signal {sig}{stopped}"),
+            _ => format!("unknown exit{stopped}"),
+        },
+    );
+    AgentOutcome {
+        termination,
+        exit_code,
+        signal,
+        error: service_error,
+        counts,
+        timeline,
+        unknown_lines,
+        malformed_lines,
+        teardown: Some(teardown),
+        layers,
+    }
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Copies a pipe into the log; with `events`, also parses it as stream-json. Returns the
+/// unknown and malformed line counts.
+async fn pump(
+    mut reader: Pipe,
+    log: &CappedLog,
+    events: Option<UnboundedSender<AgentEvent>>,
+) -> std::io::Result<(u64, u64)> {
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut splitter = LineSplitter::default();
+    let mut parser = StreamJsonParser::default();
+    let mut parsed = Vec::new();
+    loop {
+        let n = reader.read(&mut buf).await?;
+        if n == 0 {
+            break;
+        }
+        log.write(&buf[..n]).await?;
+        if let Some(tx) = &events {
+            splitter.feed(&buf[..n], |line, oversized| {
+                feed(&mut parser, line, oversized, &mut parsed);
+            });
+            for event in parsed.drain(..) {
+                let _ = tx.send(event);
+            }
+        }
+    }
+    if let Some(tx) = &events {
+        splitter.finish(|line, oversized| feed(&mut parser, line, oversized, &mut parsed));
+        for event in parsed.drain(..) {
+            let _ = tx.send(event);
+        }
+    }
+    Ok((parser.unknown, parser.malformed))
+}
+
+fn feed(parser: &mut StreamJsonParser, line: &[u8], oversized: bool, out: &mut Vec<AgentEvent>) {
+    if oversized {
+        parser.oversized();
+    } else {
+        parser.feed_line(line, out);
+    }
+}
+
+/// Follows `$HYOKA_EVENTS` until `done`, then reads what is left. Returns the unknown and
+/// malformed line counts.
+async fn tail_jsonl(
+    path: &Path,
+    tx: UnboundedSender<AgentEvent>,
+    mut done: tokio::sync::watch::Receiver<bool>,
+) -> (u64, u64) {
+    let Ok(mut file) = tokio::fs::File::open(path).await else {
+        return (0, 0);
+    };
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut splitter = LineSplitter::default();
+    let mut bad = 0u64;
+    let handle = |line: &[u8], oversized: bool, bad: &mut u64| {
+        if line.iter().all(u8::is_ascii_whitespace) && !oversized {
+            return;
+        }
+        match (oversized, parse_jsonl_event(line)) {
+            (false, Some(event)) => {
+                let _ = tx.send(event);
+            }
+            _ => *bad += 1,
+        }
+    };
+    loop {
+        let finished = *done.borrow();
+        match file.read(&mut buf).await {
+            Ok(0) | Err(_) if finished => break,
+            Ok(0) | Err(_) => {
+                tokio::select! {
+                    () = tokio::time::sleep(Duration::from_millis(50)) => {}
+                    _ = done.changed() => {}
+                }
+            }
+            Ok(n) => splitter.feed(&buf[..n], |line, oversized| {
+                handle(line, oversized, &mut bad);
+            }),
+        }
+    }
+    splitter.finish(|line, oversized| handle(line, oversized, &mut bad));
+    (0, bad)
+}

@@ -1,0 +1,202 @@
+//! Tests of the event parsers, including the real captures in `../shared/fixtures`.
+
+use std::path::PathBuf;
+
+use super::*;
+
+fn parse_all(text: &str) -> (Vec<AgentEvent>, StreamJsonParser) {
+    let mut parser = StreamJsonParser::default();
+    let mut events = Vec::new();
+    for line in text.lines() {
+        parser.feed_line(line.as_bytes(), &mut events);
+    }
+    (events, parser)
+}
+
+fn counts(events: &[AgentEvent]) -> (usize, usize) {
+    let turns = events
+        .iter()
+        .filter(|e| matches!(e, AgentEvent::Turn { .. }))
+        .count();
+    (turns, events.len() - turns)
+}
+
+#[track_caller]
+fn check(text: &str, turns: usize, actions: usize, malformed: u64, unknown: u64) {
+    let (events, parser) = parse_all(text);
+    assert_eq!(counts(&events), (turns, actions), "{text}");
+    assert_eq!(
+        (parser.malformed, parser.unknown),
+        (malformed, unknown),
+        "{text}"
+    );
+}
+
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a test reads where the shared fixtures are"
+)]
+fn shared_dir() -> Option<PathBuf> {
+    let dir = std::env::var_os("HYOKA_SHARED_DIR").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
+        PathBuf::from,
+    );
+    dir.is_dir().then_some(dir)
+}
+
+#[test]
+fn the_real_captures_give_the_indexed_counts() {
+    let Some(shared) = shared_dir() else {
+        // Straight to stderr, past the test harness's capture, so the skip shows in the output.
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            b"skipped: ../shared is absent (a fresh clone); CI has it\n",
+        );
+        return;
+    };
+    let dir = shared.join("fixtures/stream-json");
+    let index = std::fs::read_to_string(dir.join("INDEX.tsv")).unwrap();
+    let mut header = index.lines().next().unwrap().split('\t');
+    let col = |name: &str| header.clone().position(|h| h == name).unwrap();
+    let (file_col, turns_col, tools_col) = (
+        col("file"),
+        col("assistant_messages_distinct_id"),
+        col("tool_use_blocks"),
+    );
+    header.next();
+    let mut checked = 0;
+    for row in index.lines().skip(1).filter(|l| !l.trim().is_empty()) {
+        let fields: Vec<&str> = row.split('\t').collect();
+        let text = std::fs::read_to_string(dir.join(fields[file_col])).unwrap();
+        let (events, parser) = parse_all(&text);
+        let want: (usize, usize) = (
+            fields[turns_col].parse().unwrap(),
+            fields[tools_col].parse().unwrap(),
+        );
+        assert_eq!(counts(&events), want, "{}", fields[file_col]);
+        assert_eq!(parser.malformed, 0, "{}", fields[file_col]);
+        checked += 1;
+    }
+    assert_eq!(checked, 4);
+}
+
+#[test]
+fn lines_of_one_message_are_one_turn() {
+    let lines = [
+        r#"{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"hi"}]}}"#,
+        r#"{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"t1","name":"Write","input":{"file_path":"a.rs","content":"x"}}]}}"#,
+        r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1"}]}}"#,
+        r#"{"type":"assistant","message":{"id":"m2","content":[{"type":"tool_use","name":"Bash","input":{"command":"ls"}},{"type":"tool_use","name":"Read","input":{"path":"b.rs"}}]}}"#,
+    ];
+    check(&lines.join("\n"), 2, 3, 0, 0);
+    let (events, _) = parse_all(&lines.join("\n"));
+    assert_eq!(
+        events[1],
+        AgentEvent::ToolCall {
+            name: "Write".into(),
+            path: Some("a.rs".into()),
+            input: Some(r#"{"file_path":"a.rs","content":"x"}"#.into())
+        }
+    );
+    assert!(matches!(&events[4], AgentEvent::ToolCall { path: Some(p), .. } if p == "b.rs"));
+}
+
+#[test]
+fn odd_content_and_garbage_are_counted_not_fatal() {
+    check(
+        r#"{"type":"assistant","message":{"id":"x","content":"<CONTENT>"}}"#,
+        1,
+        0,
+        0,
+        0,
+    );
+    check(
+        r#"{"type":"assistant","message":{"id":"x","content":[1,"s",null,{"type":"tool_use","name":"T"}]}}"#,
+        1,
+        1,
+        0,
+        0,
+    );
+    check(
+        r#"{"type":"assistant","message":{"content":{"weird":true}}}"#,
+        1,
+        0,
+        0,
+        0,
+    );
+    check(r#"{"type":"assistant"}"#, 0, 0, 0, 0);
+    check("not json\n{\"type\":\n[1,2]\n\"str\"\n\n   ", 0, 0, 4, 0);
+    check(r#"{"type":"stream_event","event":{}}"#, 0, 0, 0, 1);
+    check(r#"{"no_type":1}"#, 0, 0, 0, 1);
+    check(
+        "{\"type\":\"assistant\",\"message\":{\"id\":\"\u{e9}\\u00e9\",\"content\":[]}}",
+        1,
+        0,
+        0,
+        0,
+    );
+}
+
+#[test]
+fn interleaved_sub_agent_messages_do_not_split_a_turn() {
+    let lines = [
+        r#"{"type":"assistant","message":{"id":"parent","content":[{"type":"text","text":"a"}]}}"#,
+        r#"{"type":"assistant","parent_tool_use_id":"t","message":{"id":"child","content":[{"type":"text","text":"b"}]}}"#,
+        r#"{"type":"assistant","message":{"id":"parent","content":[{"type":"tool_use","name":"Task"}]}}"#,
+    ];
+    check(&lines.join("\n"), 2, 1, 0, 0);
+}
+
+#[test]
+fn jsonl_events() {
+    assert_eq!(
+        parse_jsonl_event(br#"{"type":"turn"}"#),
+        Some(AgentEvent::Turn { message_id: None })
+    );
+    assert_eq!(
+        parse_jsonl_event(
+            br#"{"type":"tool_call","name":"bash","path":"x.sh","input":{"cmd":"ls"}}"#
+        ),
+        Some(AgentEvent::ToolCall {
+            name: "bash".into(),
+            path: Some("x.sh".into()),
+            input: Some(r#"{"cmd":"ls"}"#.into())
+        })
+    );
+    assert_eq!(parse_jsonl_event(b"garbage"), None);
+    assert_eq!(parse_jsonl_event(br#"{"type":"other"}"#), None);
+}
+
+#[test]
+fn truncation_respects_character_boundaries() {
+    assert_eq!(truncate_chars("abc", 5), "abc");
+    assert_eq!(truncate_chars("abcdef", 3), "abc…");
+    // 'é' is two bytes: a cut inside it moves back to the boundary.
+    assert_eq!(truncate_chars("aé", 2), "a…");
+    assert_eq!(truncate_chars("✻✻", 4), "✻…");
+}
+
+#[test]
+fn the_splitter_survives_any_chunking_and_bounds_lines() {
+    let text = b"one\ntwo\n\nthree";
+    for split in 0..text.len() {
+        let mut splitter = LineSplitter::default();
+        let mut got = Vec::new();
+        splitter.feed(&text[..split], |l, o| got.push((l.to_vec(), o)));
+        splitter.feed(&text[split..], |l, o| got.push((l.to_vec(), o)));
+        splitter.finish(|l, o| got.push((l.to_vec(), o)));
+        let want: Vec<(Vec<u8>, bool)> = vec![
+            (b"one".to_vec(), false),
+            (b"two".to_vec(), false),
+            (vec![], false),
+            (b"three".to_vec(), false),
+        ];
+        assert_eq!(got, want, "split at {split}");
+    }
+    let mut splitter = LineSplitter::default();
+    let mut got = Vec::new();
+    let big = vec![b'x'; MAX_LINE + 10];
+    splitter.feed(&big, |_, o| got.push(o));
+    splitter.feed(b"\nok\n", |l, o| got.push(o && l.len() == MAX_LINE));
+    assert_eq!(got, [true, false]);
+}

@@ -1,0 +1,571 @@
+//! In-memory fakes of the harness seams (`mock` feature): [`FakeHost`] runs scripted
+//! programs ([`FakeProgram`]) in `MemWorkspace`s, tears them down through `hyoka-proctrack`'s
+//! real teardown against its `FakeSystem`, and tells time with [`FakeClock`] on tokio's
+//! paused clock, so the harness policy runs in process on an exact virtual timeline.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, SystemTime};
+
+use async_trait::async_trait;
+use hyoka_proctrack::{
+    AgentCommand, AgentExit, FAKE_SELF_PID, FakeSystem, Layers, LedgerEntry, OnTerm, ProcRef,
+    ProcTable, ProcTrackError, Scope, Seams, TeardownOptions, TeardownReport, teardown,
+};
+use hyoka_workspace::{Entry, MemWorkspace, Usage, Workspace, WorkspaceError, WorkspaceOptions};
+use tokio::io::AsyncWriteExt;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::watch;
+
+use crate::host::{
+    Clock, EvalWorkspace, Harness, Pipe, Process, Processes, WorkspaceEnd, Workspaces,
+};
+use crate::report::Status;
+use crate::watch::{FileChange, WatchUpdate};
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// One step of a [`FakeProgram`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Step {
+    Sleep(Duration),
+    Print(String),
+    Write(PathBuf, Vec<u8>),
+}
+
+/// How a [`FakeProgram`] ends once its steps are done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    Exit(i32),
+    Hang,
+}
+
+/// What a fake program does when it is started: steps in order (wait, print a line on
+/// stdout, write a file into its working directory's workspace), then it exits with a code
+/// or runs until it is stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FakeProgram {
+    steps: Vec<Step>,
+    end: End,
+    stubborn_child: bool,
+}
+
+impl Default for FakeProgram {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl FakeProgram {
+    /// A program that exits 0 at once.
+    pub fn new() -> Self {
+        Self {
+            steps: Vec::new(),
+            end: End::Exit(0),
+            stubborn_child: false,
+        }
+    }
+
+    /// Waits `duration` (virtual time on a paused runtime).
+    #[must_use]
+    pub fn sleeps(mut self, duration: Duration) -> Self {
+        self.steps.push(Step::Sleep(duration));
+        self
+    }
+
+    /// Prints `line` (and a newline) on stdout.
+    #[must_use]
+    pub fn prints(mut self, line: impl Into<String>) -> Self {
+        self.steps.push(Step::Print(line.into()));
+        self
+    }
+
+    /// Writes `contents` to `path` in the workspace it runs in.
+    #[must_use]
+    pub fn writes(mut self, path: impl Into<PathBuf>, contents: impl Into<Vec<u8>>) -> Self {
+        self.steps.push(Step::Write(path.into(), contents.into()));
+        self
+    }
+
+    /// Exits with `code` after its steps.
+    #[must_use]
+    pub fn exits(mut self, code: i32) -> Self {
+        self.end = End::Exit(code);
+        self
+    }
+
+    /// Runs until it is stopped after its steps.
+    #[must_use]
+    pub fn hangs(mut self) -> Self {
+        self.end = End::Hang;
+        self
+    }
+
+    /// Starts a child in its process group that ignores SIGTERM, so teardown needs SIGKILL.
+    #[must_use]
+    pub fn leaves_stubborn_child(mut self) -> Self {
+        self.stubborn_child = true;
+        self
+    }
+}
+
+/// Wall time that follows tokio's clock from a fixed start: on a paused runtime every record
+/// time is exact.
+#[derive(Debug, Clone, Copy)]
+pub struct FakeClock {
+    wall: SystemTime,
+    start: tokio::time::Instant,
+}
+
+impl FakeClock {
+    /// A clock whose wall time is `wall` now (call it inside the runtime).
+    pub fn new(wall: SystemTime) -> Self {
+        Self {
+            wall,
+            start: tokio_now(),
+        }
+    }
+}
+
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the fake clock follows tokio's clock, which tests pause"
+)]
+fn tokio_now() -> tokio::time::Instant {
+    tokio::time::Instant::now()
+}
+
+impl Clock for FakeClock {
+    fn now(&self) -> tokio::time::Instant {
+        tokio_now()
+    }
+
+    fn wall(&self) -> SystemTime {
+        self.wall + tokio_now().saturating_duration_since(self.start)
+    }
+}
+
+/// The fake processes, workspaces and clock of a harness, sharing one [`FakeSystem`].
+///
+/// Programs are looked up by the file name of the command's program; a command naming no
+/// registered program fails to start (`ENOENT`). A started program is a process of the fake
+/// system (its own session and group, pid from 1001); teardown is `hyoka-proctrack`'s real
+/// [`teardown`] against that system, on its fake clock. Workspaces are in memory
+/// (`/mem/hyoka-<run>[-<eval>]-<n>`); starters and injected files are not copied.
+#[derive(Debug, Clone)]
+pub struct FakeHost {
+    inner: Arc<Inner>,
+    clock: FakeClock,
+}
+
+#[derive(Debug)]
+struct Inner {
+    programs: Mutex<BTreeMap<String, FakeProgram>>,
+    system: FakeSystem,
+    workspaces: Mutex<Vec<Arc<MemEval>>>,
+    spawned: Mutex<Vec<(String, AgentCommand)>>,
+    recorded: Mutex<Vec<(String, PathBuf)>>,
+}
+
+impl FakeHost {
+    /// A host with no programs, whose wall clock reads `wall` now.
+    pub fn new(wall: SystemTime) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                programs: Mutex::new(BTreeMap::new()),
+                system: FakeSystem::new(),
+                workspaces: Mutex::new(Vec::new()),
+                spawned: Mutex::new(Vec::new()),
+                recorded: Mutex::new(Vec::new()),
+            }),
+            clock: FakeClock::new(wall),
+        }
+    }
+
+    /// Registers what the program named `name` does.
+    pub fn program(&self, name: &str, program: FakeProgram) {
+        lock(&self.inner.programs).insert(name.to_owned(), program);
+    }
+
+    /// A harness on these fakes.
+    pub fn harness(&self) -> Harness {
+        Harness {
+            processes: Arc::new(self.clone()),
+            workspaces: Arc::new(self.clone()),
+            clock: Arc::new(self.clock),
+        }
+    }
+
+    /// The ids and commands started so far, in order.
+    pub fn spawned(&self) -> Vec<(String, AgentCommand)> {
+        lock(&self.inner.spawned).clone()
+    }
+
+    /// The workspaces recorded for crash cleanup so far, in order.
+    pub fn recorded(&self) -> Vec<(String, PathBuf)> {
+        lock(&self.inner.recorded).clone()
+    }
+
+    /// The fake processes still alive.
+    pub fn alive(&self) -> Vec<ProcRef> {
+        self.inner.system.alive()
+    }
+
+    /// The workspaces (and isolated homes) still open, by path.
+    pub fn open_workspaces(&self) -> Vec<PathBuf> {
+        lock(&self.inner.workspaces)
+            .iter()
+            .filter(|w| !*lock(&w.closed))
+            .map(|w| w.path.clone())
+            .collect()
+    }
+
+    fn workspace_at(&self, path: &Path) -> Option<Arc<MemEval>> {
+        lock(&self.inner.workspaces)
+            .iter()
+            .find(|w| w.path == path)
+            .cloned()
+    }
+}
+
+#[async_trait]
+impl Processes for FakeHost {
+    fn marker_owner(&self) -> String {
+        format!("{FAKE_SELF_PID} 1")
+    }
+
+    fn record_workspace(&self, id: &str, path: &Path) -> Result<(), ProcTrackError> {
+        lock(&self.inner.recorded).push((id.to_owned(), path.to_owned()));
+        Ok(())
+    }
+
+    async fn spawn(
+        &self,
+        id: &str,
+        command: AgentCommand,
+    ) -> Result<Box<dyn Process>, ProcTrackError> {
+        let name = command
+            .program
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let Some(program) = lock(&self.inner.programs).get(&name).cloned() else {
+            return Err(ProcTrackError::Spawn {
+                program: command.program,
+                source: std::io::Error::from(std::io::ErrorKind::NotFound),
+            });
+        };
+        lock(&self.inner.spawned).push((id.to_owned(), command.clone()));
+        let system = &self.inner.system;
+        let root = system.spawn(FAKE_SELF_PID, true, &name, None);
+        let mut known = Vec::new();
+        if program.stubborn_child {
+            let child = system.spawn(root.pid, false, "stubborn", None);
+            system.set_on_term(child.pid, OnTerm::Ignore);
+            // Tracked like a ledger entry, so teardown finds it after its parent exited.
+            known.extend(
+                system
+                    .process(child.pid)
+                    .map(|info| LedgerEntry::from_info(&info, id)),
+            );
+        }
+        let workspace = command
+            .cwd
+            .as_deref()
+            .and_then(|cwd| self.workspace_at(cwd));
+        let (exit_tx, exit_rx) = watch::channel(None);
+        let exit_tx = Arc::new(exit_tx);
+        let (stdout, writer) = tokio::io::duplex(64 * 1024);
+        let script = tokio::spawn(run_script(
+            program,
+            writer,
+            workspace,
+            Arc::clone(&exit_tx),
+            system.clone(),
+            root,
+        ));
+        Ok(Box::new(FakeProcess {
+            system: system.clone(),
+            root,
+            known,
+            stdout: Some(Box::new(stdout)),
+            exit_tx,
+            exit: exit_rx,
+            script,
+        }))
+    }
+
+    async fn probe(&self, command: AgentCommand, _timeout: Duration) -> bool {
+        let name = command
+            .program
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        lock(&self.inner.programs)
+            .get(&name)
+            .is_some_and(|p| p.end == End::Exit(0))
+    }
+}
+
+async fn run_script(
+    program: FakeProgram,
+    mut stdout: tokio::io::DuplexStream,
+    workspace: Option<Arc<MemEval>>,
+    exit: Arc<watch::Sender<Option<AgentExit>>>,
+    system: FakeSystem,
+    root: ProcRef,
+) {
+    for step in program.steps {
+        match step {
+            Step::Sleep(duration) => tokio::time::sleep(duration).await,
+            Step::Print(line) => {
+                let _ = stdout.write_all(format!("{line}\n").as_bytes()).await;
+            }
+            Step::Write(path, contents) => {
+                if let Some(workspace) = &workspace {
+                    workspace.write_watched(&path, &contents);
+                }
+            }
+        }
+    }
+    match program.end {
+        End::Exit(code) => {
+            system.exit(root.pid);
+            exit.send_replace(Some(AgentExit::Code(code)));
+        }
+        End::Hang => std::future::pending().await,
+    }
+}
+
+/// A running fake program.
+struct FakeProcess {
+    system: FakeSystem,
+    root: ProcRef,
+    known: Vec<LedgerEntry>,
+    stdout: Option<Pipe>,
+    exit_tx: Arc<watch::Sender<Option<AgentExit>>>,
+    exit: watch::Receiver<Option<AgentExit>>,
+    script: tokio::task::JoinHandle<()>,
+}
+
+#[async_trait]
+impl Process for FakeProcess {
+    fn take_stdout(&mut self) -> Option<Pipe> {
+        self.stdout.take()
+    }
+
+    fn take_stderr(&mut self) -> Option<Pipe> {
+        Some(Box::new(tokio::io::empty()))
+    }
+
+    fn layers(&self) -> Layers {
+        Layers {
+            cgroup: false,
+            shim: false,
+            session: true,
+            marker: true,
+        }
+    }
+
+    async fn wait(&mut self) -> Option<AgentExit> {
+        let exit = self.exit.wait_for(Option::is_some).await.ok()?;
+        *exit
+    }
+
+    fn exit(&self) -> Option<AgentExit> {
+        *self.exit.borrow()
+    }
+
+    fn refresh(&mut self) {}
+
+    async fn teardown(&mut self, options: TeardownOptions) -> TeardownReport {
+        // The program stops running: its stdout closes, its script goes no further.
+        self.script.abort();
+        let clock = hyoka_proctrack::FakeClock::new(std_now());
+        let seams = Seams {
+            table: &self.system,
+            signaller: &self.system,
+            clock: &clock,
+        };
+        let scope = Scope {
+            roots: vec![self.root],
+            known: self.known.clone(),
+            ..Scope::default()
+        };
+        let report = teardown(seams, &scope, &[], &options);
+        if self.exit().is_none() {
+            let terminated = report.processes.iter().any(|p| {
+                p.pid == self.root.pid && p.outcome == hyoka_proctrack::Outcome::Terminated
+            });
+            let signal = if terminated { SIGTERM } else { SIGKILL };
+            self.exit_tx.send_replace(Some(AgentExit::Signal(signal)));
+        }
+        report
+    }
+}
+
+const SIGTERM: i32 = 15;
+const SIGKILL: i32 = 9;
+
+#[expect(
+    clippy::disallowed_methods,
+    reason = "proctrack's fake clock starts somewhere; only differences are used"
+)]
+fn std_now() -> std::time::Instant {
+    std::time::Instant::now()
+}
+
+/// An in-memory workspace of a [`FakeHost`]: a `MemWorkspace` at a path of its own, whose
+/// writes by fake programs reach the harness's watcher.
+#[derive(Debug)]
+struct MemEval {
+    path: PathBuf,
+    inner: Mutex<Arc<MemWorkspace>>,
+    watcher: Arc<Mutex<Option<UnboundedSender<WatchUpdate>>>>,
+    closed: Mutex<bool>,
+    keep: hyoka_workspace::KeepPolicy,
+}
+
+impl MemEval {
+    fn mem(&self) -> Arc<MemWorkspace> {
+        Arc::clone(&lock(&self.inner))
+    }
+
+    /// A fake program's write: into the workspace, and on to the watcher.
+    fn write_watched(&self, path: &Path, contents: &[u8]) {
+        let mem = self.mem();
+        let existed = mem.read_file(path).is_ok();
+        if mem.write_file(path, contents).is_err() {
+            return;
+        }
+        if let (Some(tx), Ok(usage)) = (lock(&self.watcher).as_ref(), mem.usage()) {
+            let change = if existed {
+                FileChange::Changed
+            } else {
+                FileChange::Created
+            };
+            let _ = tx.send(WatchUpdate {
+                usage,
+                change: Some((change, path.display().to_string())),
+            });
+        }
+    }
+
+    /// Every file below `dir`, recursively.
+    fn files(mem: &MemWorkspace, dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
+        for entry in mem.list(dir).unwrap_or_default() {
+            let path = dir.join(&entry.name);
+            match entry.kind {
+                hyoka_workspace::EntryKind::Dir => Self::files(mem, &path, out),
+                _ => {
+                    if let Ok(bytes) = mem.read_file(&path) {
+                        out.push((path, bytes));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Stops a [`MemEval`]'s watcher when dropped.
+struct WatchGuard(Arc<Mutex<Option<UnboundedSender<WatchUpdate>>>>);
+
+impl Drop for WatchGuard {
+    fn drop(&mut self) {
+        lock(&self.0).take();
+    }
+}
+
+/// A [`FakeHost`] workspace handed to the harness.
+#[derive(Debug)]
+struct MemHandle(Arc<MemEval>);
+
+impl Workspace for MemHandle {
+    fn path(&self) -> &Path {
+        &self.0.path
+    }
+
+    fn write_file(&self, rel: &Path, contents: &[u8]) -> Result<(), WorkspaceError> {
+        self.0.mem().write_file(rel, contents)
+    }
+
+    fn read_file(&self, rel: &Path) -> Result<Vec<u8>, WorkspaceError> {
+        self.0.mem().read_file(rel)
+    }
+
+    fn create_dir(&self, rel: &Path) -> Result<(), WorkspaceError> {
+        self.0.mem().create_dir(rel)
+    }
+
+    fn remove(&self, rel: &Path) -> Result<(), WorkspaceError> {
+        self.0.mem().remove(rel)
+    }
+
+    fn list(&self, rel: &Path) -> Result<Vec<Entry>, WorkspaceError> {
+        self.0.mem().list(rel)
+    }
+
+    fn usage(&self) -> Result<Usage, WorkspaceError> {
+        self.0.mem().usage()
+    }
+}
+
+impl EvalWorkspace for MemHandle {
+    fn skipped_links(&self) -> usize {
+        0
+    }
+
+    fn rebaseline(&mut self) -> Result<(), WorkspaceError> {
+        let mem = self.0.mem();
+        let mut files = Vec::new();
+        MemEval::files(&mem, Path::new(""), &mut files);
+        *lock(&self.0.inner) = Arc::new(MemWorkspace::with_files(files)?);
+        Ok(())
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        let mem = self.0.mem();
+        path.is_relative() && (mem.read_file(path).is_ok() || mem.list(path).is_ok())
+    }
+
+    fn watch(&self, tx: UnboundedSender<WatchUpdate>) -> Box<dyn Send> {
+        *lock(&self.0.watcher) = Some(tx);
+        Box::new(WatchGuard(Arc::clone(&self.0.watcher)))
+    }
+
+    fn close(self: Box<Self>, status: Status) -> WorkspaceEnd {
+        *lock(&self.0.closed) = true;
+        let keep = match self.0.keep {
+            hyoka_workspace::KeepPolicy::Never => false,
+            hyoka_workspace::KeepPolicy::OnFailure => status != Status::Passed,
+            hyoka_workspace::KeepPolicy::Always => true,
+        };
+        if keep {
+            WorkspaceEnd::Kept(self.0.path.clone())
+        } else {
+            WorkspaceEnd::Removed
+        }
+    }
+}
+
+impl Workspaces for FakeHost {
+    fn create(&self, options: &WorkspaceOptions) -> Result<Box<dyn EvalWorkspace>, WorkspaceError> {
+        let mut workspaces = lock(&self.inner.workspaces);
+        let name = match &options.eval_id {
+            Some(eval) => format!("hyoka-{}-{eval}-{}", options.run_id, workspaces.len()),
+            None => format!("hyoka-{}-{}", options.run_id, workspaces.len()),
+        };
+        let workspace = Arc::new(MemEval {
+            path: Path::new("/mem").join(name),
+            inner: Mutex::new(Arc::new(MemWorkspace::new())),
+            watcher: Arc::new(Mutex::new(None)),
+            closed: Mutex::new(false),
+            keep: options.keep,
+        });
+        workspaces.push(Arc::clone(&workspace));
+        Ok(Box::new(MemHandle(workspace)))
+    }
+}

@@ -1,0 +1,337 @@
+//! The seams the harness runs against: where processes start ([`Processes`], [`Process`]),
+//! where workspaces come from ([`Workspaces`], [`EvalWorkspace`]), and the [`Clock`].
+//!
+//! The real implementations ([`TrackedProcesses`] over a `hyoka-proctrack` [`Tracker`],
+//! [`TempWorkspaces`] over `hyoka-workspace`'s `TempWorkspace`, [`SystemClock`]) are what a
+//! run uses; behind the `mock` feature, `FakeProcesses`, `MemWorkspaces` and `FakeClock` run
+//! the same harness policy in memory, on tokio's paused clock.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use async_trait::async_trait;
+use hyoka_proctrack::{
+    Agent, AgentCommand, AgentExit, Layers, NativeProcTable, NativeSignaller, ProcTable,
+    ProcTrackError, Signal, Signaller, TeardownOptions, TeardownReport, Tracker,
+};
+use hyoka_workspace::{Closed, TempWorkspace, Workspace, WorkspaceError, WorkspaceOptions};
+use tokio::io::AsyncRead;
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::report::Status;
+use crate::watch::{WatchUpdate, watch};
+
+/// A readable pipe of a process (its stdout or stderr).
+pub type Pipe = Box<dyn AsyncRead + Send + Unpin>;
+
+/// One started process of an eval: the agent, a service, a build or a review, with
+/// everything it starts.
+#[async_trait]
+pub trait Process: Send {
+    /// Its standard output, once (piped).
+    fn take_stdout(&mut self) -> Option<Pipe>;
+    /// Its standard error, once (piped).
+    fn take_stderr(&mut self) -> Option<Pipe>;
+    /// The containment layers it runs under (read before teardown).
+    fn layers(&self) -> Layers;
+    /// Waits for the process itself to exit (its descendants may still run). Cancel-safe.
+    /// `None` when waiting failed.
+    async fn wait(&mut self) -> Option<AgentExit>;
+    /// Its exit, if already known.
+    fn exit(&self) -> Option<AgentExit>;
+    /// Finds what it started since the last call (and keeps any ledger current). May block
+    /// for a `/proc` scan.
+    fn refresh(&mut self);
+    /// Stops its whole tree: SIGTERM, the grace period, SIGKILL rounds.
+    async fn teardown(&mut self, options: TeardownOptions) -> TeardownReport;
+}
+
+/// Where an eval's processes start.
+#[async_trait]
+pub trait Processes: Send + Sync {
+    /// The owner recorded in the markers of the run's workspaces.
+    fn marker_owner(&self) -> String;
+    /// Records a workspace of `id` so that a crash leaves its removal to `hyoka clean`.
+    ///
+    /// # Errors
+    /// The tracker's, when the ledger cannot be written.
+    fn record_workspace(&self, id: &str, path: &Path) -> Result<(), ProcTrackError>;
+    /// Starts `command` as `id` under the run's containment.
+    ///
+    /// # Errors
+    /// [`ProcTrackError::Spawn`] when the program cannot be started, or the tracker's.
+    async fn spawn(
+        &self,
+        id: &str,
+        command: AgentCommand,
+    ) -> Result<Box<dyn Process>, ProcTrackError>;
+    /// Runs a service's readiness command to its end; `true` when it exits 0 within
+    /// `timeout`. A command that overruns is killed with its process group.
+    async fn probe(&self, command: AgentCommand, timeout: Duration) -> bool;
+}
+
+/// A workspace as the harness uses it: the [`Workspace`] operations, plus its baseline,
+/// its watcher and its end.
+pub trait EvalWorkspace: Workspace {
+    /// Links of the starter that were not copied because they lead outside.
+    fn skipped_links(&self) -> usize;
+    /// Takes what the workspace holds now as the baseline (what services wrote before the
+    /// agent starts is not the agent's output).
+    ///
+    /// # Errors
+    /// The workspace's, when it cannot be scanned.
+    fn rebaseline(&mut self) -> Result<(), WorkspaceError>;
+    /// Whether `path` (relative to the workspace, or absolute) exists.
+    fn exists(&self, path: &Path) -> bool;
+    /// Starts reporting usage changes and file events on `tx`; reporting stops when the
+    /// returned guard is dropped.
+    fn watch(&self, tx: UnboundedSender<WatchUpdate>) -> Box<dyn Send>;
+    /// Removes the workspace, or keeps it as the keep policy says for an eval that ended
+    /// with `status`.
+    fn close(self: Box<Self>, status: Status) -> WorkspaceEnd;
+}
+
+/// What closing a workspace did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WorkspaceEnd {
+    /// It is gone.
+    Removed,
+    /// It was kept here, per the keep policy.
+    Kept(std::path::PathBuf),
+    /// Some entries could not be removed (each with the reason).
+    Incomplete(Vec<String>),
+    /// Removal failed.
+    Failed(String),
+}
+
+/// Where an eval's workspaces (and isolated homes) come from.
+pub trait Workspaces: Send + Sync {
+    /// Creates, marks and fills a workspace.
+    ///
+    /// # Errors
+    /// The workspace's, when it cannot be created.
+    fn create(&self, options: &WorkspaceOptions) -> Result<Box<dyn EvalWorkspace>, WorkspaceError>;
+}
+
+/// Time for the harness: the monotonic clock of tokio (so a paused test runtime drives the
+/// deadlines, durations and timelines) and the wall clock for records.
+pub trait Clock: Send + Sync {
+    /// The monotonic now.
+    fn now(&self) -> tokio::time::Instant;
+    /// The wall-clock now.
+    fn wall(&self) -> SystemTime;
+}
+
+/// The real clocks.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the one sanctioned reading of the monotonic clock in this crate"
+    )]
+    fn now(&self) -> tokio::time::Instant {
+        tokio::time::Instant::now()
+    }
+
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the one sanctioned reading of the wall clock in this crate"
+    )]
+    fn wall(&self) -> SystemTime {
+        SystemTime::now()
+    }
+}
+
+/// The seams one run uses, shared by its evals.
+#[derive(Clone)]
+pub struct Harness {
+    /// Where processes start.
+    pub processes: Arc<dyn Processes>,
+    /// Where workspaces come from.
+    pub workspaces: Arc<dyn Workspaces>,
+    /// The clock.
+    pub clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for Harness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Harness").finish_non_exhaustive()
+    }
+}
+
+impl Harness {
+    /// The real harness: processes through `tracker`, real workspaces, the system clock.
+    pub fn tracked(tracker: Tracker) -> Self {
+        Self {
+            processes: Arc::new(TrackedProcesses { tracker }),
+            workspaces: Arc::new(TempWorkspaces),
+            clock: Arc::new(SystemClock),
+        }
+    }
+}
+
+/// [`Processes`] through a run's [`Tracker`]: every process in the ledger, under every
+/// containment layer the machine offers.
+#[derive(Debug, Clone)]
+pub struct TrackedProcesses {
+    /// The run's tracker.
+    pub tracker: Tracker,
+}
+
+#[async_trait]
+impl Processes for TrackedProcesses {
+    /// `<pid> <start_ticks>`, short enough for the marker to stay in the inode
+    /// (`hyoka-workspace`'s `marker` docs). The boot id is left out: after a reboot a dead
+    /// owner could only be taken for alive (its workspace is kept), never the other way
+    /// round.
+    fn marker_owner(&self) -> String {
+        let owner = self.tracker.owner();
+        format!("{} {}", owner.proc_ref.pid, owner.proc_ref.start_ticks)
+    }
+
+    fn record_workspace(&self, id: &str, path: &Path) -> Result<(), ProcTrackError> {
+        self.tracker.record_workspace(id, path)
+    }
+
+    async fn spawn(
+        &self,
+        id: &str,
+        command: AgentCommand,
+    ) -> Result<Box<dyn Process>, ProcTrackError> {
+        let agent = self.tracker.spawn(id, command).await?;
+        Ok(Box::new(TrackedProcess(agent)))
+    }
+
+    async fn probe(&self, command: AgentCommand, timeout: Duration) -> bool {
+        // A probe is short-lived and killed (with its group, through the verified signaller)
+        // when it overruns; it is the one phase process not spawned through the tracker.
+        let child = tokio::process::Command::new(&command.program)
+            .args(&command.args)
+            .current_dir(command.cwd.as_deref().unwrap_or(Path::new(".")))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .process_group(0)
+            .kill_on_drop(true)
+            .spawn();
+        let Ok(mut child) = child else { return false };
+        // Read while the child is unreaped, so its identity cannot have been reused.
+        let identity = child
+            .id()
+            .and_then(|pid| NativeProcTable::new().process(pid.cast_signed()))
+            .map(|info| info.proc_ref());
+        if let Ok(Ok(status)) = tokio::time::timeout(timeout, child.wait()).await {
+            return status.success();
+        }
+        if let Some(probe) = identity {
+            let _ = NativeSignaller::new().signal_group(probe, probe.pid, Signal::Kill);
+        }
+        let _ = child.wait().await;
+        false
+    }
+}
+
+/// A process started through the tracker.
+struct TrackedProcess(Agent);
+
+#[async_trait]
+impl Process for TrackedProcess {
+    fn take_stdout(&mut self) -> Option<Pipe> {
+        self.0.stdout.take().map(|p| Box::new(p) as Pipe)
+    }
+
+    fn take_stderr(&mut self) -> Option<Pipe> {
+        self.0.stderr.take().map(|p| Box::new(p) as Pipe)
+    }
+
+    fn layers(&self) -> Layers {
+        self.0.layers()
+    }
+
+    async fn wait(&mut self) -> Option<AgentExit> {
+        self.0.wait().await.ok()
+    }
+
+    fn exit(&self) -> Option<AgentExit> {
+        self.0.exit()
+    }
+
+    fn refresh(&mut self) {
+        // One `/proc` scan (about 10 µs per process); off the runtime's worker where the
+        // runtime allows it.
+        let refreshed = match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+            Ok(tokio::runtime::RuntimeFlavor::MultiThread) => {
+                tokio::task::block_in_place(|| self.0.refresh())
+            }
+            _ => self.0.refresh(),
+        };
+        if let Err(err) = refreshed {
+            tracing::debug!(error = %err, "process refresh failed");
+        }
+    }
+
+    async fn teardown(&mut self, options: TeardownOptions) -> TeardownReport {
+        match self.0.teardown(options).await {
+            Ok(report) => report,
+            Err(err) => {
+                tracing::error!(error = %err, "teardown failed");
+                TeardownReport::default()
+            }
+        }
+    }
+}
+
+/// [`Workspaces`] of real, marked, self-removing directories.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TempWorkspaces;
+
+impl Workspaces for TempWorkspaces {
+    fn create(&self, options: &WorkspaceOptions) -> Result<Box<dyn EvalWorkspace>, WorkspaceError> {
+        Ok(Box::new(TempWorkspace::create(options)?))
+    }
+}
+
+impl EvalWorkspace for TempWorkspace {
+    fn skipped_links(&self) -> usize {
+        self.starter_report().map_or(0, |r| r.skipped.len())
+    }
+
+    fn rebaseline(&mut self) -> Result<(), WorkspaceError> {
+        TempWorkspace::rebaseline(self)
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        self.path().join(path).exists()
+    }
+
+    fn watch(&self, tx: UnboundedSender<WatchUpdate>) -> Box<dyn Send> {
+        Box::new(watch(self.path(), self.snapshot().clone(), tx))
+    }
+
+    fn close(self: Box<Self>, status: Status) -> WorkspaceEnd {
+        let outcome = if status == Status::Passed {
+            hyoka_workspace::Outcome::Success
+        } else {
+            hyoka_workspace::Outcome::Failure
+        };
+        match TempWorkspace::close(*self, outcome) {
+            Ok(Closed::Kept(path)) => WorkspaceEnd::Kept(path),
+            Ok(_) => WorkspaceEnd::Removed,
+            Err(WorkspaceError::RemoveIncomplete { path, report }) => {
+                tracing::error!(workspace = %path.display(), "{}", report.summary());
+                WorkspaceEnd::Incomplete(
+                    report
+                        .leftovers
+                        .iter()
+                        .map(|l| format!("{}: {}", l.path.display(), l.reason))
+                        .collect(),
+                )
+            }
+            Err(err) => WorkspaceEnd::Failed(err.to_string()),
+        }
+    }
+}

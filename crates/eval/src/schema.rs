@@ -1,0 +1,14 @@
+//! The JSON Schemas of the records a run writes (`schema` feature).
+
+use crate::report::{Report, RunSummary};
+use crate::timeline::Timeline;
+
+/// The JSON Schemas of the records a run writes, by file stem: `report` (`report.json`),
+/// `run` (`run.json`) and `action-timeline` (`action_timeline.json`).
+pub fn schemas() -> Vec<(&'static str, schemars::Schema)> {
+    vec![
+        ("report", schemars::schema_for!(Report)),
+        ("run", schemars::schema_for!(RunSummary)),
+        ("action-timeline", schemars::schema_for!(Timeline)),
+    ]
+}

@@ -1,0 +1,134 @@
+//! Stopping a run from outside: gracefully first, at once on a second request.
+//!
+//! The first [`Stopper::request`] asks each running eval to stop its agent with the usual
+//! grace period (`termination: interrupted`) and evals that have not started are recorded as
+//! not started; records are still written and workspaces removed. A second request turns
+//! every stop into an immediate SIGKILL and still writes the records. The harness installs
+//! no signal handler: the caller (the CLI, on SIGINT, SIGTERM and SIGHUP) requests the stop.
+
+use tokio::sync::watch;
+
+/// Why a stop was requested.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum StopReason {
+    /// SIGINT.
+    Interrupt,
+    /// SIGTERM.
+    Terminate,
+    /// SIGHUP.
+    Hangup,
+    /// The embedding program asked.
+    Cancel,
+}
+
+impl StopReason {
+    /// The name used in records (`SIGINT`, …, `a cancellation`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Interrupt => "SIGINT",
+            Self::Terminate => "SIGTERM",
+            Self::Hangup => "SIGHUP",
+            Self::Cancel => "a cancellation",
+        }
+    }
+}
+
+/// How hard the run has been asked to stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopLevel {
+    /// Not asked.
+    Running,
+    /// Stop with the grace period.
+    Graceful(StopReason),
+    /// Stop now: SIGKILL. The reason is the first request's.
+    Force(StopReason),
+}
+
+/// Requests stops; every [`Stop`] made from it sees them.
+#[derive(Debug)]
+pub struct Stopper {
+    tx: watch::Sender<StopLevel>,
+}
+
+impl Stopper {
+    /// A stopper and the first handle on it.
+    pub fn new() -> (Self, Stop) {
+        let (tx, rx) = watch::channel(StopLevel::Running);
+        (Self { tx }, Stop { rx, _idle: None })
+    }
+
+    /// Requests a stop: the first request is graceful, any further one forces. Returns the
+    /// level now in force.
+    pub fn request(&self, reason: StopReason) -> StopLevel {
+        let mut level = StopLevel::Running;
+        self.tx.send_modify(|current| {
+            *current = match *current {
+                StopLevel::Running => StopLevel::Graceful(reason),
+                StopLevel::Graceful(first) | StopLevel::Force(first) => StopLevel::Force(first),
+            };
+            level = *current;
+        });
+        level
+    }
+}
+
+/// A handle every eval watches.
+#[derive(Debug, Clone)]
+pub struct Stop {
+    rx: watch::Receiver<StopLevel>,
+    /// Keeps a sender alive for handles no [`Stopper`] feeds.
+    _idle: Option<std::sync::Arc<watch::Sender<StopLevel>>>,
+}
+
+impl Stop {
+    /// A handle that is never asked to stop.
+    pub fn never() -> Self {
+        let (tx, rx) = watch::channel(StopLevel::Running);
+        Self {
+            rx,
+            _idle: Some(std::sync::Arc::new(tx)),
+        }
+    }
+
+    /// The level now.
+    pub fn level(&self) -> StopLevel {
+        *self.rx.borrow()
+    }
+
+    /// The reason of the first request, once there was one.
+    pub fn reason(&self) -> Option<StopReason> {
+        match self.level() {
+            StopLevel::Running => None,
+            StopLevel::Graceful(reason) | StopLevel::Force(reason) => Some(reason),
+        }
+    }
+
+    /// Resolves once a stop is requested; returns its reason. Cancel-safe.
+    pub async fn requested(&mut self) -> StopReason {
+        loop {
+            let level = *self.rx.borrow_and_update();
+            if let StopLevel::Graceful(reason) | StopLevel::Force(reason) = level {
+                return reason;
+            }
+            if self.rx.changed().await.is_err() {
+                return std::future::pending().await;
+            }
+        }
+    }
+
+    /// Resolves once a forced stop is requested. Cancel-safe.
+    pub async fn forced(&mut self) {
+        loop {
+            if matches!(*self.rx.borrow_and_update(), StopLevel::Force(_)) {
+                return;
+            }
+            if self.rx.changed().await.is_err() {
+                return std::future::pending().await;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,557 @@
+//! Suite files: YAML with `defaults:` and `evals:`, validated completely before anything
+//! runs.
+//!
+//! ```yaml
+//! defaults:
+//!   timeout: 10m
+//!   grace: 5s
+//!   events: stream-json
+//!   limits: { max_turns: 25, max_files: 50, max_output_size: 1MiB, max_session_actions: 50 }
+//!   env: { MODE: eval }
+//! evals:
+//!   - id: fix-bug
+//!     command: [claude, -p, "fix the failing test"]
+//!     starter: starters/bug    # relative to the suite file
+//!     timeout: 5m
+//!     limits: { max_turns: 10 }
+//!     env: { EXTRA: "1" }
+//!     files:                   # injected after the starter (skills, instructions)
+//!       - { source: skills, target: .claude/skills }
+//!     services:                # started before the agent, torn down with the eval
+//!       - name: api
+//!         command: [python3, -m, http.server, "8765"]
+//!         ready: { tcp: "127.0.0.1:8765" }   # or { file: ready.txt } or { command: [...] }
+//!         timeout: 30s
+//!     build: { command: [cargo, build], timeout: 5m }
+//!     review: { command: [python3, review.py], timeout: 2m }   # may print {"pass": …}
+//!     isolate_home: true       # own HOME and XDG dirs; the environment is cleared …
+//!     pass_env: [ANTHROPIC_API_KEY]   # … except the basics and these
+//! ```
+//!
+//! Parsing runs in two steps so every error can be precise: the YAML is read into a
+//! generic tree (syntax errors carry line and column), then deserialized into typed
+//! structs with unknown keys denied (errors carry the field path, which names the eval).
+
+use std::collections::{BTreeMap, HashSet};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use hyoka_workspace::{EvalId, Injection};
+use serde::Deserialize;
+
+use crate::error::EvalError;
+use crate::limits::PartialLimits;
+use crate::settings::{
+    self, DEFAULT_PHASE_TIMEOUT, DEFAULT_READY_TIMEOUT, EvalSpec, PhaseCommand, PhaseSettings,
+    Readiness, ServiceSpec, Settings,
+};
+use crate::shard::Shard;
+use crate::units;
+
+/// A validated suite.
+#[derive(Debug, Clone)]
+pub struct Suite {
+    /// The `defaults:` level.
+    pub defaults: Settings,
+    /// The evals, in file order.
+    pub evals: Vec<SuiteEval>,
+}
+
+/// One validated eval of a suite.
+#[derive(Debug, Clone)]
+pub struct SuiteEval {
+    /// Its id, unique in the suite.
+    pub id: EvalId,
+    /// The agent's argv.
+    pub command: Vec<OsString>,
+    /// Its starter directory, resolved against the suite file's directory.
+    pub starter: Option<PathBuf>,
+    /// The eval's own level of settings.
+    pub settings: Settings,
+}
+
+impl Suite {
+    /// Parses and validates the suite `text`, read from `path` (which names the file in
+    /// errors and anchors relative `starter` and `files` paths). Everything is checked
+    /// before anything runs: unknown fields, ids, durations, sizes, commands, starters,
+    /// injected files, services.
+    ///
+    /// # Errors
+    /// [`EvalError::Suite`] with one line naming the file, and the eval and field where there
+    /// is one.
+    pub fn from_yaml(text: &str, path: &Path) -> Result<Self, EvalError> {
+        parse(text, path).map_err(|message| EvalError::Suite {
+            path: path.to_owned(),
+            message,
+        })
+    }
+
+    /// The effective settings of every eval (of `shard`, when given), with `cli` as the
+    /// strongest level: `cli` > the eval > `defaults` > built-in.
+    pub fn specs(&self, cli: &Settings, shard: Option<Shard>) -> Vec<EvalSpec> {
+        self.evals
+            .iter()
+            .enumerate()
+            .filter(|(position, _)| shard.is_none_or(|shard| shard.includes(*position)))
+            .map(|(_, eval)| {
+                EvalSpec::resolve(
+                    eval.id.clone(),
+                    eval.command.clone(),
+                    eval.starter.clone(),
+                    &[cli, &eval.settings, &self.defaults],
+                )
+            })
+            .collect()
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSuite {
+    #[serde(default)]
+    defaults: RawSettings,
+    evals: Vec<RawEval>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawSettings {
+    timeout: Option<String>,
+    grace: Option<String>,
+    events: Option<String>,
+    limits: Option<RawLimits>,
+    env: Option<BTreeMap<String, String>>,
+    files: Option<Vec<RawFile>>,
+    services: Option<Vec<RawService>>,
+    build: Option<RawPhase>,
+    review: Option<RawPhase>,
+    isolate_home: Option<bool>,
+    pass_env: Option<Vec<String>>,
+}
+
+// The eval's own fields plus the settings fields: serde cannot deny unknown fields through
+// `flatten`, so they are listed again.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEval {
+    id: String,
+    command: Vec<String>,
+    starter: Option<String>,
+    timeout: Option<String>,
+    grace: Option<String>,
+    events: Option<String>,
+    limits: Option<RawLimits>,
+    env: Option<BTreeMap<String, String>>,
+    files: Option<Vec<RawFile>>,
+    services: Option<Vec<RawService>>,
+    build: Option<RawPhase>,
+    review: Option<RawPhase>,
+    isolate_home: Option<bool>,
+    pass_env: Option<Vec<String>>,
+}
+
+impl RawEval {
+    fn split(self) -> (String, Vec<String>, Option<String>, RawSettings) {
+        let settings = RawSettings {
+            timeout: self.timeout,
+            grace: self.grace,
+            events: self.events,
+            limits: self.limits,
+            env: self.env,
+            files: self.files,
+            services: self.services,
+            build: self.build,
+            review: self.review,
+            isolate_home: self.isolate_home,
+            pass_env: self.pass_env,
+        };
+        (self.id, self.command, self.starter, settings)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    source: String,
+    target: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawService {
+    name: String,
+    command: Vec<String>,
+    ready: Option<RawReady>,
+    timeout: Option<String>,
+    env: Option<BTreeMap<String, String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawReady {
+    file: Option<String>,
+    tcp: Option<String>,
+    command: Option<Vec<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPhase {
+    command: Vec<String>,
+    timeout: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLimits {
+    max_turns: Option<u64>,
+    max_files: Option<u64>,
+    max_output_size: Option<RawSize>,
+    max_session_actions: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawSize {
+    Bytes(u64),
+    Text(String),
+}
+
+/// A duration of the suite file, its error as text.
+fn duration(text: &str) -> Result<std::time::Duration, String> {
+    units::parse_duration(text).map_err(|e| e.to_string())
+}
+
+fn parse(text: &str, path: &Path) -> Result<Suite, String> {
+    let file = path.display();
+    // Typed deserialization straight from the YAML keeps plain scalars as written (`y` stays
+    // "y", `5` can be an argv string) and gives line and column; the path wrapper adds which
+    // field failed.
+    let mut failed_at: Option<String> = None;
+    let parsed = serde_saphyr::with_deserializer_from_str(text, |de| {
+        serde_path_to_error::deserialize::<_, RawSuite>(de).map_err(|e| {
+            failed_at = Some(e.path().to_string());
+            e.into_inner()
+        })
+    });
+    let raw = match parsed {
+        Ok(raw) => raw,
+        Err(err) => {
+            let location = err.location().map_or_else(String::new, |loc| {
+                format!(":{}:{}", loc.line(), loc.column())
+            });
+            let message = one_line(&err.to_string());
+            return Err(match failed_at {
+                Some(field) if field != "." && !field.is_empty() => {
+                    format!(
+                        "{file}{location}: {}: {message}",
+                        describe_path(text, &field)
+                    )
+                }
+                _ => format!("{file}{location}: {message}"),
+            });
+        }
+    };
+    let base = path.parent().unwrap_or(Path::new("."));
+    validate(raw, base).map_err(|e| format!("{file}: {e}"))
+}
+
+/// The first line of a serde-saphyr message, without its own `error: line L column C:`
+/// prefix (the location is printed as `file:L:C` instead).
+fn one_line(message: &str) -> String {
+    let first = message.lines().next().unwrap_or_default();
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    let first = match first.split_once(": ") {
+        Some((loc, rest)) if loc.starts_with("line ") && loc.contains(" column ") => rest,
+        _ => first,
+    };
+    first.to_owned()
+}
+
+/// `evals[2].limits.max_turns` → `eval "fix" (evals[2]), field limits.max_turns`. The id is
+/// looked up in a loose re-read of the text, which only happens on this error path.
+fn describe_path(text: &str, path: &str) -> String {
+    let Some(rest) = path.strip_prefix("evals[") else {
+        return format!("field {path}");
+    };
+    let Some((index, field)) = rest.split_once(']') else {
+        return format!("field {path}");
+    };
+    let tree: Option<serde_json::Value> = serde_saphyr::from_str(text).ok();
+    let id = index.parse::<usize>().ok().and_then(|i| {
+        tree.as_ref()?
+            .get("evals")?
+            .get(i)?
+            .get("id")?
+            .as_str()
+            .map(str::to_owned)
+    });
+    let field = field.trim_start_matches('.');
+    let field = if field.is_empty() {
+        "(the eval itself)"
+    } else {
+        field
+    };
+    match id {
+        Some(id) => format!("eval {id:?} (evals[{index}]), field {field}"),
+        None => format!("evals[{index}], field {field}"),
+    }
+}
+
+fn validate(raw: RawSuite, base: &Path) -> Result<Suite, String> {
+    let defaults = settings(raw.defaults, base)
+        .map_err(|(field, e)| format!("defaults, field {field}: {e}"))?;
+    if raw.evals.is_empty() {
+        return Err("field evals: the suite has no evals".to_owned());
+    }
+    let mut seen = HashSet::new();
+    let mut evals = Vec::with_capacity(raw.evals.len());
+    for (index, eval) in raw.evals.into_iter().enumerate() {
+        let (id, command, starter, raw_settings) = eval.split();
+        let name = format!("eval {id:?} (evals[{index}])");
+        let eval_id = EvalId::new(id.clone()).map_err(|e| format!("{name}, field id: {e}"))?;
+        if !seen.insert(id.clone()) {
+            return Err(format!("{name}, field id: duplicate eval id {id:?}"));
+        }
+        if command.first().is_none_or(String::is_empty) {
+            return Err(format!("{name}, field command: the command is empty"));
+        }
+        let starter = match starter {
+            Some(starter) => {
+                let resolved = base.join(&starter);
+                if !resolved.is_dir() {
+                    return Err(format!(
+                        "{name}, field starter: {} is not a directory",
+                        resolved.display()
+                    ));
+                }
+                Some(resolved)
+            }
+            None => None,
+        };
+        let settings = settings(raw_settings, base)
+            .map_err(|(field, e)| format!("{name}, field {field}: {e}"))?;
+        check_phase_ids(&eval_id, &settings.phases, &defaults.phases)
+            .map_err(|(field, e)| format!("{name}, field {field}: {e}"))?;
+        evals.push(SuiteEval {
+            id: eval_id,
+            command: command.into_iter().map(OsString::from).collect(),
+            starter,
+            settings,
+        });
+    }
+    Ok(Suite { defaults, evals })
+}
+
+/// Phase processes are tracked under `<eval>.build`, `<eval>.review` and
+/// `<eval>.svc.<name>`, which must still be valid ids (at most 64 characters).
+fn check_phase_ids(
+    eval: &EvalId,
+    own: &PhaseSettings,
+    defaults: &PhaseSettings,
+) -> Result<(), (&'static str, String)> {
+    let services = own.services.as_ref().or(defaults.services.as_ref());
+    for service in services.into_iter().flatten() {
+        let id = format!("{eval}.svc.{}", service.name);
+        if EvalId::new(id.clone()).is_err() {
+            return Err((
+                "services",
+                format!(
+                    "{id:?} is too long for a process id; shorten the eval id or the service name"
+                ),
+            ));
+        }
+    }
+    if EvalId::new(format!("{eval}.review")).is_err()
+        || EvalId::new(format!("{eval}.home")).is_err()
+    {
+        return Err((
+            "id",
+            "leave room for the phase suffixes (at most 57 characters)".to_owned(),
+        ));
+    }
+    Ok(())
+}
+
+fn settings(raw: RawSettings, base: &Path) -> Result<Settings, (&'static str, String)> {
+    let timeout = raw
+        .timeout
+        .map(|t| duration(&t))
+        .transpose()
+        .map_err(|e| ("timeout", e))?;
+    let grace = raw
+        .grace
+        .map(|t| duration(&t))
+        .transpose()
+        .map_err(|e| ("grace", e))?;
+    let events = raw
+        .events
+        .map(|e| e.parse().map_err(|e: EvalError| e.to_string()))
+        .transpose()
+        .map_err(|e| ("events", e))?;
+    let limits = match raw.limits {
+        None => PartialLimits::default(),
+        Some(limits) => PartialLimits {
+            max_turns: limits.max_turns,
+            max_files: limits.max_files,
+            max_output_size: match limits.max_output_size {
+                None => None,
+                Some(RawSize::Bytes(bytes)) => Some(bytes),
+                Some(RawSize::Text(text)) => Some(
+                    units::parse_size(&text)
+                        .map_err(|e| ("limits.max_output_size", e.to_string()))?,
+                ),
+            },
+            max_session_actions: limits.max_session_actions,
+        },
+    };
+    let env = env_pairs(raw.env).map_err(|e| ("env", e))?;
+    let files = raw
+        .files
+        .map(|files| {
+            files
+                .into_iter()
+                .map(|f| injection(f, base))
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .transpose()
+        .map_err(|e| ("files", e))?;
+    let services = raw
+        .services
+        .map(|services| {
+            let mut names = HashSet::new();
+            services
+                .into_iter()
+                .map(|raw| {
+                    let service = service(raw)?;
+                    if !names.insert(service.name.clone()) {
+                        return Err(format!("duplicate service name {:?}", service.name));
+                    }
+                    Ok(service)
+                })
+                .collect::<Result<Vec<_>, String>>()
+        })
+        .transpose()
+        .map_err(|e| ("services", e))?;
+    let build = raw.build.map(phase).transpose().map_err(|e| ("build", e))?;
+    let review = raw
+        .review
+        .map(phase)
+        .transpose()
+        .map_err(|e| ("review", e))?;
+    if let Some(names) = &raw.pass_env
+        && let Some(bad) = names.iter().find(|n| !settings::valid_env_name(n))
+    {
+        return Err(("pass_env", format!("invalid variable name {bad:?}")));
+    }
+    Ok(Settings {
+        timeout,
+        grace,
+        events,
+        limits,
+        env,
+        phases: PhaseSettings {
+            files,
+            services,
+            build,
+            review,
+            isolate_home: raw.isolate_home,
+            pass_env: raw.pass_env,
+        },
+    })
+}
+
+fn env_pairs(env: Option<BTreeMap<String, String>>) -> Result<Vec<(OsString, OsString)>, String> {
+    let mut pairs = Vec::new();
+    for (key, value) in env.unwrap_or_default() {
+        if !settings::valid_env_name(&key) || value.contains('\0') {
+            return Err(format!("invalid variable name {key:?}"));
+        }
+        if key.starts_with("HYOKA_") {
+            return Err(format!("{key} is set by hyoka and cannot be overridden"));
+        }
+        pairs.push((OsString::from(key), OsString::from(value)));
+    }
+    Ok(pairs)
+}
+
+fn injection(raw: RawFile, base: &Path) -> Result<Injection, String> {
+    settings::injection(base.join(&raw.source), raw.target.map(PathBuf::from))
+        .map_err(|e| e.to_string())
+}
+
+fn service(raw: RawService) -> Result<ServiceSpec, String> {
+    if EvalId::new(raw.name.clone()).is_err() || raw.name.len() > 16 {
+        return Err(format!(
+            "invalid service name {:?}: 1 to 16 of letters, digits, '.', '_', '-'",
+            raw.name
+        ));
+    }
+    if raw.command.first().is_none_or(String::is_empty) {
+        return Err(format!("service {}: the command is empty", raw.name));
+    }
+    let ready = match raw.ready {
+        None => Readiness::Started,
+        Some(RawReady {
+            file: Some(file),
+            tcp: None,
+            command: None,
+        }) => Readiness::File(file.into()),
+        Some(RawReady {
+            file: None,
+            tcp: Some(tcp),
+            command: None,
+        }) => {
+            if !tcp.contains(':') {
+                return Err(format!(
+                    "service {}: ready.tcp {tcp:?} is not host:port",
+                    raw.name
+                ));
+            }
+            Readiness::Tcp(tcp)
+        }
+        Some(RawReady {
+            file: None,
+            tcp: None,
+            command: Some(command),
+        }) if !command.is_empty() => {
+            Readiness::Command(command.into_iter().map(OsString::from).collect())
+        }
+        Some(_) => {
+            return Err(format!(
+                "service {}: ready takes exactly one of file, tcp or command",
+                raw.name
+            ));
+        }
+    };
+    let timeout = raw
+        .timeout
+        .map(|t| duration(&t))
+        .transpose()
+        .map_err(|e| format!("service {}: {e}", raw.name))?
+        .unwrap_or(DEFAULT_READY_TIMEOUT);
+    Ok(ServiceSpec {
+        name: raw.name,
+        command: raw.command.into_iter().map(OsString::from).collect(),
+        ready,
+        timeout,
+        env: env_pairs(raw.env)?,
+    })
+}
+
+fn phase(raw: RawPhase) -> Result<PhaseCommand, String> {
+    if raw.command.first().is_none_or(String::is_empty) {
+        return Err("the command is empty".to_owned());
+    }
+    Ok(PhaseCommand {
+        command: raw.command.into_iter().map(OsString::from).collect(),
+        timeout: raw
+            .timeout
+            .map(|t| duration(&t))
+            .transpose()?
+            .unwrap_or(DEFAULT_PHASE_TIMEOUT),
+    })
+}
+
+#[cfg(test)]
+mod tests;

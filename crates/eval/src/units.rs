@@ -1,0 +1,93 @@
+//! Parsers for the units on the command line and in suite files: durations and sizes.
+
+use std::time::Duration;
+
+use crate::error::EvalError;
+
+/// Parses a humantime duration (`30s`, `10m`, `1h 30m`, `250ms`). A bare `0` is zero.
+///
+/// # Errors
+/// [`EvalError::InvalidValue`] naming the text, with examples.
+pub fn parse_duration(text: &str) -> Result<Duration, EvalError> {
+    let trimmed = text.trim();
+    if trimmed == "0" {
+        return Ok(Duration::ZERO);
+    }
+    if trimmed.starts_with('-') {
+        return Err(EvalError::invalid("duration", text, "must not be negative"));
+    }
+    humantime::parse_duration(trimmed).map_err(|err| {
+        EvalError::invalid("duration", text, format!("{err} (examples: 30s, 10m, 1h)"))
+    })
+}
+
+/// Parses a byte size: `1048576`, `512KiB`, `1MiB`, `1MB`, `2GB`, `0`.
+///
+/// Binary units (`KiB`, `MiB`, `GiB`, `TiB`) are powers of 1024, decimal units (`KB`, `MB`,
+/// `GB`, `TB`) powers of 1000; `B` or no unit means bytes. Units are case-insensitive, a
+/// space between number and unit is allowed, and fractions are allowed with a unit
+/// (`1.5MiB`).
+///
+/// # Errors
+/// [`EvalError::InvalidValue`] naming the text, with examples.
+pub fn parse_size(text: &str) -> Result<u64, EvalError> {
+    let err = |why: &str| {
+        EvalError::invalid(
+            "size",
+            text,
+            format!("{why} (examples: 1048576, 512KiB, 1MiB, 1MB)"),
+        )
+    };
+    let trimmed = text.trim();
+    let split = trimmed
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(trimmed.len());
+    let (number, unit) = trimmed.split_at(split);
+    if number.is_empty() {
+        return Err(err(if trimmed.starts_with('-') {
+            "must not be negative"
+        } else {
+            "expected a number"
+        }));
+    }
+    let multiplier: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kb" | "k" => 1_000,
+        "kib" => 1 << 10,
+        "mb" | "m" => 1_000_000,
+        "mib" => 1 << 20,
+        "gb" | "g" => 1_000_000_000,
+        "gib" => 1 << 30,
+        "tb" | "t" => 1_000_000_000_000,
+        "tib" => 1 << 40,
+        _ => return Err(err("unknown unit")),
+    };
+    if let Some((whole, frac)) = number.split_once('.') {
+        if multiplier == 1 || frac.is_empty() || frac.contains('.') {
+            return Err(err("fractions need a unit larger than a byte"));
+        }
+        let whole: u64 = if whole.is_empty() {
+            0
+        } else {
+            whole.parse().map_err(|_| err("bad number"))?
+        };
+        let frac_digits = frac.len().min(9);
+        let frac_value: u64 = frac[..frac_digits].parse().map_err(|_| err("bad number"))?;
+        let scale = 10u64.pow(u32::try_from(frac_digits).unwrap_or(9));
+        let whole_bytes = whole
+            .checked_mul(multiplier)
+            .ok_or_else(|| err("too large"))?;
+        let frac_bytes = u128::from(frac_value) * u128::from(multiplier) / u128::from(scale);
+        return whole_bytes
+            .checked_add(u64::try_from(frac_bytes).map_err(|_| err("too large"))?)
+            .ok_or_else(|| err("too large"));
+    }
+    number
+        .parse::<u64>()
+        .map_err(|_| err("too large"))?
+        .checked_mul(multiplier)
+        .ok_or_else(|| err("too large"))
+}
+
+#[cfg(test)]
+mod tests;

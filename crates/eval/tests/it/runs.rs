@@ -1,0 +1,78 @@
+//! The worker pool: evals start in plan order, `workers` at a time, each with its records;
+//! `run.json` sums them up.
+
+use std::sync::Arc;
+
+use hyoka_eval::{FakeProgram, Status, Stop, merge_summaries};
+
+use crate::support::{Case, Recorder, eval, ms};
+
+#[tokio::test(start_paused = true)]
+async fn workers_run_evals_at_once_in_plan_order() {
+    let case = Case::new();
+    case.program("ten", FakeProgram::new().sleeps(ms(10_000)).exits(0))
+        .program("fails", FakeProgram::new().sleeps(ms(10_000)).exits(1));
+    let evals = vec![
+        eval("e1", "ten"),
+        eval("e2", "ten"),
+        eval("e3", "fails"),
+        eval("e4", "ten"),
+    ];
+    let mut plan = case.plan(evals);
+    plan.workers = 2;
+    let recorder = Arc::new(Recorder::default());
+    let outcome = hyoka_eval::run(&plan, &case.host.harness(), Stop::never(), recorder.clone())
+        .await
+        .unwrap();
+    // Permits go out in plan order: e1 and e2 first, e3 and e4 when they end (within a pair,
+    // whichever task the runtime polls first spawns first).
+    let mut spawned = case.spawned();
+    spawned[..2].sort();
+    spawned[2..].sort();
+    assert_eq!(spawned, ["e1", "e2", "e3", "e4"]);
+    // Two at a time: 20 s of virtual time for four 10 s evals.
+    assert_eq!(outcome.summary.duration_ms, 20_000);
+    let ids: Vec<&str> = outcome
+        .summary
+        .evals
+        .iter()
+        .map(|e| e.eval_id.as_str())
+        .collect();
+    assert_eq!(ids, ["e1", "e2", "e3", "e4"]);
+    assert_eq!(outcome.summary.status, Status::Failed);
+    assert_eq!(
+        (outcome.summary.totals.passed, outcome.summary.totals.failed),
+        (3, 1)
+    );
+    assert_eq!(outcome.summary.started_at, "2027-01-15T08:00:00.000Z");
+    assert_eq!(outcome.summary.ended_at, "2027-01-15T08:00:20.000Z");
+    assert_eq!(recorder.0.lock().unwrap().last().unwrap(), "run failed");
+    let run_json: hyoka_eval::RunSummary =
+        serde_json::from_slice(&std::fs::read(case.reports.path().join("case/run.json")).unwrap())
+            .unwrap();
+    assert_eq!(run_json.evals.len(), 4);
+    case.assert_nothing_left();
+}
+
+#[tokio::test(start_paused = true)]
+async fn shards_merge_into_one_summary_and_refuse_overlap() {
+    let case = Case::new();
+    case.program("ok", FakeProgram::new().exits(0));
+    let first = case.run(vec![eval("a", "ok")]).await.summary;
+    let second = Case::new();
+    second.program("ok", FakeProgram::new().exits(1));
+    let second = second.run(vec![eval("b", "ok")]).await.summary;
+    let merged =
+        merge_summaries(&[("s1".into(), first.clone()), ("s2".into(), second)], None).unwrap();
+    assert_eq!(merged.run_id, "case");
+    assert_eq!(merged.totals.evals, 2);
+    assert_eq!(merged.status, Status::Failed);
+    assert_eq!(merged.evals[1].report, "s2/b/report.json");
+    let err =
+        merge_summaries(&[("s1".into(), first.clone()), ("s3".into(), first)], None).unwrap_err();
+    assert!(err.is_bad_input());
+    assert_eq!(
+        err.to_string(),
+        "eval a appears in more than one input (again in s3)"
+    );
+}

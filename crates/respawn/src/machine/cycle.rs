@@ -1,0 +1,346 @@
+//! The cycle (T29–T43): update, `/clear`, `/init`, kickstart; each step typed as text then
+//! Enter, confirmed by the session's reaction, retried or given up.
+
+use std::time::Instant;
+
+use hyoka_idle_detect::{BlockedKind, SessionState};
+
+use super::{Action, Keys, Machine, Pending, Phase, blocked_name, single_line};
+use crate::event::{BlockReason, Checker, Event, State, Step, TimerName};
+
+impl Machine {
+    pub(super) fn start_cycle(&mut self, now: Instant) {
+        self.clear_timers();
+        self.cancel_check(Checker::Plan, "cycle started");
+        self.cancel_check(Checker::Idle, "cycle started");
+        self.cycles += 1;
+        self.cycle_starts.push_back(now);
+        self.emit(Event::CycleStarted { cycle: self.cycles });
+        self.send_step(State::SendingUpdate, now);
+    }
+
+    /// Codeman's `sendUpdateDocs`/`sendClear`/`sendInit`/`sendKickstart`: clear the
+    /// context and start the step delay.
+    pub(super) fn send_step(&mut self, state: State, now: Instant) {
+        self.out.push(Action::ResetContext);
+        self.pending = None;
+        self.set_state(state, now);
+        self.arm(TimerName::StepDelay, self.config.inter_step_delay, now);
+    }
+
+    pub(super) fn step_text(&self, step: Step) -> String {
+        match step {
+            Step::Update => single_line(&self.config.update_prompt),
+            Step::Clear => "/clear".to_owned(),
+            Step::Init => "/init".to_owned(),
+            Step::Kickstart => single_line(self.config.kickstart_prompt.as_deref().unwrap_or("")),
+            Step::AutoAccept => String::new(),
+        }
+    }
+
+    /// Why typing into the session is not safe now, if it is not.
+    pub(super) fn unsafe_to_type(&self, now: Instant) -> Option<&'static str> {
+        if self.human_locked(now) {
+            return Some("human present");
+        }
+        match self.verdict.state {
+            SessionState::Working => Some("session working"),
+            SessionState::Blocked => Some("session blocked"),
+            SessionState::Idle | SessionState::Unknown => None,
+        }
+    }
+
+    /// T30, T34, T37, T41: type the step's text; Enter follows as a separate write.
+    pub(super) fn step_delay_fired(&mut self, now: Instant) {
+        let Some(step) = self.state.step() else {
+            return;
+        };
+        if !matches!(
+            self.state,
+            State::SendingUpdate
+                | State::SendingClear
+                | State::SendingInit
+                | State::SendingKickstart
+        ) {
+            return;
+        }
+        if self.verdict.state == SessionState::Blocked {
+            // The session now waits for a human (a plan menu or a permission prompt opened
+            // in answer to the last step): the cycle ends here, and in watching a plan menu
+            // gets the usual auto-accept while anything else is left to the human.
+            let kind = self.verdict.blocked.map_or("unknown", blocked_name);
+            self.emit(Event::Blocked {
+                reason: BlockReason::SessionBlocked,
+                details: format!("the session waits for a human ({kind})"),
+            });
+            self.emit(Event::CycleAborted {
+                cycle: self.cycles,
+                reason: "session blocked",
+            });
+            self.clear_timers();
+            let plan = self.verdict.blocked == Some(BlockedKind::Plan);
+            self.back_to_watching(now, plan);
+            return;
+        }
+        if let Some(reason) = self.unsafe_to_type(now) {
+            if !self.deferred_reported {
+                self.deferred_reported = true;
+                self.emit(Event::StepDeferred { step, reason });
+            }
+            self.arm(TimerName::StepDelay, self.config.inter_step_delay, now);
+            return;
+        }
+        let text = self.step_text(step);
+        if self.config.dry_run {
+            self.emit(Event::StepSent {
+                step,
+                input: text,
+                dry_run: true,
+            });
+            self.dry_run_step_done(step, now);
+            return;
+        }
+        let enter_now = text.is_empty();
+        if !enter_now {
+            self.out.push(Action::Type(Keys::Text(text.clone())));
+        }
+        self.pending = Some(Pending {
+            step,
+            text,
+            phase: Phase::TextTyped,
+            retries: 0,
+        });
+        if enter_now {
+            self.press_enter(now);
+        } else {
+            self.arm(TimerName::EnterDelay, self.config.enter_delay, now);
+        }
+    }
+
+    /// The second write: Enter, then the step counts as sent.
+    pub(super) fn press_enter(&mut self, now: Instant) {
+        let Some(pending) = self.pending.as_mut() else {
+            return;
+        };
+        if pending.phase != Phase::TextTyped {
+            return;
+        }
+        pending.phase = Phase::EnterPressed;
+        let (step, text) = (pending.step, pending.text.clone());
+        self.out.push(Action::Type(Keys::Enter));
+        self.emit(Event::StepSent {
+            step,
+            input: if text.is_empty() {
+                "↵".to_owned()
+            } else {
+                text
+            },
+            dry_run: false,
+        });
+        self.arm(TimerName::Verify, self.config.verify_timeout, now);
+        self.after_send(step, now);
+    }
+
+    pub(super) fn after_send(&mut self, step: Step, now: Instant) {
+        match step {
+            Step::Update => {
+                self.prompt_detected = false;
+                self.working_detected = false;
+                self.set_state(State::WaitingUpdate, now);
+            }
+            Step::Clear => {
+                self.prompt_detected = false;
+                self.set_state(State::WaitingClear, now);
+                self.arm(TimerName::ClearFallback, self.config.clear_fallback, now);
+            }
+            Step::Init => self.set_state(State::WaitingInit, now),
+            Step::Kickstart => self.set_state(State::WaitingKickstart, now),
+            Step::AutoAccept => {}
+        }
+    }
+
+    /// In a dry run nothing reacts to a step, so each step completes as soon as it is
+    /// decided and the cycle walks on.
+    pub(super) fn dry_run_step_done(&mut self, step: Step, now: Instant) {
+        self.emit(Event::StepCompleted {
+            step,
+            via: "dry run",
+        });
+        match step {
+            Step::Update => self.after_update(now),
+            Step::Clear => self.after_clear(now),
+            Step::Init => {
+                if self.kickstart_configured() {
+                    self.send_step(State::SendingKickstart, now);
+                } else {
+                    self.complete_cycle(now);
+                }
+            }
+            Step::Kickstart | Step::AutoAccept => self.complete_cycle(now),
+        }
+    }
+
+    /// The session did not react to Enter in time: retry, or give the step up.
+    pub(super) fn verify_fired(&mut self, now: Instant) {
+        let safe = self.unsafe_to_type(now).is_none();
+        let Some(pending) = self.pending.as_mut() else {
+            return;
+        };
+        if pending.phase != Phase::EnterPressed {
+            return;
+        }
+        let step = pending.step;
+        if self.verdict.state == SessionState::Working {
+            // It reacted, just quietly.
+            self.pending = None;
+            return;
+        }
+        if pending.retries < self.config.verify_retries && safe {
+            pending.retries += 1;
+            let attempt = pending.retries;
+            self.out.push(Action::Type(Keys::Enter));
+            self.emit(Event::StepRetried { step, attempt });
+            self.arm(TimerName::Verify, self.config.verify_timeout, now);
+            return;
+        }
+        self.pending = None;
+        // Nothing more is typed into a session that does not react until it draws again.
+        self.awaiting_output = Some(BlockReason::NoReaction);
+        self.emit(Event::Blocked {
+            reason: BlockReason::NoReaction,
+            details: format!("the session did not react to the {} step", step.as_str()),
+        });
+        if self.state.in_cycle() {
+            self.emit(Event::CycleAborted {
+                cycle: self.cycles,
+                reason: "no reaction",
+            });
+            self.clear_timers();
+            self.back_to_watching(now, true);
+        }
+    }
+
+    /// T33, T38, T42, and the silence re-arm.
+    pub(super) fn step_confirm_fired(&mut self, now: Instant) {
+        if !matches!(
+            self.state,
+            State::WaitingUpdate | State::WaitingInit | State::WaitingKickstart
+        ) {
+            return;
+        }
+        if self.silence(now) < self.config.step_confirm() {
+            self.arm(TimerName::StepConfirm, self.config.step_confirm(), now);
+            return;
+        }
+        match self.state {
+            State::WaitingUpdate => {
+                self.emit(Event::StepCompleted {
+                    step: Step::Update,
+                    via: "silence",
+                });
+                self.after_update(now);
+            }
+            State::WaitingInit => {
+                if self.kickstart_configured() {
+                    self.out.push(Action::ResetContext);
+                    self.working_detected = false;
+                    self.set_state(State::MonitoringInit, now);
+                    self.arm(TimerName::InitMonitor, self.config.init_monitor, now);
+                } else {
+                    self.emit(Event::StepCompleted {
+                        step: Step::Init,
+                        via: "silence",
+                    });
+                    self.complete_cycle(now);
+                }
+            }
+            _ => {
+                self.emit(Event::StepCompleted {
+                    step: Step::Kickstart,
+                    via: "silence",
+                });
+                self.complete_cycle(now);
+            }
+        }
+    }
+
+    pub(super) fn kickstart_configured(&self) -> bool {
+        self.config.kickstart_prompt.is_some()
+    }
+
+    /// T33's choice: `/clear` (unless skipped), `/init`, or the end of the cycle. Read at
+    /// decision time (CC-003).
+    pub(super) fn after_update(&mut self, now: Instant) {
+        if self.config.send_clear {
+            let skip = self
+                .config
+                .skip_clear_below_tokens
+                .is_some_and(|limit| self.tokens.is_some_and(|t| t > 0 && t < limit));
+            if !skip {
+                self.send_step(State::SendingClear, now);
+                return;
+            }
+            self.emit(Event::StepSkipped {
+                step: Step::Clear,
+                reason: "low context",
+            });
+        }
+        self.after_clear(now);
+    }
+
+    pub(super) fn after_clear(&mut self, now: Instant) {
+        if self.config.send_init {
+            self.send_step(State::SendingInit, now);
+        } else {
+            self.complete_cycle(now);
+        }
+    }
+
+    /// T35.
+    pub(super) fn clear_done(&mut self, now: Instant) {
+        self.cancel(TimerName::ClearFallback, "prompt detected");
+        self.emit(Event::StepCompleted {
+            step: Step::Clear,
+            via: "prompt detected",
+        });
+        self.after_clear(now);
+    }
+
+    /// T40. If the kickstart was removed meanwhile the cycle ends (Codeman types a bare
+    /// Enter, CC-005).
+    pub(super) fn init_monitor_done(&mut self, now: Instant) {
+        self.emit(Event::StepCompleted {
+            step: Step::Init,
+            via: "no work started",
+        });
+        if self.kickstart_configured() {
+            self.send_step(State::SendingKickstart, now);
+        } else {
+            self.complete_cycle(now);
+        }
+    }
+
+    /// T43, with the completion flag cleared (§5d 107) and the cycle budget applied.
+    pub(super) fn complete_cycle(&mut self, now: Instant) {
+        self.cycles_completed += 1;
+        self.emit(Event::CycleCompleted { cycle: self.cycles });
+        self.out.push(Action::ResetContext);
+        self.clear_timers();
+        self.prompt_detected = false;
+        self.working_detected = false;
+        self.reset_hooks();
+        self.completion_at = None;
+        if let Some(max) = self.config.max_cycles
+            && self.cycles_completed >= max
+        {
+            self.emit(Event::BudgetExhausted {
+                cycles: self.cycles_completed,
+            });
+            self.stop();
+            self.out.push(Action::StopSession);
+            return;
+        }
+        self.set_state(State::Watching, now);
+        self.restart_detection(now, true);
+    }
+}

@@ -1,0 +1,142 @@
+//! What goes into the machine ([`Input`]) and what comes out ([`Action`], [`Keys`]), and
+//! the snapshots it gives of itself ([`Status`], [`TimerInfo`]).
+
+use std::time::Duration;
+
+use hyoka_idle_detect::{
+    CheckError, CheckReply, ChunkSignals, HookEvent, IdleAnswer, PlanAnswer, Verdict,
+};
+
+use crate::config::RespawnConfig;
+use crate::event::{Checker, Event, State, TimerName};
+
+/// One observation or command for the machine.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Input {
+    /// Start watching (T1, T3). Ignored unless stopped.
+    Start,
+    /// Stop everything (T4). Safe to repeat.
+    Stop,
+    /// Pause automation: no timers, no checks, no typing; the state is kept. Output is
+    /// still observed, so silence is measured correctly after [`Input::Resume`].
+    Pause,
+    /// Resume after [`Input::Pause`]: the current state's timers start again from now.
+    Resume,
+    /// One chunk of terminal output, as the detector classified it.
+    Output(ChunkSignals),
+    /// The detector's current verdict. Applied before any due timer fires, so the driver
+    /// delivers it just before a [`Input::Tick`], a hook or a check result.
+    Verdict(Verdict),
+    /// A Claude Code hook (Stop, idle_prompt, permission_prompt, elicitation_dialog).
+    Hook(HookEvent),
+    /// Time passed: fire the timers that are due.
+    Tick,
+    /// The result of the AI idle check started by [`Action::StartCheck`].
+    IdleCheckDone {
+        /// The check id.
+        id: u64,
+        /// What the checker returned.
+        result: Result<CheckReply<IdleAnswer>, CheckError>,
+    },
+    /// The result of the AI plan check started by [`Action::StartCheck`].
+    PlanCheckDone {
+        /// The check id.
+        id: u64,
+        /// What the checker returned.
+        result: Result<CheckReply<PlanAnswer>, CheckError>,
+    },
+    /// The user typed into the session (human-presence lock).
+    UserTyped,
+    /// The session's process exited.
+    SessionExited {
+        /// Its exit code, if it exited normally.
+        code: Option<i32>,
+    },
+    /// New configuration (Codeman's `updateConfig`). Running timers keep their durations.
+    UpdateConfig(Box<RespawnConfig>),
+}
+
+/// Keys to type into the session. Text and Enter are always separate writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Keys {
+    /// Literal text, without any Enter.
+    Text(String),
+    /// One Enter key (`\r`).
+    Enter,
+}
+
+/// Something the driver must do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Action {
+    /// Type into the session.
+    Type(Keys),
+    /// Run an AI check on the last `max_context` characters of stripped output and report
+    /// it with [`Input::IdleCheckDone`] or [`Input::PlanCheckDone`]. The machine enforces
+    /// the time limit.
+    StartCheck {
+        /// Which checker.
+        checker: Checker,
+        /// The check id.
+        id: u64,
+        /// How much output to show the checker.
+        max_context: usize,
+    },
+    /// Cancel a running check; its result, if any, will be ignored.
+    CancelCheck {
+        /// Which checker.
+        checker: Checker,
+        /// The check id.
+        id: u64,
+    },
+    /// Forget the output context kept for AI checks (Codeman clears its buffer at every
+    /// step send and at the end of a cycle).
+    ResetContext,
+    /// The cycle budget is spent: stop the session. The machine is already stopped.
+    StopSession,
+    /// Report an event.
+    Emit(Event),
+}
+
+/// A timer as [`Machine::active_timers`](super::Machine::active_timers) reports it
+/// (Codeman's `getActiveTimers`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimerInfo {
+    /// The timer.
+    pub name: TimerName,
+    /// Time left, never negative.
+    pub remaining: Duration,
+    /// Its full length.
+    pub total: Duration,
+}
+
+/// A snapshot of the machine for status displays.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Status {
+    /// The state.
+    pub state: State,
+    /// Cycles started.
+    pub cycles: u32,
+    /// `true` while paused.
+    pub paused: bool,
+    /// A prompt was the last notable thing seen (Codeman's `promptDetected`).
+    pub prompt_detected: bool,
+    /// Working output was the last notable thing seen (Codeman's `workingDetected`).
+    pub working_detected: bool,
+    /// An elicitation dialog blocks auto-accept.
+    pub elicitation: bool,
+    /// A Stop hook awaits confirmation.
+    pub stop_hook_pending: bool,
+    /// Consecutive errors of the idle checker.
+    pub idle_check_errors: u32,
+    /// `true` while the idle checker is usable (not disabled).
+    pub idle_check_usable: bool,
+    /// The last token count seen.
+    pub tokens: Option<u64>,
+    /// Time since the last output.
+    pub silence: Option<Duration>,
+    /// Time left on the human-presence lock.
+    pub human_lock: Option<Duration>,
+}

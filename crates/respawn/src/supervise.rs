@@ -1,0 +1,634 @@
+//! A supervised session: the agent on a terminal, contained, sampled and swept.
+//!
+//! [`Session::start`] binds the hook socket (its path goes to the agent in
+//! [`SOCKET_ENV`]) and starts the agent on a PTY or in a tmux session on a private server. A
+//! PTY session is adopted into a `hyoka-proctrack` [`Tracker`] right after the spawn (a
+//! cgroup leaf when there is one, the ledger, the owner lock, so `hyoka clean` repairs a
+//! SIGKILLed controller). [`Session::drive`] runs the [`Driver`] with every half second a
+//! sample of the agent's process tree ([`ProcessActivity`]: the CPU it used, its busy
+//! children), hooks from the socket, and the caller's keys and resizes; a force request
+//! SIGKILLs the agent's group at once through the verified signaller. [`Driven::stop`] then
+//! stops the session's whole tree through the tracker and sweeps every process still
+//! carrying the session's `HYOKA_RUN_ID` marker (a tmux session, or an agent gone before it
+//! could be adopted, is stopped by that sweep alone); a session torn down without survivors
+//! leaves no ledger directory behind.
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use hyoka_idle_detect::{CommandChecker, CommandCheckerOptions, ProcessActivity};
+use hyoka_proctrack::{
+    Agent, Marker, NativeProcTable, NativeSignaller, ProcRef, ProcTable, Scope, Seams, Signal,
+    Signaller, SystemClock, TeardownOptions, TeardownReport, Tracker, TrackerOptions, TreeSample,
+    teardown,
+};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::driver::{AiCheckers, Driver, DriverInputs, DriverOptions, Observer, Report, now};
+use crate::error::RespawnError;
+use crate::hook::HookListener;
+use crate::machine::Machine;
+use crate::model::SessionModel;
+use crate::terminal::{PtyTerminal, Size, SpawnOptions, Terminal, TmuxOptions, TmuxTerminal};
+
+/// The environment variable that tells `hyoka hook` where the controller listens.
+pub const SOCKET_ENV: &str = "HYOKA_RESPAWN_SOCKET";
+
+/// The eval id under which a session is tracked (and its processes marked).
+pub const SESSION_EVAL: &str = "session";
+
+/// The eval id the AI checkers' processes carry: outside the session's tree (a checker on
+/// the CPU is not the agent at work), inside the run's final sweep.
+pub const CHECKER_EVAL: &str = "session.check";
+
+/// How often the session's tree is sampled.
+const SAMPLE_EVERY: Duration = Duration::from_millis(500);
+
+/// Where a supervised session runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Backend {
+    /// A pseudo-terminal owned by the controller.
+    Pty,
+    /// A session on a private tmux server, named `session` (the run id when `None`). A named
+    /// session survives the controller and is re-attached when it exists; its hook socket
+    /// sits at a fixed path, so the agent still finds the next controller.
+    Tmux {
+        /// The session's name, when the caller chose one.
+        session: Option<String>,
+    },
+}
+
+/// Everything [`Session::start`] needs.
+#[derive(Debug, Clone)]
+pub struct SessionOptions {
+    /// The session's run id (`HYOKA_RUN_ID`, the ledger directory's name).
+    pub run_id: String,
+    /// The agent; the session adds `HYOKA_RUN_ID`, `HYOKA_EVAL_ID` and [`SOCKET_ENV`] to its
+    /// environment.
+    pub spawn: SpawnOptions,
+    /// Where it runs.
+    pub backend: Backend,
+    /// Where a PTY session's ledger and owner lock go (`<reports>/<run_id>/`).
+    pub reports: PathBuf,
+    /// Where the hook socket's private directory is created (the system temp directory).
+    pub temp_dir: PathBuf,
+    /// SIGTERM→SIGKILL grace when the session is stopped.
+    pub grace: Duration,
+}
+
+/// The session's side of a driven run: the machine, the model, the observer, the checkers,
+/// and the user's keys and resizes (mirror mode).
+pub struct Supervised<M, O> {
+    /// The respawn state machine.
+    pub machine: Machine,
+    /// The detector model of the session's screen.
+    pub model: M,
+    /// Receives the output and the events.
+    pub observer: O,
+    /// The AI checkers.
+    pub checkers: AiCheckers,
+    /// Bytes the user typed.
+    pub keys: Option<mpsc::Receiver<Vec<u8>>>,
+    /// Size changes of the user's terminal.
+    pub resize: Option<mpsc::Receiver<Size>>,
+}
+
+/// A started session: the agent runs, nothing drives it yet.
+pub struct Session {
+    run_id: String,
+    socket_dir: SocketDir,
+    listener: HookListener,
+    terminal: Box<dyn Terminal>,
+    root: Option<ProcRef>,
+    tmux: bool,
+    grace: Duration,
+    tracked: Tracked,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("run_id", &self.run_id)
+            .field("root", &self.root)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The tracker of a PTY session and the adopted agent, and the ledger directory to remove
+/// when nothing survives.
+struct Tracked {
+    adopted: Option<(Tracker, Arc<Mutex<Agent>>)>,
+    ledger_dir: Option<PathBuf>,
+}
+
+impl Session {
+    /// Binds the hook socket and starts the agent; a PTY session is adopted into a tracker.
+    ///
+    /// # Errors
+    /// [`RespawnError::Track`] when the session cannot be tracked (the reports directory is
+    /// unusable), [`RespawnError::Socket`] for the hook socket, [`RespawnError::Spawn`] when
+    /// the agent cannot be started on a PTY, [`RespawnError::Backend`] when tmux cannot be
+    /// used, [`RespawnError::Start`] when the agent cannot be started in tmux. Nothing is
+    /// left behind.
+    pub async fn start(options: SessionOptions) -> Result<Self, RespawnError> {
+        let SessionOptions {
+            run_id,
+            mut spawn,
+            backend,
+            reports,
+            temp_dir,
+            grace,
+        } = options;
+        let named = match &backend {
+            Backend::Tmux { session } => session.clone(),
+            Backend::Pty => None,
+        };
+        let socket_dir = SocketDir::create(&temp_dir, named.as_deref(), &run_id)?;
+        let listener = HookListener::bind(&socket_dir.0.join("hook.sock")).await?;
+        let tracker = if backend == Backend::Pty {
+            let tracker = Tracker::start(TrackerOptions::new(run_id.as_str(), &reports))
+                .map_err(|source| RespawnError::Track { source })?;
+            // Listed like a workspace, so `clean` removes it if the controller is SIGKILLed.
+            if let Err(err) = tracker.record_workspace("session.sock", &socket_dir.0) {
+                tracing::warn!(error = %err, "cannot record the hook socket directory");
+            }
+            Some(tracker)
+        } else {
+            None
+        };
+        let ledger_dir = tracker.as_ref().map(|t| t.run_dir().to_owned());
+        spawn.env.splice(
+            0..0,
+            [
+                ("HYOKA_RUN_ID".into(), run_id.clone().into()),
+                ("HYOKA_EVAL_ID".into(), SESSION_EVAL.into()),
+                (SOCKET_ENV.into(), listener.path().as_os_str().to_owned()),
+            ],
+        );
+        let session = named.unwrap_or_else(|| run_id.clone());
+        let terminal = match start_terminal(&backend, &spawn, &session).await {
+            Ok(terminal) => terminal,
+            Err(err) => {
+                // Nothing started: the ledger has nothing to repair.
+                if let Some(tracker) = tracker
+                    && tracker.close().is_ok()
+                    && let Some(dir) = &ledger_dir
+                {
+                    remove_ledger_dir(dir);
+                }
+                return Err(err);
+            }
+        };
+        let child_pid = terminal.child_pid().and_then(|pid| i32::try_from(pid).ok());
+        let root = child_pid
+            .and_then(|pid| NativeProcTable::new().process(pid))
+            .map(|info| info.proc_ref());
+        // Adopted right after the spawn: the session joins a cgroup leaf when there is one,
+        // and its tree is kept in the ledger.
+        let adopted = match (tracker, child_pid) {
+            (Some(tracker), Some(pid)) => match tracker.adopt(SESSION_EVAL, pid) {
+                Ok(agent) => Some((tracker, Arc::new(Mutex::new(agent)))),
+                Err(err) => {
+                    tracing::warn!(error = %err, "cannot track the session; teardown falls back to the marker sweep");
+                    let _ = tracker.close();
+                    None
+                }
+            },
+            (Some(tracker), None) => {
+                let _ = tracker.close();
+                None
+            }
+            (None, _) => None,
+        };
+        Ok(Self {
+            run_id,
+            socket_dir,
+            listener,
+            terminal,
+            root,
+            tmux: matches!(backend, Backend::Tmux { .. }),
+            grace,
+            tracked: Tracked {
+                adopted,
+                ledger_dir,
+            },
+        })
+    }
+
+    /// The session's run id.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// The hook socket the agent's hooks report to.
+    pub fn hook_socket(&self) -> &Path {
+        self.listener.path()
+    }
+
+    /// An AI checker that runs `command` through `/bin/sh -c` (the prompt goes to its
+    /// stdin), carrying the session's marker so the final sweep stops anything it left
+    /// behind. The machine enforces `timeout`; the checker's own limit is a backstop one
+    /// second behind it.
+    pub fn command_checker(&self, command: &str, timeout: Duration) -> Arc<CommandChecker> {
+        let mut options = CommandCheckerOptions::new("/bin/sh", ["-c", command]);
+        options.env = vec![
+            ("HYOKA_RUN_ID".to_owned(), self.run_id.clone()),
+            ("HYOKA_EVAL_ID".to_owned(), CHECKER_EVAL.to_owned()),
+        ];
+        options.timeout = timeout + Duration::from_secs(1);
+        Arc::new(CommandChecker::new(options))
+    }
+
+    /// Drives the session until `shutdown` completes, the cycle budget is spent, or the
+    /// session ends; `force` completing meanwhile SIGKILLs the agent's process group at once
+    /// (through the verified signaller). Returns what is left to stop.
+    pub async fn drive<M, O>(
+        self,
+        parts: Supervised<M, O>,
+        shutdown: impl Future<Output = ()>,
+        force: impl Future<Output = ()> + Send + 'static,
+    ) -> Driven
+    where
+        M: SessionModel,
+        O: Observer,
+    {
+        let Self {
+            run_id,
+            socket_dir,
+            listener,
+            terminal,
+            root,
+            tmux,
+            grace,
+            tracked,
+        } = self;
+        let (activity_tx, activity_rx) = mpsc::channel(4);
+        let refresher = sampler(tmux, tracked.adopted.as_ref(), root).map(|sample| {
+            let (stop, stopped) = oneshot::channel();
+            (stop, spawn_refresher(sample, activity_tx, stopped))
+        });
+        let (hook_tx, hook_rx) = mpsc::channel(16);
+        let (stop_hooks, hooks_stopped) = oneshot::channel::<()>();
+        let hook_task = tokio::spawn(listener.serve(hook_tx, async {
+            let _ = hooks_stopped.await;
+        }));
+        let force_task = tokio::spawn(async move {
+            force.await;
+            if let Some(root) = root {
+                let _ = NativeSignaller::new().signal_group(root, root.pid, Signal::Kill);
+            }
+        });
+        let driver = Driver::new(
+            parts.machine,
+            terminal,
+            parts.model,
+            parts.observer,
+            parts.checkers,
+            DriverOptions { grace },
+        );
+        let inputs = DriverInputs {
+            hooks: Some(hook_rx),
+            keys: parts.keys,
+            resize: parts.resize,
+            activity: refresher.is_some().then_some(activity_rx),
+        };
+        let result = driver.run(inputs, shutdown).await;
+        let _ = stop_hooks.send(());
+        let _ = hook_task.await;
+        force_task.abort();
+        let _ = force_task.await;
+        if let Some((stop, refresher)) = refresher {
+            let _ = stop.send(());
+            let _ = refresher.await;
+        }
+        drop(socket_dir);
+        Driven {
+            result,
+            run_id,
+            root,
+            grace,
+            tracked,
+        }
+    }
+
+    /// [`Session::drive`], then [`Driven::stop`]: the supervised session in one call.
+    pub async fn run<M, O>(
+        self,
+        parts: Supervised<M, O>,
+        shutdown: impl Future<Output = ()>,
+        force: impl Future<Output = ()> + Send + 'static,
+    ) -> Finished
+    where
+        M: SessionModel,
+        O: Observer,
+    {
+        self.drive(parts, shutdown, force).await.stop().await
+    }
+}
+
+/// A session whose driver returned; its processes are not stopped yet.
+#[must_use = "the session's processes are stopped only by `Driven::stop`"]
+pub struct Driven {
+    result: Result<Report, RespawnError>,
+    run_id: String,
+    root: Option<ProcRef>,
+    grace: Duration,
+    tracked: Tracked,
+}
+
+impl std::fmt::Debug for Driven {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Driven")
+            .field("run_id", &self.run_id)
+            .field("result", &self.result)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How a supervised session ended and what stopping it found.
+#[derive(Debug)]
+pub struct Finished {
+    /// The driver's report, or why the session could not be stopped.
+    pub report: Result<Report, RespawnError>,
+    /// What the final teardown and sweep saw, stopped and left behind.
+    pub teardown: TeardownReport,
+    /// The session's run id.
+    pub run_id: String,
+}
+
+impl Driven {
+    /// Stops the session's whole tree: through its tracker when it was adopted (then the
+    /// marker sweep takes whatever else carries the session's marker, a checker's leftovers
+    /// for example), else by the marker sweep alone. A session torn down without survivors
+    /// removes its ledger directory.
+    pub async fn stop(self) -> Finished {
+        let Self {
+            result,
+            run_id,
+            root,
+            grace,
+            tracked,
+        } = self;
+        let mut closed = true;
+        let report = match tracked.adopted {
+            Some((tracker, agent)) => {
+                let mut report = stop_tracked(agent, &run_id, root, grace).await;
+                let rest = sweep(&run_id, None, grace).await;
+                report.processes_seen += rest.processes_seen;
+                report.processes_killed += rest.processes_killed;
+                report.survivors += rest.survivors;
+                if let Err(err) = tracker.close() {
+                    tracing::error!(error = %err, "cannot close the session's ledger");
+                    closed = false;
+                }
+                report
+            }
+            None => sweep(&run_id, root, grace).await,
+        };
+        // The ledger exists only so `hyoka clean` can repair a crash.
+        if closed
+            && report.survivors == 0
+            && let Some(dir) = &tracked.ledger_dir
+        {
+            remove_ledger_dir(dir);
+        }
+        Finished {
+            report: result,
+            teardown: report,
+            run_id,
+        }
+    }
+}
+
+async fn start_terminal(
+    backend: &Backend,
+    spawn: &SpawnOptions,
+    session: &str,
+) -> Result<Box<dyn Terminal>, RespawnError> {
+    match backend {
+        Backend::Pty => PtyTerminal::spawn(spawn).map(|t| Box::new(t) as Box<dyn Terminal>),
+        Backend::Tmux { .. } => {
+            let socket = TmuxOptions::default_socket(session);
+            let exists = TmuxTerminal::exists(&socket, session)
+                .await
+                .map_err(|source| RespawnError::Backend {
+                    backend: "tmux",
+                    source: Box::new(source),
+                })?;
+            let terminal = if exists {
+                TmuxTerminal::attach(&socket, session).await
+            } else {
+                TmuxTerminal::start(&TmuxOptions {
+                    socket,
+                    session: session.to_owned(),
+                    spawn: spawn.clone(),
+                })
+                .await
+            };
+            terminal
+                .map(|t| Box::new(t) as Box<dyn Terminal>)
+                .map_err(|source| RespawnError::Start {
+                    program: spawn.program.to_string_lossy().into_owned(),
+                    backend: "tmux",
+                    source: Box::new(source),
+                })
+        }
+    }
+}
+
+/// The private directory of the hook socket, removed at the end. For a named tmux session
+/// its path is fixed, so that a re-attached agent's `HYOKA_RESPAWN_SOCKET` still points
+/// at the controller.
+struct SocketDir(PathBuf);
+
+impl SocketDir {
+    /// Removes the socket directories of controllers that died without cleaning up (a
+    /// SIGKILL): nobody listens on their socket and they are older than a minute.
+    fn sweep_stale(temp_dir: &Path) {
+        let Ok(entries) = std::fs::read_dir(temp_dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let dir = entry.path();
+            let name = entry.file_name();
+            let old = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t.elapsed().is_ok_and(|age| age.as_secs() > 60));
+            if !name.to_string_lossy().starts_with("hyoka-respawn-")
+                || !entry.file_type().is_ok_and(|t| t.is_dir())
+                || !old
+            {
+                continue;
+            }
+            let socket = dir.join("hook.sock");
+            let listened = std::os::unix::net::UnixStream::connect(&socket).is_ok();
+            let only_socket = std::fs::read_dir(&dir)
+                .is_ok_and(|mut d| d.all(|e| e.is_ok_and(|e| e.file_name() == "hook.sock")));
+            if !listened && only_socket {
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+        }
+    }
+
+    fn create(temp_dir: &Path, session: Option<&str>, run_id: &str) -> Result<Self, RespawnError> {
+        Self::sweep_stale(temp_dir);
+        let fail = |path: &Path| {
+            let path = path.to_owned();
+            move |source| RespawnError::Socket { path, source }
+        };
+        let dir = match session {
+            Some(session) => {
+                let dir = temp_dir.join(format!("hyoka-respawn-{session}"));
+                match std::fs::create_dir(&dir) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(fail(&dir)(e)),
+                }
+                let private =
+                    <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o700);
+                std::fs::set_permissions(&dir, private).map_err(fail(&dir))?;
+                dir
+            }
+            // `hyoka-<run_id>-…`: the name `hyoka clean` accepts for a run's directories.
+            None => tempfile::Builder::new()
+                .prefix(&format!("hyoka-{run_id}-sock-"))
+                .tempdir_in(temp_dir)
+                .map_err(fail(temp_dir))?
+                .keep(),
+        };
+        Ok(Self(dir))
+    }
+}
+
+impl Drop for SocketDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Removes a cleanly closed session's ledger directory (the ledger and the owner lock; a
+/// directory holding anything else is left alone).
+fn remove_ledger_dir(dir: &Path) {
+    for name in [hyoka_proctrack::LEDGER_FILE, hyoka_proctrack::LOCK_FILE] {
+        if let Err(err) = std::fs::remove_file(dir.join(name))
+            && err.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!(error = %err, "cannot remove the session's ledger");
+        }
+    }
+    let _ = std::fs::remove_dir(dir);
+}
+
+/// Samples the agent's tree (and, for a tracked session, refreshes its ledger first).
+type Sample = Arc<dyn Fn() -> Option<TreeSample> + Send + Sync>;
+
+/// How the session's tree is sampled: through the tracker (PTY), or from the pane's root
+/// (tmux, whose wrapper `sh` is the root and the agent its child).
+fn sampler(
+    tmux: bool,
+    adopted: Option<&(Tracker, Arc<Mutex<Agent>>)>,
+    root: Option<ProcRef>,
+) -> Option<Sample> {
+    match (adopted, root) {
+        (Some((_, agent)), _) => {
+            let agent = Arc::clone(agent);
+            Some(Arc::new(move || {
+                let mut agent = agent.lock().unwrap_or_else(PoisonError::into_inner);
+                let _ = agent.refresh();
+                Some(agent.sample())
+            }))
+        }
+        (None, Some(root)) if tmux => {
+            Some(Arc::new(move || hyoka_proctrack::sample_tree(root, 1).ok()))
+        }
+        (None, _) => None,
+    }
+}
+
+/// Every half second, samples the session's tree (keeping a tracked session's ledger
+/// current on the way) and sends the detector what the tree did since the previous sample:
+/// the CPU it used and its busy children, so an agent running a build behind an idle prompt
+/// counts as working.
+///
+/// Stopped through `stop`, never aborted: an aborted task would leave its `/proc` scan
+/// running on the blocking pool, still holding the agent, and the teardown that follows
+/// needs the agent to itself.
+fn spawn_refresher(
+    sample: Sample,
+    activity: mpsc::Sender<ProcessActivity>,
+    mut stop: oneshot::Receiver<()>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(SAMPLE_EVERY);
+        let mut last: Option<(u64, Instant)> = None;
+        loop {
+            tokio::select! {
+                _ = &mut stop => return,
+                _ = every.tick() => {}
+            }
+            let sample = Arc::clone(&sample);
+            let Ok(Some(sampled)) = tokio::task::spawn_blocking(move || sample()).await else {
+                continue;
+            };
+            let at = now();
+            if let Some((ticks, then)) = last {
+                // Never blocks: a sample the driver has not taken yet is simply superseded.
+                let _ = activity.try_send(ProcessActivity {
+                    cpu_ticks: sampled.cpu_ticks.saturating_sub(ticks),
+                    interval: at.saturating_duration_since(then),
+                    busy_children: sampled.busy_children,
+                });
+            }
+            last = Some((sampled.cpu_ticks, at));
+        }
+    })
+}
+
+/// Stops the adopted session's whole tree (cgroup, descendants, marker) through its tracker.
+///
+/// Should the agent still be shared (a bug), the session's marker sweep stands in, so the
+/// tree is stopped all the same.
+async fn stop_tracked(
+    agent: Arc<Mutex<Agent>>,
+    run_id: &str,
+    root: Option<ProcRef>,
+    grace: Duration,
+) -> TeardownReport {
+    let Ok(agent) =
+        Arc::try_unwrap(agent).map(|m| m.into_inner().unwrap_or_else(PoisonError::into_inner))
+    else {
+        tracing::error!("the session's tracker is still shared; sweeping by marker instead");
+        return sweep(run_id, root, grace).await;
+    };
+    let mut agent = agent;
+    agent
+        .teardown(TeardownOptions::with_grace(grace))
+        .await
+        .unwrap_or_default()
+}
+
+/// Every process still carrying the session's marker (escapees of the agent's group
+/// included) goes, through `hyoka-proctrack`'s verified teardown.
+async fn sweep(run_id: &str, root: Option<ProcRef>, grace: Duration) -> TeardownReport {
+    let scope = Scope {
+        roots: root.into_iter().collect(),
+        marker: Some(Marker::run(run_id)),
+        ..Scope::default()
+    };
+    let options = TeardownOptions::with_grace(grace);
+    tokio::task::spawn_blocking(move || {
+        let table = NativeProcTable::new();
+        let signaller = NativeSignaller::new();
+        let seams = Seams {
+            table: &table,
+            signaller: &signaller,
+            clock: &SystemClock,
+        };
+        teardown(seams, &scope, &[], &options)
+    })
+    .await
+    .unwrap_or_default()
+}
