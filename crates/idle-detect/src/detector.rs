@@ -200,12 +200,21 @@ impl Detector {
     /// ignored (they are not output). The work is proportional to the chunk; nothing is
     /// rendered here.
     pub fn output(&mut self, now: Instant, bytes: &[u8]) -> ChunkSignals {
+        self.output_kept(now, bytes, true)
+    }
+
+    /// [`Detector::output`], keeping the bytes for the screen only when `keep` is set: a caller
+    /// that knows more output follows (a stream read ahead in blocks) keeps only the last
+    /// [`DetectorConfig::raw_bytes`] of what it feeds, which is all the ring would hold.
+    pub(crate) fn output_kept(&mut self, now: Instant, bytes: &[u8], keep: bool) -> ChunkSignals {
         if bytes.is_empty() {
             return ChunkSignals::default();
         }
         self.first_seen.get_or_insert(now);
         let signals = self.scanner.feed(bytes);
-        self.raw.push(bytes);
+        if keep {
+            self.raw.push(bytes);
+        }
         self.screen.mark_stale();
         self.last_output = Some(now);
         let c = &mut self.counts;

@@ -323,6 +323,10 @@ impl StreamRun {
     }
 
     /// Feeds the stream's next piece.
+    ///
+    /// Only the piece's last [`DetectorConfig::raw_bytes`] (and what follows) can be on the
+    /// final screen, so the bytes before them are not copied into the detector's ring: the
+    /// signals are the same, and a piece several times the ring's size costs no copy.
     pub fn feed(&mut self, mut bytes: &[u8]) {
         if !self.carry.is_empty() {
             let take = (self.chunk_bytes - self.carry.len()).min(bytes.len());
@@ -334,9 +338,14 @@ impl StreamRun {
             self.detector.output(self.start, &self.carry);
             self.carry.clear();
         }
+        // Slices that end before this offset are overwritten in the ring by later ones.
+        let kept_from = bytes.len().saturating_sub(self.detector.config().raw_bytes);
+        let mut offset = 0;
         let mut slices = bytes.chunks_exact(self.chunk_bytes);
         for slice in &mut slices {
-            self.detector.output(self.start, slice);
+            offset += slice.len();
+            self.detector
+                .output_kept(self.start, slice, offset > kept_from);
         }
         self.carry.extend_from_slice(slices.remainder());
     }
