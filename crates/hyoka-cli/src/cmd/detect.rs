@@ -42,7 +42,12 @@ pub(crate) fn exec(args: &DetectArgs) -> Result<ExitStatus, Fail> {
         } else {
             Profile::builtin_source(&args.profile).ok_or_else(|| bad_profile_name(args))?;
             let name = args.profile.clone();
-            ProfileJob::Compiling(std::thread::spawn(move || Profile::builtin(&name)))
+            ProfileJob::Compiling(std::thread::spawn(move || {
+                let profile = Profile::builtin(&name)?;
+                // Off the stream's path: the last screen's judgement finds them compiled.
+                profile.precompile();
+                Ok(profile)
+            }))
         };
         return stream(path, profile, &config, args).map(|()| ExitStatus::Success);
     }
