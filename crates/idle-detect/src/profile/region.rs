@@ -519,29 +519,16 @@ fn hard_wrapped(lines: &[String], width: usize, i: usize) -> bool {
         && !lines[i - 1].trim_start().starts_with(['─', '━', '═', '▀', '▄', '╌'])
 }
 
-/// An indented row of text that continues the row above it (a wrapped status line, or a
-/// paragraph of a response): whether it is live depends on the row it hangs off.
-fn is_continuation(l: &str) -> bool {
-    let body = l.trim_start();
-    body.len() < l.len()
-        && body.chars().next().is_some_and(|c| {
-            c.is_alphanumeric()
-                || matches!(
-                    c,
-                    '"' | '\'' | '`' | '(' | '[' | '<' | '{' | '$' | '#' | '/' | '~'
-                )
-                || matches!(
-                    c,
-                    '.' | ',' | ':' | ';' | '!' | '?' | '+' | '=' | '&' | '%' | '@'
-                )
-                || (c == '-' || c == '*') && body[1..].starts_with(' ')
-        })
+/// An indented row hangs off the row it is indented under (a wrapped status line and its
+/// details, a response's paragraphs, a tool's output): whether it is live depends on that row.
+fn hangs(l: &str) -> bool {
+    l.starts_with(char::is_whitespace)
 }
 
 /// The `above` region: rows above `start`, top to bottom.
 ///
-/// Indented continuation rows are held until the row they hang off is known: under a
-/// transcript line (`boundary`) they are the transcript too, and the walk ends there.
+/// Indented rows are held until the row they hang off is known: under a transcript line
+/// (`boundary`) or a row that is not live they are the transcript too, and the walk ends there.
 fn walk_above(layout: &Layout, lines: &[String], start: usize) -> Vec<usize> {
     let width = text_width(lines);
     let mut rows = Vec::new();
@@ -562,9 +549,7 @@ fn walk_above(layout: &Layout, lines: &[String], start: usize) -> Vec<usize> {
             pending.clear();
             break;
         }
-        if (is_continuation(l) || hard_wrapped(lines, width, i))
-            && !matches(layout.turn_end.as_ref(), l)
-        {
+        if (hangs(l) || hard_wrapped(lines, width, i)) && !matches(layout.turn_end.as_ref(), l) {
             pending.push(i);
             if pending.len() > ABOVE_SCAN / 2 {
                 break;
@@ -589,8 +574,8 @@ fn walk_above(layout: &Layout, lines: &[String], start: usize) -> Vec<usize> {
             }
         }
     }
-    // Continuation rows whose head is off the region (a gap, the scan's end) are kept: they
-    // may be a status line's wrapped tail.
+    // Indented rows whose head is off the region (a gap, the scan's end) are kept: they may be
+    // a status line's details.
     rows.append(&mut pending);
     rows.sort_unstable();
     rows
@@ -615,7 +600,7 @@ fn walk_adjacent(layout: &Layout, lines: &[String], start: usize) -> Vec<usize> 
             pending.clear();
             break;
         }
-        if is_continuation(l) || hard_wrapped(lines, width, i) {
+        if hangs(l) || hard_wrapped(lines, width, i) {
             pending.push(i);
             continue;
         }

@@ -676,6 +676,44 @@ fix the bug
 ╰──────────────────────────────────────────────────────────────╯
  ~/repo [⎇ main]                                 claude-sonnet-4.5 (1x)",
     ),
+    (
+        "copilot",
+        "copilot_bullet_spinner_frame",
+        SessionState::Working,
+        None,
+        r"● Thinking (Esc to cancel)
+ ~/repo [⎇ main]
+────────────────
+❯ 
+────────────────",
+    ),
+    (
+        "copilot",
+        "copilot_number_keys_box",
+        SessionState::Blocked,
+        Some(BlockedKind::Permission),
+        r"╭──────────────────────────────────────╮
+│ Do you want to run this command?     │
+│ ❯ 1. Yes                             │
+│   2. No (Esc)                        │
+│ Confirm with number keys or ↑↓ keys and Enter, Cancel with Esc │
+╰──────────────────────────────────────╯",
+    ),
+    (
+        "gemini",
+        "gemini_unnumbered_options",
+        SessionState::Blocked,
+        Some(BlockedKind::Permission),
+        r"✦ Let me check.
+
+╭───────────────────────────╮
+│ ?  Shell rm -rf build      │
+│ Allow execution?           │
+│ ● Yes, allow once          │
+│   Yes, allow always ...    │
+│   No (esc)                 │
+╰───────────────────────────╯",
+    ),
 ];
 
 #[test]

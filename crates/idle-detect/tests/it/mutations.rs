@@ -32,18 +32,28 @@ fn history(agent: &str) -> &'static str {
             "› run the tests\n\n• Working (3s • esc to interrupt)\n\n  Would you like to run the following command?\n› 1. Yes, proceed (y)\n  2. No, and tell Codex what to do differently (esc)\n  Press enter to confirm or esc to cancel\n\n• Ran cargo test\n  └ ok\n\n"
         }
         "gemini" => "✦ I ran the tests. Allow execution of [Shell]? was answered.\n\n",
-        "copilot" => "● Ran the tests (Esc to cancel)\n\n",
+        "copilot" => {
+            "● Run the test suite\n  $ npm test\n  └ 12 passed; Esc to cancel stopped nothing\n\n"
+        }
         _ => "",
     }
 }
 
 /// Screens a mutation may change, with the reason.
-const EXPECTED: &[(&str, &str)] = &[(
-    "history",
-    // A lone indented token-stats line (ccmanager's synthetic screen) under a response reads as
-    // the response's text: Claude Code draws the counter on the spinner's row.
-    "claude/working/ccmanager-should-detect-busy-for-token-stats-line-with-varied-spac.txt",
-)];
+const EXPECTED: &[(&str, &str)] = &[
+    (
+        "history",
+        // A lone indented token-stats line (ccmanager's synthetic screen) under a response reads
+        // as the response's text: Claude Code draws the counter on the spinner's row.
+        "claude/working/ccmanager-should-detect-busy-for-token-stats-line-with-varied-spac.txt",
+    ),
+    (
+        "history",
+        // No prompt on screen, so the tail reads up to the transcript's bullet, tool output
+        // included: its "Esc to cancel" reads as work (the safe side).
+        "copilot/idle/ccmanager-returns-idle-when-no-patterns-match.txt",
+    ),
+];
 
 #[test]
 fn fixture_screens_keep_their_verdicts_under_harmless_changes() {
