@@ -714,6 +714,21 @@ fix the bug
 │   No (esc)                 │
 ╰───────────────────────────╯",
     ),
+    (
+        "claude-code",
+        "c_queued_press_up",
+        SessionState::Working,
+        None,
+        r"⏺ Starting.
+
+✻ Mulling… (8s · ↓ 297 tokens · esc to interrupt)
+
+❯ also fix the docs
+Press up to edit queued messages
+────────
+❯ 
+────────",
+    ),
 ];
 
 #[test]
