@@ -9,7 +9,9 @@ use hyoka_eval::{EvalError, EventSource, Shard, parse_duration, parse_size};
 use hyoka_workspace::{KeepPolicy, RunId};
 
 mod respawn;
-pub(crate) use self::respawn::{Backend, HookArgs, InteractiveArgs, RespawnArgs};
+pub(crate) use self::respawn::{
+    Backend, HookArgs, InteractiveArgs, RespawnArgs, SendArgs, SessionsArgs, WaitArgs, WaitState,
+};
 
 /// Run AI coding agents safely and unattended: contained workspaces and processes, limits
 /// enforced while they run, honest reports, and idle-aware respawn of interactive sessions.
@@ -58,6 +60,13 @@ pub enum Command {
     Respawn(RespawnArgs),
     /// Forward a Claude Code hook (payload on stdin) to the running respawn controller.
     Hook(HookArgs),
+    /// List the supervised sessions: name, agent, state with its evidence, cycles.
+    Sessions(SessionsArgs),
+    /// Wait until a supervised session is idle, working or blocked (exit 124 on timeout).
+    Wait(WaitArgs),
+    /// Type text into a supervised session, verified: exit 0 delivered, 3 refused (nothing
+    /// typed), 4 typed but not confirmed.
+    Send(SendArgs),
 }
 
 /// `hyoka run`.

@@ -58,6 +58,14 @@ impl Fail {
         }
     }
 
+    /// A failure that maps to `status`.
+    pub(crate) fn with(status: ExitStatus, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            message: message.into(),
+        }
+    }
+
     /// A failure while running (exit 1).
     pub(crate) fn failure(message: impl Into<String>) -> Self {
         Self {

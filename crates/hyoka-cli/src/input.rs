@@ -27,6 +27,19 @@ pub(crate) fn check_reports_dir(path: &Path) -> Result<(), Fail> {
         .map_err(|e| Fail::usage(e.to_string()))
 }
 
+/// The session registry: `$HYOKA_RUNTIME_DIR`, else `$XDG_RUNTIME_DIR/hyoka`, else
+/// `<temp>/hyoka.<uid>` (a private directory of the user's, checked by the library).
+pub(crate) fn registry() -> Result<hyoka_respawn::Registry, Fail> {
+    let dir = std::env::var_os("HYOKA_RUNTIME_DIR")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("XDG_RUNTIME_DIR").map(|d| Path::new(&d).join("hyoka")))
+        .unwrap_or_else(|| {
+            let uid = rustix::process::geteuid().as_raw();
+            std::env::temp_dir().join(format!("hyoka.{uid}"))
+        });
+    hyoka_respawn::Registry::open(&dir).map_err(|e| Fail::usage(e.to_string()))
+}
+
 /// `YYYYMMDD-HHMMSS-xxxxxx` in UTC, with a random suffix so two runs in one second differ.
 pub(crate) fn default_run_id() -> RunId {
     let stamp = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();

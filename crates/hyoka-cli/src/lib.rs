@@ -60,6 +60,9 @@ async fn dispatch(command: Command) -> Result<ExitStatus, Fail> {
         Command::SimAgent(args) => cmd::sim_agent::exec(&args),
         Command::Respawn(args) => cmd::respawn::exec(args).await,
         Command::Hook(args) => cmd::hook::exec(args).await,
+        Command::Sessions(args) => cmd::sessions::list(&args).await,
+        Command::Wait(args) => cmd::sessions::wait(&args).await,
+        Command::Send(args) => cmd::sessions::send(&args).await,
     }
 }
 

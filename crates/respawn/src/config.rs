@@ -1,11 +1,16 @@
 //! The controller's configuration: Codeman's `RespawnConfig` with its defaults, plus hyoka's
-//! safety settings (human-presence lock, cycle budget, input verification, dry run).
+//! safety settings (human-presence lock, cycle budget, verified delivery, dry run) and the
+//! cycle steps each agent's CLI offers ([`RespawnConfig::for_agent`]).
+
+mod agents;
 
 use std::time::Duration;
 
 use hyoka_idle_detect::{CheckerConfig, IDLE_CONTEXT_CHARS, PLAN_CONTEXT_CHARS};
 
-/// Codeman's default update prompt (step 1 of a cycle), verbatim.
+pub use self::agents::AgentCycle;
+
+/// Codeman's default update prompt (step 1 of a cycle), verbatim: Claude Code's.
 pub const DEFAULT_UPDATE_PROMPT: &str = "write a brief progress summary to CLAUDE.md noting what you accomplished, then continue working.";
 
 /// Everything the respawn [`Machine`](crate::Machine) can be told.
@@ -22,10 +27,17 @@ pub struct RespawnConfig {
     pub update_prompt: String,
     /// Delay before each step is typed (`interStepDelayMs`, 1 s).
     pub inter_step_delay: Duration,
-    /// Send `/clear` after the update step.
+    /// Send the clear step ([`clear_command`](Self::clear_command)) after the update step.
     pub send_clear: bool,
-    /// Send `/init` after `/clear`.
+    /// Send the init step ([`init_command`](Self::init_command)) after the clear step.
     pub send_init: bool,
+    /// What the clear step types: `/clear` for Claude Code (Codex: `/new`).
+    pub clear_command: String,
+    /// What the init step types: `/init` for Claude Code.
+    pub init_command: String,
+    /// Start cycles on its own when the session is idle. Off (`--no-cycle`), the machine
+    /// only detects, reports and delivers what it is sent.
+    pub cycle: bool,
     /// A prompt typed when `/init` does not start any work; `None` (or empty) skips it.
     pub kickstart_prompt: Option<String>,
     /// Silence that confirms a completion message (`completionConfirmMs`, 10 s). Also the
@@ -70,10 +82,16 @@ pub struct RespawnConfig {
     /// Delay between typing a step's text and pressing Enter as a separate write (50 ms,
     /// Codeman's Ink workaround).
     pub enter_delay: Duration,
-    /// How long the session has to react (any output) to an Enter before it is retried.
+    /// The longest Enter waits for the typed text to show in the input box (a profile that
+    /// cannot see the input is never waited for longer).
+    pub text_wait: Duration,
+    /// How long a new turn has to visibly start (working output, or the text echoed in the
+    /// transcript) after an Enter before the Enter is retried, then given up.
     pub verify_timeout: Duration,
-    /// Enter retries before the step is abandoned with a `blocked` event.
+    /// Enter retries before the delivery counts as unconfirmed (`delivery_unconfirmed`).
     pub verify_retries: u32,
+    /// How often a queued send looks again whether the session can take it.
+    pub queue_poll: Duration,
     /// How long a keystroke from the user pauses automation (human-presence lock).
     pub human_lock: Duration,
     /// Stop after this many completed cycles (`--max-cycles`).
@@ -128,6 +146,9 @@ impl Default for RespawnConfig {
             inter_step_delay: Duration::from_secs(1),
             send_clear: true,
             send_init: true,
+            clear_command: "/clear".to_owned(),
+            init_command: "/init".to_owned(),
+            cycle: true,
             kickstart_prompt: None,
             completion_confirm: Duration::from_secs(10),
             no_output_timeout: Duration::from_secs(30),
@@ -146,8 +167,10 @@ impl Default for RespawnConfig {
             max_stuck_recoveries: 3,
             skip_clear_below_tokens: None,
             enter_delay: Duration::from_millis(50),
+            text_wait: Duration::from_secs(1),
             verify_timeout: Duration::from_secs(3),
-            verify_retries: 2,
+            verify_retries: 1,
+            queue_poll: Duration::from_millis(250),
             human_lock: Duration::from_secs(30),
             max_cycles: None,
             max_cycles_per_hour: None,
@@ -157,6 +180,14 @@ impl Default for RespawnConfig {
 }
 
 impl RespawnConfig {
+    /// The defaults with the cycle steps of the agent that `profile` (a detector profile
+    /// name: `claude-code`, `codex`, `gemini`, `copilot`, `aider`, `generic`) describes.
+    pub fn for_agent(profile: &str) -> Self {
+        let mut config = Self::default();
+        AgentCycle::for_profile(profile).apply(&mut config);
+        config
+    }
+
     /// Applies Codeman's constructor validation (§2.2): zero durations that cannot be zero
     /// fall back to their defaults, and `completion_confirm` is capped at
     /// `no_output_timeout`. `auto_accept_delay` and the cooldowns may be zero.
@@ -171,6 +202,13 @@ impl RespawnConfig {
         fix(&mut self.completion_confirm, defaults.completion_confirm);
         fix(&mut self.no_output_timeout, defaults.no_output_timeout);
         fix(&mut self.inter_step_delay, defaults.inter_step_delay);
+        fix(&mut self.queue_poll, defaults.queue_poll);
+        if self.clear_command.trim().is_empty() {
+            self.send_clear = false;
+        }
+        if self.init_command.trim().is_empty() {
+            self.send_init = false;
+        }
         fix(
             &mut self.idle_check.timing.timeout,
             defaults.idle_check.timing.timeout,

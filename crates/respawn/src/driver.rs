@@ -1,6 +1,8 @@
 //! The tokio driver: a thin loop around the [`Machine`] that feeds it the session's output
-//! (through a [`SessionModel`]), hooks, the user's keys and check results, sleeps until its
-//! next deadline, and performs its actions on a [`Terminal`].
+//! (through a [`SessionModel`]), hooks, the user's keys, people attached, check results and
+//! control requests, sleeps until its next deadline, and performs its actions on a
+//! [`Terminal`]. It also watches the verdict between decisions (a change is reported as
+//! `verdict_changed`, and alerts fall due from it) and answers status requests.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -9,16 +11,22 @@ use std::time::{Duration, Instant};
 
 use hyoka_idle_detect::{
     CheckError, CheckReply, HookEvent, IdleAnswer, IdleChecker, PlanAnswer, PlanChecker,
-    ProcessActivity,
+    ProcessActivity, SessionState, Verdict,
 };
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::{AbortHandle, JoinSet};
 
+use crate::alert::{AlertClock, AlertOptions, AlertRun, run_alert};
 use crate::error::RespawnError;
-use crate::event::{Checker, Event};
-use crate::machine::{Action, Input, Keys, Machine};
+use crate::event::{Checker, Event, SendOutcome};
+use crate::machine::{Action, Input, Keys, Machine, Status};
 use crate::model::SessionModel;
+use crate::narrate::narrate;
 use crate::terminal::{Exit, Size, Terminal};
+
+/// After output, the verdict is looked at again this much later (once per period while
+/// output streams), so a change is reported and dated promptly.
+const RECHECK: Duration = Duration::from_millis(300);
 
 /// Receives what the driver sees and decides, as it happens. Called inline: keep it quick.
 pub trait Observer: Send {
@@ -53,6 +61,52 @@ pub struct DriverInputs {
     /// `hyoka-proctrack`): a tree that burns CPU or has busy children keeps the verdict
     /// `working`, so nothing is typed while the agent runs a build behind an idle prompt.
     pub activity: Option<mpsc::Receiver<ProcessActivity>>,
+    /// How many people are attached to the session (tmux clients other than the
+    /// controller's own); while any is, automation waits (human-presence lock).
+    pub presence: Option<mpsc::Receiver<u32>>,
+    /// Requests from the control socket (`hyoka sessions`, `wait`, `send`, `--stop`).
+    pub control: Option<mpsc::Receiver<Control>>,
+    /// Completes when the user detaches (Ctrl-] in the mirror): a session that can outlive
+    /// the controller (tmux) is left running; any other is stopped.
+    pub detach: Option<oneshot::Receiver<()>>,
+}
+
+/// A request to a running driver.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Control {
+    /// The session's state now.
+    Status(oneshot::Sender<LiveStatus>),
+    /// Deliver `text` (verified delivery), or refuse it; answered when it ends.
+    Send {
+        /// The text.
+        text: String,
+        /// Wait for the session to be idle instead of refusing.
+        queue: bool,
+        /// Where the outcome goes.
+        reply: oneshot::Sender<SendOutcome>,
+    },
+    /// Stop the session (as SIGINT would).
+    Stop,
+}
+
+/// What a running driver says about its session.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct LiveStatus {
+    /// The verdict now, with its evidence. While a cycle runs it says `working` (the
+    /// controller is working the session), whatever the screen shows between steps.
+    pub verdict: Verdict,
+    /// How long the verdict's state has lasted.
+    pub state_for: Duration,
+    /// The machine.
+    pub machine: Status,
+    /// A person is at the session (typed recently, or attached).
+    pub human_present: bool,
+    /// People attached now (tmux clients other than the controller's own).
+    pub attached: u32,
+    /// The last line [`narrate`](crate::narrate) gave.
+    pub last_event: Option<String>,
 }
 
 /// Why a driven session ended.
@@ -68,6 +122,8 @@ pub enum SessionEnd {
     },
     /// The session ended by itself.
     SessionEnded,
+    /// The user detached; the session keeps running (tmux).
+    Detached,
     /// Talking to the session failed.
     SessionLost {
         /// What failed.
@@ -76,29 +132,33 @@ pub enum SessionEnd {
 }
 
 impl SessionEnd {
-    /// The snake_case name (`interrupted`, `budget_exhausted`, `session_ended`,
+    /// The snake_case name (`interrupted`, `budget_exhausted`, `session_ended`, `detached`,
     /// `session_lost`), as `hyoka respawn` records it.
     pub fn as_str(&self) -> &'static str {
         match self {
             Self::Interrupted => "interrupted",
             Self::BudgetExhausted { .. } => "budget_exhausted",
             Self::SessionEnded => "session_ended",
+            Self::Detached => "detached",
             Self::SessionLost { .. } => "session_lost",
         }
     }
 }
 
 /// Settings of the driver itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DriverOptions {
     /// SIGTERM → SIGKILL grace when the session is stopped.
     pub grace: Duration,
+    /// The alerts (`--on-blocked`, `--on-idle`).
+    pub alerts: AlertOptions,
 }
 
 impl Default for DriverOptions {
     fn default() -> Self {
         Self {
             grace: Duration::from_secs(5),
+            alerts: AlertOptions::default(),
         }
     }
 }
@@ -150,6 +210,20 @@ pub struct Driver<T, M, O> {
     running: JoinSet<CheckResult>,
     aborts: HashMap<(Checker, u64), AbortHandle>,
     end: Option<SessionEnd>,
+    /// Answers to send requests in flight, by id.
+    sends: HashMap<u64, oneshot::Sender<SendOutcome>>,
+    next_send: u64,
+    /// The last verdict observed, and since when its state lasts.
+    verdict: Verdict,
+    verdict_since: Instant,
+    /// When to look at the verdict again without a decision.
+    recheck_at: Option<Instant>,
+    alerts: AlertClock,
+    alert_tasks: JoinSet<AlertRun>,
+    alert_cancel: watch::Sender<bool>,
+    alert_serial: u64,
+    attached: u32,
+    last_event: Option<String>,
 }
 
 impl<T, M, O> std::fmt::Debug for Driver<T, M, O> {
@@ -186,10 +260,21 @@ impl<T: Terminal, M: SessionModel, O: Observer> Driver<T, M, O> {
             model,
             observer,
             checkers,
-            options,
             running: JoinSet::new(),
             aborts: HashMap::new(),
             end: None,
+            sends: HashMap::new(),
+            next_send: 1,
+            verdict: Verdict::default(),
+            verdict_since: now(),
+            recheck_at: None,
+            alerts: AlertClock::new(&options.alerts),
+            alert_tasks: JoinSet::new(),
+            alert_cancel: watch::channel(false).0,
+            alert_serial: 0,
+            attached: 0,
+            last_event: None,
+            options,
         }
     }
 
@@ -214,16 +299,26 @@ impl<T: Terminal, M: SessionModel, O: Observer> Driver<T, M, O> {
         self.step(Input::Start, now()).await;
         let mut buf = vec![0u8; 64 * 1024].into_boxed_slice();
         while self.end.is_none() {
-            let deadline = self
-                .machine
-                .next_deadline()
-                .map(tokio::time::Instant::from_std);
+            let deadline = [
+                self.machine.next_deadline(),
+                self.recheck_at,
+                self.alerts.next_deadline(),
+            ]
+            .into_iter()
+            .flatten()
+            .min()
+            .map(tokio::time::Instant::from_std);
             tokio::select! {
                 biased;
                 () = &mut shutdown => self.end = Some(SessionEnd::Interrupted),
+                () = detached(&mut inputs.detach) => self.end = Some(SessionEnd::Detached),
                 Some(result) = self.running.join_next(), if !self.running.is_empty() => {
                     self.check_done(result).await;
                 }
+                Some(Ok(run)) = self.alert_tasks.join_next(), if !self.alert_tasks.is_empty() => {
+                    self.alert_finished(run);
+                }
+                control = recv(&mut inputs.control) => self.control(control).await,
                 hook = recv(&mut inputs.hooks) => {
                     let at = now();
                     self.model.hook(at, hook);
@@ -236,6 +331,12 @@ impl<T: Terminal, M: SessionModel, O: Observer> Driver<T, M, O> {
                     }
                     self.model.user_input(at);
                     self.step(Input::UserTyped, at).await;
+                }
+                attached = recv(&mut inputs.presence) => {
+                    self.attached = attached;
+                    if attached > 0 {
+                        self.step(Input::PersonAttached, now()).await;
+                    }
                 }
                 activity = recv(&mut inputs.activity) => {
                     self.model.process_activity(now(), activity);
@@ -266,15 +367,143 @@ impl<T: Terminal, M: SessionModel, O: Observer> Driver<T, M, O> {
             self.decide(Input::Tick, at).await;
         }
         self.step(Input::Output(signals), at).await;
+        if self.recheck_at.is_none_or(|t| t > at + RECHECK) {
+            self.recheck_at = Some(at + RECHECK);
+        }
+        // The text being delivered: in the input box before Enter, in the transcript after.
+        if let Some(text) = self.machine.delivery_text().map(str::to_owned)
+            && self.model.shows(at, &text)
+        {
+            self.decide(Input::TextShown, at).await;
+        }
     }
 
     /// Delivers `input` after a fresh verdict: everything that can lead to typing goes
     /// through here.
     async fn decide(&mut self, input: Input, at: Instant) {
         let verdict = self.model.verdict(at);
+        self.observe(&verdict, at);
         self.step(Input::Verdict(verdict), at).await;
         if !matches!(input, Input::Tick) {
             self.step(input, at).await;
+        }
+    }
+
+    /// Notes the verdict: a change is reported, alerts that fall due start, and the next
+    /// look is when the model says the verdict can change on its own.
+    fn observe(&mut self, verdict: &Verdict, at: Instant) {
+        for (alert, blocked) in self.alerts.observe(verdict, at) {
+            self.start_alert(alert, blocked, at);
+        }
+        self.recheck_at = self.model.next_deadline(at);
+        // The controller's own text in the input box is not a person's draft: not news.
+        if verdict.blocked == Some(hyoka_idle_detect::BlockedKind::Draft)
+            && self.machine.delivery_text().is_some()
+        {
+            return;
+        }
+        if !verdict.same_state(&self.verdict) {
+            self.verdict_since = at;
+            let top = verdict.evidence.first();
+            self.emit(
+                at,
+                &Event::VerdictChanged {
+                    state: verdict.state,
+                    blocked: verdict.blocked,
+                    rule: top.map(|e| e.rule.clone()).unwrap_or_default(),
+                    detail: top.map(|e| e.detail.clone()).unwrap_or_default(),
+                },
+            );
+        }
+        self.verdict.clone_from(verdict);
+    }
+
+    fn emit(&mut self, at: Instant, event: &Event) {
+        if let Some(line) = narrate(event) {
+            self.last_event = Some(line);
+        }
+        self.observer.event(at, event);
+    }
+
+    fn start_alert(
+        &mut self,
+        alert: crate::event::AlertKind,
+        blocked: Option<hyoka_idle_detect::BlockedKind>,
+        at: Instant,
+    ) {
+        self.emit(at, &Event::AlertStarted { alert, blocked });
+        self.alert_serial += 1;
+        let serial = self.alert_serial;
+        let options = self.options.alerts.clone();
+        let screen = self.model.screen_text();
+        let mut cancel = self.alert_cancel.subscribe();
+        self.alert_tasks.spawn(async move {
+            let cancelled = async move {
+                while !*cancel.borrow_and_update() {
+                    if cancel.changed().await.is_err() {
+                        std::future::pending::<()>().await;
+                    }
+                }
+            };
+            run_alert(&options, alert, blocked, screen, serial, cancelled).await
+        });
+    }
+
+    fn alert_finished(&mut self, run: AlertRun) {
+        self.emit(
+            now(),
+            &Event::AlertFinished {
+                alert: run.alert,
+                code: run.code,
+                timed_out: run.timed_out,
+                error: run.error,
+            },
+        );
+    }
+
+    async fn control(&mut self, request: Control) {
+        let at = now();
+        match request {
+            Control::Status(reply) => {
+                let verdict = self.model.verdict(at);
+                self.observe(&verdict, at);
+                let _ = reply.send(self.status(at));
+            }
+            Control::Send { text, queue, reply } => {
+                let id = self.next_send;
+                self.next_send += 1;
+                self.sends.insert(id, reply);
+                self.decide(Input::Send { id, text, queue }, at).await;
+            }
+            Control::Stop => self.end = Some(SessionEnd::Interrupted),
+        }
+    }
+
+    fn status(&mut self, at: Instant) -> LiveStatus {
+        let machine = self.machine.status(at);
+        let mut verdict = self.verdict.clone();
+        if machine.state.in_cycle() && verdict.state != SessionState::Blocked {
+            verdict.state = SessionState::Working;
+            verdict.blocked = None;
+            verdict.evidence.insert(
+                0,
+                hyoka_idle_detect::Evidence {
+                    signal: "respawn",
+                    points_to: SessionState::Working,
+                    rule: "respawn/cycle".to_owned(),
+                    detail: format!("cycle {} runs ({})", machine.cycles, machine.state),
+                    age_ms: 0,
+                    source: String::new(),
+                },
+            );
+        }
+        LiveStatus {
+            verdict,
+            state_for: at.saturating_duration_since(self.verdict_since),
+            human_present: machine.human_lock.is_some() || self.attached > 0,
+            machine,
+            attached: self.attached,
+            last_event: self.last_event.clone(),
         }
     }
 
@@ -287,7 +516,12 @@ impl<T: Terminal, M: SessionModel, O: Observer> Driver<T, M, O> {
 
     async fn act(&mut self, action: Action, at: Instant) {
         match action {
-            Action::Emit(event) => self.observer.event(at, &event),
+            Action::Emit(event) => self.emit(at, &event),
+            Action::SendDone { id, outcome } => {
+                if let Some(reply) = self.sends.remove(&id) {
+                    let _ = reply.send(outcome);
+                }
+            }
             Action::Type(keys) => {
                 let sent = match &keys {
                     Keys::Text(text) => self.terminal.send_text(text).await,
@@ -372,7 +606,24 @@ impl<T: Terminal, M: SessionModel, O: Observer> Driver<T, M, O> {
     async fn finish(mut self) -> Result<Report, RespawnError> {
         self.step(Input::Stop, now()).await;
         self.running.shutdown().await;
-        let exit = self.terminal.stop(self.options.grace).await?;
+        // Alert commands are stopped with the controller.
+        let _ = self.alert_cancel.send(true);
+        while let Some(run) = self.alert_tasks.join_next().await {
+            if let Ok(run) = run {
+                self.alert_finished(run);
+            }
+        }
+        let detach = self.end == Some(SessionEnd::Detached);
+        let exit = if detach && self.terminal.detach().await? {
+            self.emit(now(), &Event::Detached);
+            Exit::default()
+        } else {
+            if detach {
+                // This terminal cannot outlive the controller: detaching stops it.
+                self.end = Some(SessionEnd::Interrupted);
+            }
+            self.terminal.stop(self.options.grace).await?
+        };
         Ok(Report {
             end: self.end.unwrap_or(SessionEnd::Interrupted),
             exit,
@@ -397,6 +648,18 @@ async fn recv<V>(rx: &mut Option<mpsc::Receiver<V>>) -> V {
         *rx = None;
     }
     std::future::pending().await
+}
+
+/// Completes when the detach channel fires; pending forever without one (or once its
+/// sender is gone without firing).
+async fn detached(rx: &mut Option<oneshot::Receiver<()>>) {
+    if let Some(receiver) = rx
+        && receiver.await.is_ok()
+    {
+        return;
+    }
+    *rx = None;
+    std::future::pending::<()>().await;
 }
 
 async fn sleep_until(deadline: Option<tokio::time::Instant>) {

@@ -135,4 +135,57 @@ pub enum RespawnError {
         /// Why.
         reason: String,
     },
+    /// The session registry's directory cannot be used.
+    #[error("session registry {path}: {reason}")]
+    Registry {
+        /// The directory or file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Another live controller supervises a session of that name.
+    #[error("a session named {name:?} is already supervised")]
+    SessionTaken {
+        /// The name.
+        name: String,
+    },
+    /// No live session has that name.
+    #[error("no session named {name:?} (see `hyoka sessions`)")]
+    UnknownSession {
+        /// The name.
+        name: String,
+    },
+    /// A session's controller did not answer as it should.
+    #[error("session {name:?}: {reason}")]
+    Control {
+        /// The session.
+        name: String,
+        /// What went wrong.
+        reason: String,
+    },
+}
+
+impl RespawnError {
+    /// `true` when the error is the caller's input (a bad name or path, a missing program,
+    /// tmux missing, a name in use, an unknown session) rather than a failure while
+    /// running: the CLI exits 2 for these.
+    pub fn is_bad_input(&self) -> bool {
+        match self {
+            Self::Spawn { .. }
+            | Self::TmuxMissing
+            | Self::SessionName { .. }
+            | Self::NoSuchSession { .. }
+            | Self::Registry { .. }
+            | Self::SessionTaken { .. }
+            | Self::UnknownSession { .. }
+            | Self::Backend { .. }
+            | Self::Log { .. }
+            | Self::Track {
+                source: hyoka_proctrack::ProcTrackError::Io { .. },
+            } => true,
+            Self::Start { source, .. } => source.is_bad_input(),
+            Self::ClaudeSettings { bad_input, .. } => *bad_input,
+            _ => false,
+        }
+    }
 }

@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use hyoka_idle_detect::{BlockedKind, HookEvent, IdleAnswer, PlanAnswer};
+use hyoka_idle_detect::{BlockedKind, HookEvent, IdleAnswer, PlanAnswer, SessionState};
 use serde::Serialize;
 
 /// The 13 states of Codeman's respawn controller.
@@ -71,6 +71,14 @@ impl State {
         )
     }
 
+    /// `true` in the four `sending_*` states (a step is about to be typed).
+    pub fn is_sending(self) -> bool {
+        matches!(
+            self,
+            Self::SendingUpdate | Self::SendingClear | Self::SendingInit | Self::SendingKickstart
+        )
+    }
+
     /// `true` while a cycle runs (any `sending_*`, `waiting_*` or `monitoring_init`).
     pub fn in_cycle(self) -> bool {
         !matches!(self, Self::Stopped) && !self.is_detecting()
@@ -109,6 +117,8 @@ pub enum Step {
     Kickstart,
     /// Enter on a plan-approval menu.
     AutoAccept,
+    /// Text sent through the controller (`hyoka send`), not part of a cycle.
+    Send,
 }
 
 impl Step {
@@ -120,6 +130,7 @@ impl Step {
             Self::Init => "init",
             Self::Kickstart => "kickstart",
             Self::AutoAccept => "auto_accept",
+            Self::Send => "send",
         }
     }
 }
@@ -142,6 +153,8 @@ pub enum TimerName {
     PlanCheckCooldown,
     /// The end of the human-presence lock.
     HumanLock,
+    /// The next look at whether a queued send can be delivered.
+    SendQueue,
     /// When the hourly cycle budget frees a slot.
     CycleRate,
     /// Between a step's text and its separate Enter.
@@ -173,12 +186,13 @@ pub enum TimerName {
 impl TimerName {
     /// Every timer, in declaration order, which is also the order in which timers due at the
     /// same instant fire.
-    pub const ALL: [Self; 18] = [
+    pub const ALL: [Self; 19] = [
         Self::IdleCheckTimeout,
         Self::PlanCheckTimeout,
         Self::IdleCheckCooldown,
         Self::PlanCheckCooldown,
         Self::HumanLock,
+        Self::SendQueue,
         Self::CycleRate,
         Self::EnterDelay,
         Self::Verify,
@@ -210,6 +224,7 @@ impl TimerName {
             Self::EnterDelay => "enter-delay",
             Self::Verify => "verify",
             Self::HumanLock => "human-lock",
+            Self::SendQueue => "send-queue",
             Self::CycleRate => "cycle-rate",
             Self::IdleCheckCooldown => "idle-check-cooldown",
             Self::PlanCheckCooldown => "plan-check-cooldown",
@@ -254,8 +269,11 @@ pub enum BlockReason {
     CycleRate,
     /// The session never drew anything: nothing to judge, nothing to type into.
     NoOutputYet,
-    /// The session did not react to a step's Enter after the retries.
-    NoReaction,
+    /// A step's delivery was not confirmed after the Enter retry: cycles pause until the
+    /// session visibly works again or a person steps in.
+    DeliveryUnconfirmed,
+    /// Text sent through the controller is being delivered or waits in the queue.
+    SendPending,
     /// Stuck recovery gave up after `max_stuck_recoveries` attempts.
     StuckGaveUp,
 }
@@ -322,6 +340,93 @@ pub enum Stale {
     StateChanged,
     /// Output arrived while the plan check ran.
     OutputArrived,
+}
+
+/// Why a send was refused, with nothing typed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Refusal {
+    /// The session works.
+    Working,
+    /// The session waits for a human decision (a dialog).
+    Blocked,
+    /// The input box holds a person's draft.
+    Draft,
+    /// A person is at the session (typed recently, or another tmux client is attached).
+    HumanPresent,
+    /// A respawn cycle is running.
+    CycleRunning,
+    /// Another input is being delivered.
+    Busy,
+    /// The screen cannot be judged, so its input box cannot be known to be empty.
+    Unknown,
+    /// A dry run types nothing.
+    DryRun,
+    /// The text is empty.
+    EmptyText,
+    /// The controller is stopped (or stopping).
+    Stopped,
+}
+
+impl Refusal {
+    /// The snake_case name (`working`, `draft`, `human_present`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Working => "working",
+            Self::Blocked => "blocked",
+            Self::Draft => "draft",
+            Self::HumanPresent => "human_present",
+            Self::CycleRunning => "cycle_running",
+            Self::Busy => "busy",
+            Self::Unknown => "unknown",
+            Self::DryRun => "dry_run",
+            Self::EmptyText => "empty_text",
+            Self::Stopped => "stopped",
+        }
+    }
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Working => "the session is working",
+            Self::Blocked => "the session waits for a human decision",
+            Self::Draft => "the input box holds a draft",
+            Self::HumanPresent => "a person is at the session",
+            Self::CycleRunning => "a respawn cycle is running",
+            Self::Busy => "another input is being delivered",
+            Self::Unknown => "the screen cannot be judged",
+            Self::DryRun => "a dry run types nothing",
+            Self::EmptyText => "the text is empty",
+            Self::Stopped => "the controller is stopping",
+        })
+    }
+}
+
+/// How a send ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(tag = "outcome", content = "reason", rename_all = "snake_case")]
+pub enum SendOutcome {
+    /// Typed, and a new turn visibly started.
+    Delivered,
+    /// Refused: nothing was typed.
+    Refused(Refusal),
+    /// Typed, but no new turn was seen after the Enter retry.
+    Unconfirmed,
+}
+
+/// Which alert command ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum AlertKind {
+    /// `--on-blocked`: the session has been blocked for `--blocked-after`.
+    Blocked,
+    /// `--on-idle`: the session has been idle for `--idle-after`.
+    Idle,
 }
 
 /// Something the controller did or decided. One JSON object per event in `--events`.
@@ -524,6 +629,16 @@ pub enum Event {
         /// Why.
         reason: &'static str,
     },
+    /// A step's text was typed into an empty input box (as a bracketed paste where the
+    /// agent asked for one); Enter follows as a separate write.
+    StepTyped {
+        /// The step.
+        step: Step,
+        /// What was typed.
+        input: String,
+        /// `true` in a dry run: nothing was typed.
+        dry_run: bool,
+    },
     /// A step was typed (text, then a separate Enter), or would have been in a dry run.
     StepSent {
         /// The step.
@@ -554,13 +669,90 @@ pub enum Event {
         /// Why (`session working`, `session blocked`, `human present`).
         reason: &'static str,
     },
-    /// The session did not react to an Enter; it is pressed again.
+    /// No new turn started after an Enter; it is pressed again.
     StepRetried {
         /// The step.
         step: Step,
         /// The retry number, from 1.
         attempt: u32,
     },
+    /// A new turn visibly started after an Enter: the delivery is confirmed.
+    DeliveryConfirmed {
+        /// The step (or `send`).
+        step: Step,
+        /// The evidence: `working` (the agent works) or `echo` (the text left the input box
+        /// and shows in the transcript).
+        via: &'static str,
+    },
+    /// No new turn started after the Enter and its retry: the text may sit unsubmitted in
+    /// the input box. A cycle pauses.
+    DeliveryUnconfirmed {
+        /// The step (or `send`).
+        step: Step,
+        /// What was typed.
+        input: String,
+    },
+    /// Text arrived through the controller (`hyoka send`).
+    SendRequested {
+        /// The request's id.
+        id: u64,
+        /// `true` when it waits for the session to be idle instead of being refused.
+        queue: bool,
+    },
+    /// A send was refused; nothing was typed.
+    SendRefused {
+        /// The request's id.
+        id: u64,
+        /// Why.
+        reason: Refusal,
+    },
+    /// A queued send waits for the session.
+    SendQueued {
+        /// The request's id.
+        id: u64,
+        /// Why it cannot go now.
+        reason: Refusal,
+    },
+    /// A send ended.
+    SendDone {
+        /// The request's id.
+        id: u64,
+        /// How.
+        #[serde(flatten)]
+        outcome: SendOutcome,
+    },
+    /// The detector's verdict changed (state or blocked kind), with the evidence that
+    /// decided it.
+    VerdictChanged {
+        /// The new state.
+        state: SessionState,
+        /// What a blocked session waits for.
+        blocked: Option<BlockedKind>,
+        /// The rule or signal that decided (`claude-code/permission-prompt`, `silence`, …).
+        rule: String,
+        /// What it saw (the matched line, …).
+        detail: String,
+    },
+    /// An alert command started.
+    AlertStarted {
+        /// Which alert.
+        alert: AlertKind,
+        /// What the session waits for (`on-blocked`), or `null`.
+        blocked: Option<BlockedKind>,
+    },
+    /// An alert command ended.
+    AlertFinished {
+        /// Which alert.
+        alert: AlertKind,
+        /// Its exit code, when it exited normally.
+        code: Option<i32>,
+        /// `true` when it was stopped for running too long.
+        timed_out: bool,
+        /// Why it could not run, if it could not.
+        error: Option<String>,
+    },
+    /// The user detached: the session keeps running, supervised by nobody.
+    Detached,
     /// A hook arrived.
     HookReceived {
         /// The hook.
@@ -584,10 +776,12 @@ pub enum Event {
         /// The attempt, from 1.
         attempt: u32,
     },
-    /// The user typed: automation pauses for `human_lock`.
+    /// A person is at the session: automation pauses for `human_lock` after they leave.
     HumanPresent {
         /// How long automation stays paused, in milliseconds.
         lock_ms: u64,
+        /// `typed` (keys through the mirror) or `attached` (another tmux client).
+        via: &'static str,
     },
     /// The human-presence lock ran out.
     HumanLockReleased,

@@ -152,6 +152,7 @@
     reason = "decisions are sans-IO: no clock, no environment"
 )]
 
+mod alert;
 mod claude_hooks;
 mod config;
 mod driver;
@@ -162,30 +163,40 @@ mod gate;
 mod hook;
 mod machine;
 mod model;
+mod narrate;
+mod registry;
 #[cfg(feature = "schema")]
 mod schema;
 mod supervise;
 mod terminal;
 
+pub use crate::alert::{AlertClock, AlertOptions};
 pub use crate::claude_hooks::{HooksInstalled, install_claude_hooks};
-pub use crate::config::{AiCheckConfig, DEFAULT_UPDATE_PROMPT, RespawnConfig};
+pub use crate::config::{AgentCycle, AiCheckConfig, DEFAULT_UPDATE_PROMPT, RespawnConfig};
 pub use crate::driver::{
-    AiCheckers, Driver, DriverInputs, DriverOptions, NoObserver, Observer, Report, SessionEnd,
+    AiCheckers, Control, Driver, DriverInputs, DriverOptions, LiveStatus, NoObserver, Observer,
+    Report, SessionEnd,
 };
 pub use crate::error::RespawnError;
 pub use crate::event::{
-    AutoAcceptSkip, BlockReason, CheckSkip, Checker, Event, Stale, State, Step, TimerName,
+    AlertKind, AutoAcceptSkip, BlockReason, CheckSkip, Checker, Event, Refusal, SendOutcome, Stale,
+    State, Step, TimerName,
 };
 pub use crate::event_log::EventLog;
 pub use crate::gate::{FnGate, Gate, GateContext};
 pub use crate::hook::{HOOK_EVENT_NAMES, HookListener, HookMessage, is_hook_event_name, send_hook};
 pub use crate::machine::{Action, Input, Keys, Machine, Status, TimerInfo};
 pub use crate::model::{DetectorModel, SessionModel};
+pub use crate::narrate::narrate;
+pub use crate::registry::{
+    EvidenceLine, Listing, Registration, Registry, SessionStatus, TmuxTarget, WaitOutcome,
+    valid_session_name,
+};
 #[cfg(feature = "schema")]
 pub use crate::schema::event_line_schema;
 pub use crate::supervise::{
-    Backend, CHECKER_EVAL, Driven, Finished, SESSION_EVAL, SOCKET_ENV, Session, SessionOptions,
-    Supervised,
+    ALERT_EVAL, Backend, CHECKER_EVAL, Driven, Finished, SESSION_EVAL, SOCKET_ENV, Session,
+    SessionOptions, Supervised, stop_detached, summary,
 };
 pub use crate::terminal::{
     Exit, PtyTerminal, Signal, Size, SpawnOptions, Terminal, TmuxOptions, TmuxTerminal,

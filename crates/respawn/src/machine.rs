@@ -8,25 +8,31 @@
 mod auto_accept;
 mod checks;
 mod cycle;
+mod delivery;
 mod hooks;
 mod human;
 mod idle;
 mod io;
 mod output;
+mod send;
 mod timers;
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use hyoka_idle_detect::{BlockedKind, CheckerStatus, IdleAnswer, PlanAnswer, Verdict};
+use hyoka_idle_detect::{
+    BlockedKind, CheckerStatus, IdleAnswer, PlanAnswer, SessionState, Verdict,
+};
 
 use crate::config::RespawnConfig;
-use crate::event::{BlockReason, Checker, Event, State, Step, TimerName};
+use crate::event::{BlockReason, Checker, Event, Refusal, State, Step, TimerName};
 use crate::gate::Gate;
 
 pub use self::io::{Action, Input, Keys, Status, TimerInfo};
 
 use self::checks::CheckSlot;
+use self::delivery::{Delivery, Phase};
+use self::send::SendQueue;
 use self::timers::{Timer, Timers};
 
 /// What made the machine want an AI idle check.
@@ -59,22 +65,6 @@ impl CheckTrigger {
             Self::NoOutputFallback => "no-output fallback (AI check disabled)",
         }
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    /// The text is typed; Enter follows after `enter_delay`.
-    TextTyped,
-    /// Enter is pressed; the session must react within `verify_timeout`.
-    EnterPressed,
-}
-
-#[derive(Debug, Clone)]
-struct Pending {
-    step: Step,
-    text: String,
-    phase: Phase,
-    retries: u32,
 }
 
 /// How many due timers one call may fire, a guard against zero-length timers re-arming
@@ -114,7 +104,12 @@ pub struct Machine {
     cycles: u32,
     cycles_completed: u32,
     cycle_starts: VecDeque<Instant>,
-    pending: Option<Pending>,
+    /// The input being delivered (a step, an auto-accept Enter or a send).
+    delivery: Option<Delivery>,
+    /// Sends waiting for the session.
+    sends: SendQueue,
+    /// Idle was confirmed with cycles off; reported once until output arrives.
+    idle_reported: bool,
     deferred_reported: bool,
     verdict: Verdict,
     human_lock_until: Option<Instant>,
@@ -165,7 +160,9 @@ impl Machine {
             cycles: 0,
             cycles_completed: 0,
             cycle_starts: VecDeque::new(),
-            pending: None,
+            delivery: None,
+            sends: SendQueue::default(),
+            idle_reported: false,
             deferred_reported: false,
             verdict: Verdict::default(),
             human_lock_until: None,
@@ -249,6 +246,8 @@ impl Machine {
                 .human_lock_until
                 .map(|t| t.saturating_duration_since(now))
                 .filter(|d| !d.is_zero()),
+            queued_sends: self.sends.waiting.len(),
+            delivering: self.delivery.is_some(),
         }
     }
 
@@ -258,6 +257,9 @@ impl Machine {
     pub fn handle(&mut self, input: Input, now: Instant) -> Vec<Action> {
         if let Input::Verdict(verdict) = input {
             self.verdict = verdict;
+            if shows_work(&self.verdict) {
+                self.turn_started(now);
+            }
             self.fire_due(now);
             return std::mem::take(&mut self.out);
         }
@@ -272,7 +274,10 @@ impl Machine {
             Input::Tick | Input::Verdict(_) => {}
             Input::IdleCheckDone { id, result } => self.idle_check_done(id, result, now),
             Input::PlanCheckDone { id, result } => self.plan_check_done(id, result, now),
-            Input::UserTyped => self.user_input(now),
+            Input::UserTyped => self.user_input("typed", now),
+            Input::PersonAttached => self.user_input("attached", now),
+            Input::TextShown => self.text_shown(now),
+            Input::Send { id, text, queue } => self.send_request(id, &text, queue, now),
             Input::SessionExited { code } => {
                 self.emit(Event::SessionExited { code });
                 self.stop();
@@ -326,6 +331,7 @@ impl Machine {
                 | TimerName::PlanCheckCooldown
                 | TimerName::HumanLock
                 | TimerName::CycleRate
+                | TimerName::SendQueue
         )
     }
 
@@ -422,6 +428,7 @@ impl Machine {
             TimerName::StepDelay => self.step_delay_fired(now),
             TimerName::EnterDelay => self.press_enter(now),
             TimerName::Verify => self.verify_fired(now),
+            TimerName::SendQueue => self.send_queue_fired(now),
             TimerName::StepConfirm => self.step_confirm_fired(now),
             TimerName::ClearFallback => {
                 if self.state == State::WaitingClear {
@@ -486,7 +493,6 @@ impl Machine {
         self.reset_hooks();
         self.idle.machine.reset();
         self.plan.machine.reset();
-        self.pending = None;
         self.stuck_recoveries = 0;
         self.set_state(State::Watching, now);
         self.emit(Event::Started);
@@ -500,11 +506,12 @@ impl Machine {
         self.cancel_check(Checker::Idle, "stopped");
         self.cancel_check(Checker::Plan, "stopped");
         self.deferred_idle_check = None;
+        self.abandon_delivery(Refusal::Stopped);
+        self.refuse_queued();
         self.clear_timers();
         for name in TimerName::ALL {
             self.timers.take(name);
         }
-        self.pending = None;
         self.paused = false;
         let from = self.state;
         self.state = State::Stopped;
@@ -571,9 +578,9 @@ impl Machine {
             | State::SendingInit
             | State::SendingKickstart => {
                 if self
-                    .pending
+                    .delivery
                     .as_ref()
-                    .is_some_and(|p| p.phase == Phase::TextTyped)
+                    .is_some_and(|d| matches!(d.phase, Phase::Typed { .. }))
                 {
                     self.arm(TimerName::EnterDelay, self.config.enter_delay, now);
                 } else {
@@ -646,15 +653,37 @@ fn blocked_name(kind: BlockedKind) -> &'static str {
     }
 }
 
+/// `true` when the verdict is working because something shows work (a spinner, a busy
+/// process tree, a hook), not merely because output was recent and the screen has not
+/// settled yet: only that confirms that a new turn started.
+fn shows_work(verdict: &Verdict) -> bool {
+    verdict.state == SessionState::Working
+        && verdict
+            .evidence
+            .first()
+            .is_none_or(|e| e.points_to == SessionState::Working)
+}
+
+/// The verdict's blocked kind, or `unknown`.
+fn blocked_kind(verdict: &Verdict) -> &'static str {
+    verdict.blocked.map_or("unknown", blocked_name)
+}
+
 /// Newlines become single spaces so that a multi-line prompt is typed as words rather
-/// than glued lines (§5d 115) and never submits early; trailing whitespace goes.
+/// than glued lines (§5d 115) and never submits early; other control characters (an
+/// escape sequence that would end a bracketed paste early, a Ctrl-C) become spaces too;
+/// trailing whitespace goes.
 fn single_line(text: &str) -> String {
     let mut line = String::with_capacity(text.len());
     for part in text.split(['\r', '\n']).filter(|p| !p.trim().is_empty()) {
         if !line.is_empty() {
             line.push(' ');
         }
-        line.push_str(part.trim_end());
+        line.extend(
+            part.trim_end()
+                .chars()
+                .map(|c| if c.is_control() { ' ' } else { c }),
+        );
     }
     line
 }

@@ -44,4 +44,24 @@ pub trait SessionModel: Send {
 
     /// Forgets the output context (the machine does so at every step and cycle end).
     fn reset_context(&mut self);
+
+    /// Whether `text` (typed by the controller) is visible on the screen at `now`, in the
+    /// input box or in the transcript. Models without a screen say `false`, and delivery
+    /// is then confirmed by working output alone.
+    fn shows(&mut self, now: Instant, text: &str) -> bool {
+        let _ = (now, text);
+        false
+    }
+
+    /// The screen's text now (for an alert command).
+    fn screen_text(&mut self) -> String {
+        String::new()
+    }
+
+    /// The earliest time after `now` at which the verdict may change with no new
+    /// observation, if any (the driver looks again then).
+    fn next_deadline(&self, now: Instant) -> Option<Instant> {
+        let _ = now;
+        None
+    }
 }

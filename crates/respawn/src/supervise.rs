@@ -15,10 +15,11 @@
 //! could be adopted, is stopped by that sweep alone); a session torn down without survivors
 //! leaves no ledger directory behind.
 
+use std::ffi::OsString;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use hyoka_idle_detect::{CommandChecker, CommandCheckerOptions, ProcessActivity};
 use hyoka_proctrack::{
@@ -32,11 +33,15 @@ use hyoka_workspace::{
 };
 use tokio::sync::{mpsc, oneshot};
 
-use crate::driver::{AiCheckers, Driver, DriverInputs, DriverOptions, Observer, Report, now};
+use crate::alert::AlertOptions;
+use crate::driver::{
+    AiCheckers, Driver, DriverInputs, DriverOptions, Observer, Report, SessionEnd, now,
+};
 use crate::error::RespawnError;
 use crate::hook::HookListener;
 use crate::machine::Machine;
 use crate::model::SessionModel;
+use crate::registry::{ControlServer, Registration, Registry, SessionInfo, TmuxTarget};
 use crate::terminal::{PtyTerminal, Size, SpawnOptions, Terminal, TmuxOptions, TmuxTerminal};
 
 /// The environment variable that tells `hyoka hook` where the controller listens.
@@ -49,8 +54,15 @@ pub const SESSION_EVAL: &str = "session";
 /// the CPU is not the agent at work), inside the run's final sweep.
 pub const CHECKER_EVAL: &str = "session.check";
 
+/// The eval id alert commands carry (like the checkers: outside the session's tree, inside
+/// the run's final sweep).
+pub const ALERT_EVAL: &str = "session.alert";
+
 /// How often the session's tree is sampled.
 const SAMPLE_EVERY: Duration = Duration::from_millis(500);
+
+/// How often a tmux session's clients are counted (people attached).
+const PRESENCE_EVERY: Duration = Duration::from_millis(500);
 
 /// Where a supervised session runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,6 +95,45 @@ pub struct SessionOptions {
     pub temp_dir: PathBuf,
     /// SIGTERM→SIGKILL grace when the session is stopped.
     pub grace: Duration,
+    /// The session's name (in the registry, and for tmux the session's); the run id, or
+    /// the tmux session's name, when `None`.
+    pub name: Option<String>,
+    /// Where the session registers, so `hyoka sessions`, `wait`, `send` and `--stop` find
+    /// it; `None` registers nowhere.
+    pub registry: Option<Registry>,
+    /// The detector profile's name (reported by `hyoka sessions`).
+    pub profile: String,
+    /// The alerts; the session fills in its name, marker and private directory.
+    pub alerts: AlertOptions,
+    /// Now, on the wall clock (the controller's start, as `hyoka sessions` reports it).
+    pub started_wall: SystemTime,
+}
+
+impl SessionOptions {
+    /// Options for `spawn` on `backend`, with the defaults for the rest: a 5 s grace, no
+    /// name, no registry, the `claude-code` profile, no alerts.
+    pub fn new(
+        run_id: impl Into<String>,
+        spawn: SpawnOptions,
+        backend: Backend,
+        reports: PathBuf,
+        temp_dir: PathBuf,
+        started_wall: SystemTime,
+    ) -> Self {
+        Self {
+            run_id: run_id.into(),
+            spawn,
+            backend,
+            reports,
+            temp_dir,
+            grace: Duration::from_secs(5),
+            name: None,
+            registry: None,
+            profile: "claude-code".to_owned(),
+            alerts: AlertOptions::default(),
+            started_wall,
+        }
+    }
 }
 
 /// The session's side of a driven run: the machine, the model, the observer, the checkers,
@@ -100,6 +151,8 @@ pub struct Supervised<M, O> {
     pub keys: Option<mpsc::Receiver<Vec<u8>>>,
     /// Size changes of the user's terminal.
     pub resize: Option<mpsc::Receiver<Size>>,
+    /// Completes when the user detaches (a tmux session is then left running).
+    pub detach: Option<oneshot::Receiver<()>>,
 }
 
 /// A started session: the agent runs, nothing drives it yet.
@@ -109,9 +162,31 @@ pub struct Session {
     listener: HookListener,
     terminal: Box<dyn Terminal>,
     root: Option<ProcRef>,
-    tmux: bool,
+    tmux: Option<TmuxWatch>,
     grace: Duration,
     tracked: Tracked,
+    registration: Option<Registration>,
+    info: Arc<SessionInfo>,
+    alerts: AlertOptions,
+    marker: Vec<(OsString, OsString)>,
+}
+
+/// What a tmux session's presence watch needs: where it runs, and the controller's own
+/// client (which does not count as a person).
+#[derive(Debug, Clone)]
+struct TmuxWatch {
+    socket: String,
+    session: String,
+    client: Option<u32>,
+}
+
+impl TmuxWatch {
+    fn target(&self) -> TmuxTarget {
+        TmuxTarget {
+            socket: self.socket.clone(),
+            session: self.session.clone(),
+        }
+    }
 }
 
 impl std::fmt::Debug for Session {
@@ -147,11 +222,21 @@ impl Session {
             reports,
             temp_dir,
             grace,
+            name,
+            registry,
+            profile,
+            alerts,
+            started_wall,
         } = options;
         let named = match &backend {
-            Backend::Tmux { session } => session.clone(),
+            Backend::Tmux { session } => session.clone().or_else(|| name.clone()),
             Backend::Pty => None,
         };
+        let name = name
+            .or_else(|| named.clone())
+            .unwrap_or_else(|| run_id.clone());
+        // Registered first: a name in use refuses the start with nothing started.
+        let registration = registry.as_ref().map(|r| r.register(&name)).transpose()?;
         let tracker = if backend == Backend::Pty {
             Some(
                 Tracker::start(TrackerOptions::new(run_id.as_str(), &reports))
@@ -170,14 +255,7 @@ impl Session {
                 remove_ledger_dir(dir);
             }
         };
-        let bound = match SocketDir::create(&temp_dir, named.as_deref(), &run_id, tracker.as_ref())
-        {
-            Ok(socket_dir) => match HookListener::bind(&socket_dir.0.join("hook.sock")).await {
-                Ok(listener) => Ok((socket_dir, listener)),
-                Err(err) => Err(err),
-            },
-            Err(err) => Err(err),
-        };
+        let bound = SocketDir::bind(&temp_dir, named.as_deref(), &run_id, tracker.as_ref()).await;
         let (socket_dir, listener) = match bound {
             Ok(bound) => bound,
             Err(err) => {
@@ -185,59 +263,70 @@ impl Session {
                 return Err(err);
             }
         };
-        let mut marker: Vec<(std::ffi::OsString, std::ffi::OsString)> = match &tracker {
+        let mut marker = match &tracker {
             // The run instance's marker, for `clean` to find the session's escapees.
             Some(tracker) => tracker.marker_env(SESSION_EVAL),
-            None => vec![
-                ("HYOKA_RUN_ID".into(), run_id.clone().into()),
-                ("HYOKA_EVAL_ID".into(), SESSION_EVAL.into()),
-            ],
+            None => run_marker(&run_id, SESSION_EVAL),
         };
         marker.push((SOCKET_ENV.into(), listener.path().as_os_str().to_owned()));
         spawn.env.splice(0..0, marker);
         let session = named.unwrap_or_else(|| run_id.clone());
-        let terminal = match start_terminal(&backend, &spawn, &session).await {
-            Ok(terminal) => terminal,
+        let (terminal, tmux) = match start_terminal(&backend, &spawn, &session).await {
+            Ok(started) => started,
             Err(err) => {
                 drop(socket_dir);
                 abandon(tracker);
                 return Err(err);
             }
         };
+        let info = Arc::new(SessionInfo {
+            name,
+            agent: Path::new(&spawn.program)
+                .file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+            profile,
+            tmux: tmux.as_ref().map(TmuxWatch::target),
+            started_wall,
+            started: now(),
+        });
+        // The alert commands carry the session's run marker, like the checkers.
+        let marker = run_marker(&run_id, ALERT_EVAL);
         let child_pid = terminal.child_pid().and_then(|pid| i32::try_from(pid).ok());
         let root = child_pid
             .and_then(|pid| NativeProcTable::new().process(pid))
             .map(|info| info.proc_ref());
         // Adopted right after the spawn: the session joins a cgroup leaf when there is one,
         // and its tree is kept in the ledger.
-        let adopted = match (tracker, child_pid) {
-            (Some(tracker), Some(pid)) => match tracker.adopt(SESSION_EVAL, pid) {
-                Ok(agent) => Some((tracker, Arc::new(Mutex::new(agent)))),
-                Err(err) => {
-                    tracing::warn!(error = %err, "cannot track the session; teardown falls back to the marker sweep");
-                    let _ = tracker.close();
-                    None
-                }
-            },
-            (Some(tracker), None) => {
-                let _ = tracker.close();
-                None
-            }
-            (None, _) => None,
-        };
+        let adopted = adopt(tracker, child_pid);
         Ok(Self {
             run_id,
             socket_dir,
             listener,
             terminal,
             root,
-            tmux: matches!(backend, Backend::Tmux { .. }),
+            tmux,
             grace,
             tracked: Tracked {
                 adopted,
                 ledger_dir,
             },
+            registration,
+            info,
+            alerts,
+            marker,
         })
+    }
+
+    /// The session's name.
+    pub fn name(&self) -> &str {
+        &self.info.name
+    }
+
+    /// The tmux server's socket name and the session, for a tmux session.
+    pub fn tmux_target(&self) -> Option<(&str, &str)> {
+        self.tmux
+            .as_ref()
+            .map(|t| (t.socket.as_str(), t.session.as_str()))
     }
 
     /// The session's run id.
@@ -286,9 +375,13 @@ impl Session {
             tmux,
             grace,
             tracked,
+            mut registration,
+            info,
+            mut alerts,
+            marker,
         } = self;
         let (activity_tx, activity_rx) = mpsc::channel(4);
-        let refresher = sampler(tmux, tracked.adopted.as_ref(), root).map(|sample| {
+        let refresher = sampler(tmux.is_some(), tracked.adopted.as_ref(), root).map(|sample| {
             let (stop, stopped) = oneshot::channel();
             (stop, spawn_refresher(sample, activity_tx, stopped))
         });
@@ -303,21 +396,60 @@ impl Session {
                 let _ = NativeSignaller::new().signal_group(root, root.pid, Signal::Kill);
             }
         });
+        // The control socket: `hyoka sessions`, `wait`, `send`, `--stop`.
+        let (control_tx, control_rx) = mpsc::channel(16);
+        let (stop_control, control_stopped) = oneshot::channel::<()>();
+        let control_task = registration
+            .as_mut()
+            .and_then(Registration::take_listener)
+            .map(|listener| {
+                let server = ControlServer {
+                    listener,
+                    info: Arc::clone(&info),
+                    driver: control_tx,
+                };
+                tokio::spawn(server.serve(async {
+                    let _ = control_stopped.await;
+                }))
+            });
+        // People attached to a tmux session.
+        let (presence_tx, presence_rx) = mpsc::channel(4);
+        let presence_task = tmux
+            .clone()
+            .map(|watch| tokio::spawn(watch_presence(watch, presence_tx)));
+        alerts.session.clone_from(&info.name);
+        alerts.env = marker;
+        alerts.dir = socket_dir.0.clone();
+        if alerts.timeout.is_zero() {
+            alerts.timeout = Duration::from_mins(1);
+        }
         let driver = Driver::new(
             parts.machine,
             terminal,
             parts.model,
             parts.observer,
             parts.checkers,
-            DriverOptions { grace },
+            DriverOptions { grace, alerts },
         );
         let inputs = DriverInputs {
             hooks: Some(hook_rx),
             keys: parts.keys,
             resize: parts.resize,
             activity: refresher.is_some().then_some(activity_rx),
+            presence: presence_task.is_some().then_some(presence_rx),
+            control: control_task.is_some().then_some(control_rx),
+            detach: parts.detach,
         };
-        let result = driver.run(inputs, shutdown).await;
+        // Boxed: the driver's loop is a large future, and callers nest this one.
+        let result = Box::pin(driver.run(inputs, shutdown)).await;
+        let _ = stop_control.send(());
+        if let Some(task) = control_task {
+            let _ = task.await;
+        }
+        if let Some(task) = presence_task {
+            task.abort();
+            let _ = task.await;
+        }
         let _ = stop_hooks.send(());
         let _ = hook_task.await;
         force_task.abort();
@@ -333,6 +465,7 @@ impl Session {
             root,
             grace,
             tracked,
+            registration,
         }
     }
 
@@ -351,6 +484,32 @@ impl Session {
     }
 }
 
+/// `HYOKA_RUN_ID` and `HYOKA_EVAL_ID`, which the session's final sweep looks for.
+fn run_marker(run_id: &str, eval: &str) -> Vec<(OsString, OsString)> {
+    vec![
+        ("HYOKA_RUN_ID".into(), run_id.into()),
+        ("HYOKA_EVAL_ID".into(), eval.into()),
+    ]
+}
+
+/// Adopts the agent `pid` into `tracker`; without it (no pid, or adoption refused) the
+/// tracker is closed and teardown falls back to the marker sweep.
+fn adopt(tracker: Option<Tracker>, pid: Option<i32>) -> Option<(Tracker, Arc<Mutex<Agent>>)> {
+    let tracker = tracker?;
+    match pid.map(|pid| tracker.adopt(SESSION_EVAL, pid)) {
+        Some(Ok(agent)) => Some((tracker, Arc::new(Mutex::new(agent)))),
+        Some(Err(err)) => {
+            tracing::warn!(error = %err, "cannot track the session; teardown falls back to the marker sweep");
+            let _ = tracker.close();
+            None
+        }
+        None => {
+            let _ = tracker.close();
+            None
+        }
+    }
+}
+
 /// A session whose driver returned; its processes are not stopped yet.
 #[must_use = "the session's processes are stopped only by `Driven::stop`"]
 pub struct Driven {
@@ -359,6 +518,8 @@ pub struct Driven {
     root: Option<ProcRef>,
     grace: Duration,
     tracked: Tracked,
+    // Dropped (the entry removed) once the session is stopped.
+    registration: Option<Registration>,
 }
 
 impl std::fmt::Debug for Driven {
@@ -381,6 +542,54 @@ pub struct Finished {
     pub run_id: String,
 }
 
+/// The summary of a session that ended (`hyoka respawn --json`): its run id, how it ended,
+/// its cycles, the agent's exit and what the teardown found.
+pub fn summary(run_id: &str, report: &Report, teardown: &TeardownReport) -> serde_json::Value {
+    serde_json::json!({
+        "run_id": run_id,
+        "outcome": report.end.as_str(),
+        "cycles": report.cycles,
+        "exit_code": report.exit.code,
+        "exit_signal": report.exit.signal,
+        "teardown": {
+            "processes_seen": teardown.processes_seen,
+            "processes_killed": teardown.processes_killed,
+            "survivors": teardown.survivors,
+        },
+    })
+}
+
+/// Stops a tmux session that nobody supervises (left running by a detach, or by a
+/// controller that died): its pane's process group, then its private server, then every
+/// process still carrying the session's run marker (read from the session's environment,
+/// and used only when it is a valid run id). `Ok(None)` when there is no such session.
+///
+/// # Errors
+/// [`RespawnError::TmuxMissing`] without tmux, a tmux failure, or a bad name.
+pub async fn stop_detached(
+    name: &str,
+    grace: Duration,
+) -> Result<Option<TeardownReport>, RespawnError> {
+    let socket = TmuxOptions::default_socket(name);
+    if !TmuxTerminal::exists(&socket, name).await? {
+        return Ok(None);
+    }
+    let run_id = TmuxTerminal::session_env(&socket, name, "HYOKA_RUN_ID")
+        .await
+        .filter(|id| RunId::new(id.as_str()).is_ok());
+    let mut terminal = TmuxTerminal::attach(&socket, name).await?;
+    let root = terminal
+        .child_pid()
+        .and_then(|pid| i32::try_from(pid).ok())
+        .and_then(|pid| NativeProcTable::new().process(pid))
+        .map(|info| info.proc_ref());
+    terminal.stop(grace).await?;
+    Ok(Some(match run_id {
+        Some(run_id) => sweep(&run_id, root, grace).await,
+        None => TeardownReport::default(),
+    }))
+}
+
 impl Driven {
     /// Stops the session's whole tree: through its tracker when it was adopted (then the
     /// marker sweep takes whatever else carries the session's marker, a checker's leftovers
@@ -393,7 +602,17 @@ impl Driven {
             root,
             grace,
             tracked,
+            registration,
         } = self;
+        if result.as_ref().is_ok_and(|r| r.end == SessionEnd::Detached) {
+            // The session runs on (tmux), supervised by nobody: nothing is stopped.
+            drop(registration);
+            return Finished {
+                report: result,
+                teardown: TeardownReport::default(),
+                run_id,
+            };
+        }
         let mut closed = true;
         let report = match tracked.adopted {
             Some((tracker, agent)) => {
@@ -410,6 +629,7 @@ impl Driven {
             }
             None => sweep(&run_id, root, grace).await,
         };
+        drop(registration);
         // The ledger exists only so `hyoka clean` can repair a crash.
         if closed
             && nothing_left(&report)
@@ -429,9 +649,9 @@ async fn start_terminal(
     backend: &Backend,
     spawn: &SpawnOptions,
     session: &str,
-) -> Result<Box<dyn Terminal>, RespawnError> {
+) -> Result<(Box<dyn Terminal>, Option<TmuxWatch>), RespawnError> {
     match backend {
-        Backend::Pty => PtyTerminal::spawn(spawn).map(|t| Box::new(t) as Box<dyn Terminal>),
+        Backend::Pty => PtyTerminal::spawn(spawn).map(|t| (Box::new(t) as Box<dyn Terminal>, None)),
         Backend::Tmux { .. } => {
             let socket = TmuxOptions::default_socket(session);
             let exists = TmuxTerminal::exists(&socket, session)
@@ -444,19 +664,29 @@ async fn start_terminal(
                 TmuxTerminal::attach(&socket, session).await
             } else {
                 TmuxTerminal::start(&TmuxOptions {
-                    socket,
+                    socket: socket.clone(),
                     session: session.to_owned(),
                     spawn: spawn.clone(),
                 })
                 .await
             };
-            terminal
-                .map(|t| Box::new(t) as Box<dyn Terminal>)
-                .map_err(|source| RespawnError::Start {
+            match terminal {
+                Ok(terminal) => {
+                    let watch = TmuxWatch {
+                        socket,
+                        session: session.to_owned(),
+                        client: terminal.client_pid(),
+                    };
+                    Ok((Box::new(terminal) as Box<dyn Terminal>, Some(watch)))
+                }
+                // The same error as on a PTY: `cannot start "x": No such file or directory`.
+                Err(err @ RespawnError::Spawn { .. }) => Err(err),
+                Err(source) => Err(RespawnError::Start {
                     program: spawn.program.to_string_lossy().into_owned(),
                     backend: "tmux",
                     source: Box::new(source),
-                })
+                }),
+            }
         }
     }
 }
@@ -467,6 +697,18 @@ async fn start_terminal(
 struct SocketDir(PathBuf);
 
 impl SocketDir {
+    /// Creates the directory and binds the hook socket in it.
+    async fn bind(
+        temp_dir: &Path,
+        session: Option<&str>,
+        run_id: &str,
+        tracker: Option<&Tracker>,
+    ) -> Result<(Self, HookListener), RespawnError> {
+        let dir = Self::create(temp_dir, session, run_id, tracker)?;
+        let listener = HookListener::bind(&dir.0.join("hook.sock")).await?;
+        Ok((dir, listener))
+    }
+
     /// Removes the socket directories of controllers that died without cleaning up (a
     /// SIGKILL): nobody listens on their socket and they are older than a minute.
     fn sweep_stale(temp_dir: &Path) {
@@ -662,6 +904,26 @@ fn spawn_refresher(
             last = Some((sampled.cpu_ticks, at));
         }
     })
+}
+
+/// Counts the people attached to a tmux session every half second and tells the driver:
+/// every count while someone is attached (each refreshes the human-presence lock), and the
+/// first zero after they left.
+async fn watch_presence(watch: TmuxWatch, presence: mpsc::Sender<u32>) {
+    let mut every = tokio::time::interval(PRESENCE_EVERY);
+    let mut last = 0;
+    loop {
+        every.tick().await;
+        let Ok(others) =
+            TmuxTerminal::others_attached(&watch.socket, &watch.session, watch.client).await
+        else {
+            continue;
+        };
+        if (others > 0 || last > 0) && presence.send(others).await.is_err() {
+            return;
+        }
+        last = others;
+    }
 }
 
 /// Stops the adopted session's whole tree (cgroup, descendants, marker) through its tracker.

@@ -25,6 +25,7 @@ pub(crate) use self::fake::{FakeHandle, FakeTerminal, Written};
 #[cfg(feature = "mock")]
 pub use self::fake::{FakeHandle, FakeTerminal, Written};
 pub use self::pty::PtyTerminal;
+pub(crate) use self::teardown::stop_group;
 pub use self::tmux::{TmuxOptions, TmuxTerminal, valid_tmux_name};
 
 /// A terminal size in character cells.
@@ -108,7 +109,9 @@ pub trait Terminal: Send {
     /// terminal closed, or its process exited and the output has been drained).
     async fn read(&mut self, buf: &mut [u8]) -> Result<usize, RespawnError>;
 
-    /// Types `text` literally, without pressing Enter.
+    /// Types `text` literally, without pressing Enter: as a bracketed paste when the agent
+    /// turned bracketed paste on (an Ink application takes a paste as text, never as
+    /// keystrokes that could trigger shortcuts), else as keystrokes.
     async fn send_text(&mut self, text: &str) -> Result<(), RespawnError>;
 
     /// Presses Enter (`\r`).
@@ -139,6 +142,13 @@ pub trait Terminal: Send {
     /// [`Terminal::stop_with_signal`] with SIGTERM.
     async fn stop(&mut self, grace: Duration) -> Result<Exit, RespawnError> {
         self.stop_with_signal(Signal::Term, grace).await
+    }
+
+    /// Lets go of the session without stopping it, when it can outlive the controller
+    /// (tmux): `Ok(true)`, and the agent keeps running. `Ok(false)` for a session that
+    /// cannot (a PTY dies with its controller): the caller stops it.
+    async fn detach(&mut self) -> Result<bool, RespawnError> {
+        Ok(false)
     }
 }
 
@@ -178,5 +188,9 @@ impl<T: Terminal + ?Sized> Terminal for Box<T> {
         grace: Duration,
     ) -> Result<Exit, RespawnError> {
         (**self).stop_with_signal(signal, grace).await
+    }
+
+    async fn detach(&mut self) -> Result<bool, RespawnError> {
+        (**self).detach().await
     }
 }

@@ -21,9 +21,43 @@ pub enum Backend {
 /// `hyoka respawn`.
 #[derive(Debug, Args)]
 pub struct RespawnArgs {
-    /// Where the agent runs: pty or tmux.
-    #[arg(long, value_enum, default_value = "pty")]
-    pub backend: Backend,
+    /// Where the agent runs: pty (the default) or tmux.
+    #[arg(long, value_enum)]
+    pub backend: Option<Backend>,
+
+    /// The session's name, for `hyoka sessions`, `wait`, `send` and `--stop` (for tmux also
+    /// the tmux session's name). Default: the run id.
+    #[arg(long, value_name = "NAME", value_parser = parse_name)]
+    pub name: Option<String>,
+
+    /// Stop the session NAME (`--name` or `--tmux-session`): through its controller, or a
+    /// detached tmux session that nobody supervises.
+    #[arg(long)]
+    pub stop: bool,
+
+    /// Supervise without ever cycling or accepting menus on its own: detect, alert, and
+    /// deliver what `hyoka send` sends.
+    #[arg(long)]
+    pub no_cycle: bool,
+
+    /// Run this shell command when the session has been blocked for --blocked-after, once
+    /// per blocked episode, with HYOKA_SESSION, HYOKA_BLOCKED_KIND and HYOKA_SCREEN_FILE (a
+    /// file holding the screen's text) in its environment.
+    #[arg(long, value_name = "CMD")]
+    pub on_blocked: Option<String>,
+
+    /// How long a session must be blocked before --on-blocked runs.
+    #[arg(long, value_name = "DUR", default_value = "60s", value_parser = parse_duration, allow_hyphen_values = true)]
+    pub blocked_after: Duration,
+
+    /// Run this shell command when the session has been idle for --idle-after, once per
+    /// idle episode (same environment as --on-blocked).
+    #[arg(long, value_name = "CMD")]
+    pub on_idle: Option<String>,
+
+    /// How long a session must be idle before --on-idle runs.
+    #[arg(long, value_name = "DUR", default_value = "60s", value_parser = parse_duration, allow_hyphen_values = true)]
+    pub idle_after: Duration,
 
     /// Do not mirror the session to this terminal (and do not read keys from it).
     #[arg(long)]
@@ -51,13 +85,23 @@ pub struct RespawnArgs {
     #[arg(long, value_name = "TEXT")]
     pub update_prompt: Option<String>,
 
-    /// Do not send /clear.
+    /// Do not send the clear step (the profile's: /clear for claude-code, /new for codex).
     #[arg(long)]
     pub no_clear: bool,
 
-    /// Do not send /init.
+    /// Do not send the init step (/init where the agent has one).
     #[arg(long)]
     pub no_init: bool,
+
+    /// The clear step's command instead of the profile's (sent even where the profile has
+    /// none).
+    #[arg(long, value_name = "CMD", conflicts_with = "no_clear")]
+    pub clear_command: Option<String>,
+
+    /// The init step's command instead of the profile's (sent even where the profile has
+    /// none).
+    #[arg(long, value_name = "CMD", conflicts_with = "no_init")]
+    pub init_command: Option<String>,
 
     /// Type TEXT when /init starts no work.
     #[arg(long, value_name = "TEXT")]
@@ -111,8 +155,9 @@ pub struct RespawnArgs {
     #[arg(long, value_name = "DUR", default_value = "5s", value_parser = parse_duration, allow_hyphen_values = true)]
     pub grace: Duration,
 
-    /// tmux: the session name; an existing session of that name is re-attached.
-    #[arg(long, value_name = "NAME")]
+    /// Run in the tmux session NAME (`--backend tmux --name NAME`); an existing session of
+    /// that name is re-attached and supervised again.
+    #[arg(long, value_name = "NAME", value_parser = parse_name, conflicts_with = "name")]
     pub tmux_session: Option<String>,
 
     /// Write Claude Code hook entries (Stop, Notification) into
@@ -125,9 +170,65 @@ pub struct RespawnArgs {
     #[arg(long, requires = "headless")]
     pub json: bool,
 
-    /// The agent command and its arguments, after `--`.
-    #[arg(last = true, required = true, value_name = "COMMAND")]
+    /// The agent command and its arguments, after `--` (not needed to re-attach a tmux
+    /// session, nor with --stop).
+    #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,
+}
+
+/// `hyoka sessions`.
+#[derive(Debug, Args)]
+pub struct SessionsArgs {
+    /// Machine-readable output on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `hyoka wait`.
+#[derive(Debug, Args)]
+pub struct WaitArgs {
+    /// The session's name.
+    #[arg(value_name = "NAME", value_parser = parse_name)]
+    pub name: String,
+
+    /// The state to wait for: idle, working or blocked.
+    #[arg(long, value_enum)]
+    pub until: WaitState,
+
+    /// Give up after this long (exit 124). Default: wait as long as it takes.
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, allow_hyphen_values = true)]
+    pub timeout: Option<Duration>,
+
+    /// Print the session's status as JSON on stdout when the wait ends.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A state `hyoka wait` waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WaitState {
+    /// Waiting at its prompt, nothing running.
+    Idle,
+    /// Working.
+    Working,
+    /// Waiting for a person (a dialog, a question, a draft in the input).
+    Blocked,
+}
+
+/// `hyoka send`.
+#[derive(Debug, Args)]
+pub struct SendArgs {
+    /// The session's name.
+    #[arg(value_name = "NAME", value_parser = parse_name)]
+    pub name: String,
+
+    /// The text to type (newlines become spaces).
+    #[arg(value_name = "TEXT")]
+    pub text: String,
+
+    /// Wait until the session is idle and nobody is at it, instead of refusing.
+    #[arg(long)]
+    pub queue: bool,
 }
 
 /// `hyoka hook`.
@@ -189,6 +290,16 @@ pub struct InteractiveArgs {
     /// Interactive: append one JSON line per input received to FILE.
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
+}
+
+fn parse_name(text: &str) -> Result<String, String> {
+    if hyoka_respawn::valid_session_name(text) {
+        Ok(text.to_owned())
+    } else {
+        Err(format!(
+            "invalid session name {text:?}: use 1 to 64 of [A-Za-z0-9_-]"
+        ))
+    }
 }
 
 fn parse_positive(text: &str) -> Result<Duration, String> {

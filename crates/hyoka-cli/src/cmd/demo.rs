@@ -490,21 +490,25 @@ async fn demo_cycle(exe: &OsString, reports: &Path) -> Result<DemoCycle, Fail> {
     let args = "sim-agent --interactive --start-working 1s --work 800ms --record";
     let mut args: Vec<OsString> = args.split(' ').map(OsString::from).collect();
     args.push(record.clone().into());
-    let session = Session::start(SessionOptions {
-        run_id: format!("respawn-{}", default_run_id()),
-        spawn: SpawnOptions {
-            program: exe.clone(),
-            args,
-            env: vec![("TERM".into(), "xterm-256color".into())],
-            ..SpawnOptions::default()
-        },
-        backend: Backend::Pty,
-        reports: reports.to_owned(),
-        temp_dir: std::env::temp_dir(),
-        grace: Duration::from_secs(2),
-    })
-    .await
-    .map_err(|e| fail("cannot start the session", &e))?;
+    let spawn = SpawnOptions {
+        program: exe.clone(),
+        args,
+        env: vec![("TERM".into(), "xterm-256color".into())],
+        ..SpawnOptions::default()
+    };
+    let run_id = format!("respawn-{}", default_run_id());
+    let mut options = SessionOptions::new(
+        run_id,
+        spawn,
+        Backend::Pty,
+        reports.to_owned(),
+        std::env::temp_dir(),
+        SystemTime::now(),
+    );
+    options.grace = Duration::from_secs(2);
+    let session = Session::start(options)
+        .await
+        .map_err(|e| fail("cannot start the session", &e))?;
     let confirm = Duration::from_millis(500);
     let mut config = RespawnConfig {
         max_cycles: Some(1),
@@ -535,6 +539,7 @@ async fn demo_cycle(exe: &OsString, reports: &Path) -> Result<DemoCycle, Fail> {
         checkers: AiCheckers::default(),
         keys: None,
         resize: None,
+        detach: None,
     };
     let deadline = tokio::time::sleep(Duration::from_secs(25));
     let finished = session.run(parts, deadline, std::future::pending()).await;

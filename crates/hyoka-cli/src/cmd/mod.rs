@@ -9,4 +9,5 @@ pub(crate) mod ps;
 pub(crate) mod report;
 pub(crate) mod respawn;
 pub(crate) mod run;
+pub(crate) mod sessions;
 pub(crate) mod sim_agent;

@@ -1,11 +1,12 @@
 //! `hyoka respawn -- COMMAND`: run an interactive agent under the respawn controller.
 //!
 //! The flags become a `hyoka-respawn` [`Session`] (the agent on a PTY or in tmux, contained,
-//! sampled and swept by the library) and a [`Machine`] configuration. This command adds what
-//! belongs to a terminal program: the session mirrored to this terminal in raw mode (keys go
-//! to the agent, each keystroke pauses automation, Ctrl-] detaches) unless `--headless`,
-//! SIGINT/SIGTERM as the stop (a second one kills at once), the `--events` file, the
-//! `--json` summary and the exit code.
+//! sampled, swept and registered under its name) and a [`Machine`] configuration. This
+//! command adds what belongs to a terminal program: the session mirrored to this terminal in
+//! raw mode (keys go to the agent, each keystroke pauses automation, Ctrl-] detaches: a tmux
+//! session keeps running) unless `--headless`, one line per state change and decision on
+//! stderr when headless without `--events`, SIGINT/SIGTERM as the stop (a second one kills
+//! at once), `--stop`, the `--events` file, the `--json` summary and the exit code.
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -14,39 +15,56 @@ use std::time::{Instant, SystemTime};
 
 use hyoka_eval::Stop;
 use hyoka_idle_detect::{Detector, DetectorConfig, IdleChecker, PlanChecker, Profile};
-use hyoka_proctrack::{ProcTrackError, TeardownReport};
 use hyoka_respawn::{
-    AiCheckers, Backend as SessionBackend, DetectorModel, Event, EventLog, Machine, Observer,
-    RespawnConfig, RespawnError, Session, SessionEnd, SessionOptions, Size, SpawnOptions,
-    Supervised, valid_tmux_name,
+    AiCheckers, AlertOptions, Backend as SessionBackend, DetectorModel, Event, EventLog, Machine,
+    Observer, RespawnConfig, RespawnError, Session, SessionEnd, SessionOptions, Size, SpawnOptions,
+    Supervised, narrate,
 };
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::args::{Backend, RespawnArgs};
 use crate::exit::{ExitStatus, Fail};
 use crate::input::default_run_id;
 use crate::tty::{self, user_terminal};
 
-/// The machine's configuration from the flags.
+/// The machine's configuration from the flags, over the profile's cycle steps.
 fn config(args: &RespawnArgs) -> RespawnConfig {
     let mut config = RespawnConfig {
-        send_clear: !args.no_clear,
-        send_init: !args.no_init,
         kickstart_prompt: args.kickstart.clone(),
         completion_confirm: args.completion_confirm,
         no_output_timeout: args.no_output_timeout,
         inter_step_delay: args.inter_step_delay,
-        auto_accept: !args.no_auto_accept,
+        cycle: !args.no_cycle,
+        auto_accept: !args.no_auto_accept && !args.no_cycle,
         auto_accept_delay: args.auto_accept_delay,
         human_lock: args.human_lock,
         max_cycles: args.max_cycles,
         max_cycles_per_hour: args.max_cycles_per_hour,
         dry_run: args.dry_run,
-        ..RespawnConfig::default()
+        ..RespawnConfig::for_agent(&args.profile)
     };
     if let Some(prompt) = &args.update_prompt {
         config.update_prompt.clone_from(prompt);
     }
+    for (given, send, command) in [
+        (
+            &args.clear_command,
+            &mut config.send_clear,
+            &mut config.clear_command,
+        ),
+        (
+            &args.init_command,
+            &mut config.send_init,
+            &mut config.init_command,
+        ),
+    ] {
+        if let Some(given) = given {
+            command.clone_from(given);
+            *send = true;
+        }
+    }
+    config.send_clear &= !args.no_clear;
+    config.send_init &= !args.no_init;
     config.idle_check.enabled = args.ai_check_command.is_some();
     config.plan_check.enabled = args.plan_check_command.is_some();
     config.idle_check.timing.timeout = args.check_timeout;
@@ -54,10 +72,12 @@ fn config(args: &RespawnArgs) -> RespawnConfig {
     config
 }
 
-/// Writes the mirror and the `--events` file.
+/// Writes the mirror, the `--events` file and, when narrating, one line per event worth
+/// reading on stderr.
 struct CliObserver {
     mirror: Option<std::io::Stdout>,
     events: Option<Arc<Mutex<EventLog>>>,
+    narrate: Option<String>,
 }
 
 impl Observer for CliObserver {
@@ -77,23 +97,20 @@ impl Observer for CliObserver {
                 .unwrap_or_else(PoisonError::into_inner)
                 .event(at, event);
         }
+        if let (Some(name), Some(line)) = (&self.narrate, narrate(event)) {
+            let _ = writeln!(std::io::stderr().lock(), "{name}: {line}");
+        }
     }
 }
 
 pub(crate) async fn exec(args: RespawnArgs) -> Result<ExitStatus, Fail> {
-    validate(&args)?;
-    let events = args
-        .events
-        .as_deref()
-        .map(|path| {
-            EventLog::create(path, Instant::now(), SystemTime::now()).map_err(|e| {
-                let why = std::error::Error::source(&e)
-                    .map_or_else(|| e.to_string(), ToString::to_string);
-                Fail::usage(format!("cannot create --events {}: {why}", path.display()))
-            })
-        })
-        .transpose()?
-        .map(|log| Arc::new(Mutex::new(log)));
+    let backend = validate(&args)?;
+    let registry = crate::input::registry()?;
+    let name = args.name.clone().or_else(|| args.tmux_session.clone());
+    if args.stop {
+        return stop(&registry, name.as_deref().unwrap_or_default(), &args).await;
+    }
+    let events = event_log(&args)?;
     if args.install_claude_hooks {
         let cwd = std::env::current_dir()
             .map_err(|e| Fail::failure(format!("cannot find the current directory: {e}")))?;
@@ -108,46 +125,48 @@ pub(crate) async fn exec(args: RespawnArgs) -> Result<ExitStatus, Fail> {
     let interactive = mirror && tty::interactive();
     let size = if mirror { tty::size() } else { None }.unwrap_or_default();
     let model = detector_model(&args, size)?;
-    let session = match Session::start(options(&args, size)).await {
+    let mut options = options(&args, size, backend);
+    options.name = name;
+    options.registry = Some(registry);
+    let session = match Session::start(options).await {
         Ok(session) => session,
         Err(err) => {
             // Bad input leaves nothing behind, not even an empty events file.
             if let Some(path) = &args.events {
                 let _ = std::fs::remove_file(path);
             }
-            return Err(start_failure(&args, err));
+            return Err(if err.is_bad_input() {
+                Fail::usage(start_failure(&args, &err))
+            } else {
+                Fail::failure(err.to_string())
+            });
         }
     };
     let (stop, signal_task) = crate::interrupt::install()
         .map_err(|e| Fail::failure(format!("cannot install signal handlers: {e}")))?;
     let (user, keys, detach, resize) = user_terminal(interactive);
     let checkers = ai_checkers(&args, &session);
+    let name = session.name().to_owned();
+    let tmux = session
+        .tmux_target()
+        .map(|(socket, session)| (socket.to_owned(), session.to_owned()));
     let parts = Supervised {
         machine: Machine::new(config(&args)),
         model,
         observer: CliObserver {
             mirror: mirror.then(std::io::stdout),
             events: events.clone(),
+            narrate: (args.headless && args.events.is_none()).then(|| name.clone()),
         },
         checkers,
         keys,
         resize,
+        detach,
     };
     let shutdown = {
         let mut stop = stop.clone();
         async move {
-            let detach = async {
-                match detach {
-                    Some(rx) => {
-                        let _ = rx.await;
-                    }
-                    None => std::future::pending().await,
-                }
-            };
-            tokio::select! {
-                _ = stop.requested() => {}
-                () = detach => {}
-            }
+            stop.requested().await;
         }
     };
     let force = {
@@ -159,27 +178,107 @@ pub(crate) async fn exec(args: RespawnArgs) -> Result<ExitStatus, Fail> {
     signal_task.abort();
     let _ = signal_task.await;
     let finished = driven.stop().await;
+    report_end(
+        &args,
+        events.as_deref(),
+        &name,
+        tmux.as_ref(),
+        finished,
+        &stop,
+    )
+}
+
+/// The `--events` file, created (truncated) now.
+type Events = Option<Arc<Mutex<EventLog>>>;
+
+fn event_log(args: &RespawnArgs) -> Result<Events, Fail> {
+    let Some(path) = args.events.as_deref() else {
+        return Ok(None);
+    };
+    let log = EventLog::create(path, Instant::now(), SystemTime::now()).map_err(|e| {
+        let why = std::error::Error::source(&e).map_or_else(|| e.to_string(), ToString::to_string);
+        Fail::usage(format!("cannot create --events {}: {why}", path.display()))
+    })?;
+    Ok(Some(Arc::new(Mutex::new(log))))
+}
+
+/// Writes how the session ended (the `--events` file's last lines, the `--json` summary,
+/// how to re-attach a detached tmux session) and gives the exit status.
+fn report_end(
+    args: &RespawnArgs,
+    events: Option<&Mutex<EventLog>>,
+    name: &str,
+    tmux: Option<&(String, String)>,
+    finished: hyoka_respawn::Finished,
+    stop: &Stop,
+) -> Result<ExitStatus, Fail> {
     let report = finished
         .report
         .map_err(|e| Fail::failure(format!("cannot stop the session: {e}")))?;
-    record_end(
-        &args,
-        events.as_deref(),
-        &finished.run_id,
-        &report,
-        &finished.teardown,
+    if let Some(events) = events {
+        events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .finished(Instant::now(), &report, &finished.teardown);
+    }
+    tracing::info!(
+        outcome = report.end.as_str(),
+        cycles = report.cycles,
+        "respawn finished"
     );
+    if args.json {
+        let mut summary = hyoka_respawn::summary(&finished.run_id, &report, &finished.teardown);
+        summary["name"] = Value::from(name);
+        summary["events"] = serde_json::json!(&args.events);
+        crate::out::json(&summary);
+    }
+    if let (SessionEnd::Detached, Some((socket, session))) = (&report.end, tmux) {
+        let _ = writeln!(
+            std::io::stderr(),
+            "detached: session {name} keeps running, supervised by nobody.\n  watch it:          tmux -L {socket} attach -t {session}\n  supervise it again: hyoka respawn --tmux-session {session}\n  stop it:           hyoka respawn --stop --tmux-session {session}"
+        );
+    }
     if finished.teardown.survivors > 0 {
         return Err(Fail::failure(format!(
             "{} process(es) of the session survived teardown",
             finished.teardown.survivors
         )));
     }
-    exit_status(&report, &stop)
+    exit_status(&report, stop)
+}
+
+/// `--stop`: through the session's controller, or a tmux session nobody supervises.
+async fn stop(
+    registry: &hyoka_respawn::Registry,
+    name: &str,
+    args: &RespawnArgs,
+) -> Result<ExitStatus, Fail> {
+    match registry.stop(name).await {
+        Ok(()) => {
+            crate::out::outln!("stopping session {name} through its controller");
+            return Ok(ExitStatus::Success);
+        }
+        Err(RespawnError::UnknownSession { .. }) => {}
+        Err(err) => return Err(Fail::failure(err.to_string())),
+    }
+    match hyoka_respawn::stop_detached(name, args.grace).await {
+        Ok(Some(teardown)) if teardown.survivors == 0 => {
+            crate::out::outln!("stopped tmux session {name}");
+            Ok(ExitStatus::Success)
+        }
+        Ok(Some(teardown)) => Err(Fail::failure(format!(
+            "{} process(es) of session {name} survived",
+            teardown.survivors
+        ))),
+        Ok(None) | Err(RespawnError::TmuxMissing) => Err(Fail::usage(format!(
+            "no session named {name:?} (see `hyoka sessions`)"
+        ))),
+        Err(err) => Err(Fail::failure(err.to_string())),
+    }
 }
 
 /// The session from the flags.
-fn options(args: &RespawnArgs, size: Size) -> SessionOptions {
+fn options(args: &RespawnArgs, size: Size, backend: Backend) -> SessionOptions {
     let (program, rest) = args
         .command
         .split_first()
@@ -188,42 +287,52 @@ fn options(args: &RespawnArgs, size: Size) -> SessionOptions {
     if std::env::var_os("TERM").is_none_or(|t| t.is_empty() || t == "dumb") {
         env.push(("TERM".into(), "xterm-256color".into()));
     }
-    SessionOptions {
-        run_id: format!("respawn-{}", default_run_id()),
-        spawn: SpawnOptions {
-            program,
-            args: rest.to_vec(),
-            cwd: None,
-            env,
-            size,
+    let spawn = SpawnOptions {
+        program,
+        args: rest.to_vec(),
+        cwd: None,
+        env,
+        size,
+    };
+    let backend = match backend {
+        Backend::Pty => SessionBackend::Pty,
+        Backend::Tmux => SessionBackend::Tmux {
+            session: args.name.clone().or_else(|| args.tmux_session.clone()),
         },
-        backend: match args.backend {
-            Backend::Pty => SessionBackend::Pty,
-            Backend::Tmux => SessionBackend::Tmux {
-                session: args.tmux_session.clone(),
-            },
-        },
-        reports: args.reports.clone(),
-        temp_dir: std::env::temp_dir(),
-        grace: args.grace,
-    }
+    };
+    let run_id = format!("respawn-{}", default_run_id());
+    let mut options = SessionOptions::new(
+        run_id,
+        spawn,
+        backend,
+        args.reports.clone(),
+        std::env::temp_dir(),
+        SystemTime::now(),
+    );
+    options.grace = args.grace;
+    options.profile.clone_from(&args.profile);
+    options.alerts = AlertOptions {
+        on_blocked: args.on_blocked.clone(),
+        blocked_after: args.blocked_after,
+        on_idle: args.on_idle.clone(),
+        idle_after: args.idle_after,
+        ..AlertOptions::default()
+    };
+    options
 }
 
-/// A session that could not start: bad input (a missing program, no tmux, an unusable
-/// reports directory) exits 2.
-fn start_failure(args: &RespawnArgs, err: RespawnError) -> Fail {
+/// A session that could not start because of bad input (exit 2), in words.
+fn start_failure(args: &RespawnArgs, err: &RespawnError) -> String {
     match err {
-        RespawnError::Track {
-            source: source @ ProcTrackError::Io { .. },
-        } => Fail::usage(format!(
+        RespawnError::Track { source } => format!(
             "cannot use reports directory {}: {source}",
             args.reports.display()
-        )),
-        RespawnError::Backend { backend, source } => {
-            Fail::usage(format!("--backend {backend}: {source}"))
+        ),
+        RespawnError::Backend { backend, source } => format!("--backend {backend}: {source}"),
+        RespawnError::SessionTaken { name } => {
+            format!("a session named {name:?} is already supervised (see `hyoka sessions`)")
         }
-        err @ RespawnError::Spawn { .. } => Fail::usage(err.to_string()),
-        err => Fail::failure(err.to_string()),
+        err => err.to_string(),
     }
 }
 
@@ -233,7 +342,7 @@ fn exit_status(report: &hyoka_respawn::Report, stop: &Stop) -> Result<ExitStatus
         SessionEnd::Interrupted => Ok(stop
             .reason()
             .map_or(ExitStatus::Success, crate::interrupt::exit_status)),
-        SessionEnd::BudgetExhausted { .. } => Ok(ExitStatus::Success),
+        SessionEnd::BudgetExhausted { .. } | SessionEnd::Detached => Ok(ExitStatus::Success),
         SessionEnd::SessionEnded if report.exit.code == Some(0) => Ok(ExitStatus::Success),
         SessionEnd::SessionEnded => Err(Fail::failure(
             match (report.exit.code, report.exit.signal) {
@@ -249,63 +358,30 @@ fn exit_status(report: &hyoka_respawn::Report, stop: &Stop) -> Result<ExitStatus
     }
 }
 
-/// Writes how the session ended: the last two `--events` lines, a log line, and the
-/// `--json` summary.
-fn record_end(
-    args: &RespawnArgs,
-    events: Option<&Mutex<EventLog>>,
-    run_id: &str,
-    report: &hyoka_respawn::Report,
-    sweep: &TeardownReport,
-) {
-    if let Some(events) = events {
-        events
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .finished(Instant::now(), report, sweep);
-    }
-    tracing::info!(
-        outcome = report.end.as_str(),
-        cycles = report.cycles,
-        survivors = sweep.survivors,
-        "respawn finished"
-    );
-    if args.json {
-        crate::out::json(&json!({
-            "run_id": run_id,
-            "outcome": report.end.as_str(),
-            "cycles": report.cycles,
-            "exit_code": report.exit.code,
-            "exit_signal": report.exit.signal,
-            "teardown": {
-                "processes_seen": sweep.processes_seen,
-                "processes_killed": sweep.processes_killed,
-                "survivors": sweep.survivors,
-            },
-            "events": &args.events,
-        }));
-    }
-}
-
-fn validate(args: &RespawnArgs) -> Result<(), Fail> {
-    match args.command.first() {
-        None => return Err(Fail::usage("no agent command after `--`")),
-        Some(program) if program.is_empty() => {
-            return Err(Fail::usage("the agent command is empty"));
-        }
-        Some(_) => {}
-    }
-    if let Some(session) = &args.tmux_session {
-        if args.backend != Backend::Tmux {
+/// The effective backend: `--tmux-session` means tmux.
+fn validate(args: &RespawnArgs) -> Result<Backend, Fail> {
+    let backend = match (args.backend, &args.tmux_session) {
+        (Some(Backend::Pty), Some(_)) => {
             return Err(Fail::usage("--tmux-session needs --backend tmux"));
         }
-        if !valid_tmux_name(session) {
-            return Err(Fail::usage(format!(
-                "invalid --tmux-session {session:?}: use 1 to 64 of [A-Za-z0-9_-]"
-            )));
-        }
+        (Some(backend), _) => backend,
+        (None, Some(_)) => Backend::Tmux,
+        (None, None) => Backend::Pty,
+    };
+    let named = args.name.is_some() || args.tmux_session.is_some();
+    if args.stop && !named {
+        return Err(Fail::usage(
+            "--stop needs the session's --name or --tmux-session",
+        ));
     }
-    Ok(())
+    match args.command.first() {
+        Some(program) if program.is_empty() => Err(Fail::usage("the agent command is empty")),
+        // Re-attaching to a named tmux session needs no command.
+        None if !(args.stop || backend == Backend::Tmux && named) => {
+            Err(Fail::usage("no agent command after `--`"))
+        }
+        _ => Ok(backend),
+    }
 }
 
 /// The `--ai-check-command` and `--plan-check-command` checkers.

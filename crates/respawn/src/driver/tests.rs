@@ -21,7 +21,12 @@ const fn ms(n: u64) -> Duration {
 }
 
 fn screen(top: &str) -> Vec<u8> {
-    format!("\x1b[2J\x1b[H{top}\r\n────────\r\n❯ \r\n────────\r\n").into_bytes()
+    screen_with(top, "")
+}
+
+/// A screen with `input` typed into the prompt box.
+fn screen_with(top: &str, input: &str) -> Vec<u8> {
+    format!("\x1b[2J\x1b[H{top}\r\n────────\r\n❯ {input}\r\n────────\r\n").into_bytes()
 }
 
 fn done() -> Vec<u8> {
@@ -32,8 +37,8 @@ fn busy() -> Vec<u8> {
     screen("✢ Thinking… (1s · esc to interrupt)")
 }
 
-/// An agent that answers each Enter with a second of work and a completion; `/clear`
-/// just redraws the prompt.
+/// An agent that shows typed text in its input box and answers each Enter with a second
+/// of work and a completion; `/clear` empties the screen but for the command it ran.
 async fn agent(handle: FakeHandle) {
     handle.output(done());
     let mut seen = 0;
@@ -43,8 +48,11 @@ async fn agent(handle: FakeHandle) {
         let written = handle.written();
         for w in &written[seen..] {
             match w {
-                Written::Text(text) => last_text.clone_from(text),
-                Written::Enter if last_text == "/clear" => handle.output(screen("")),
+                Written::Text(text) => {
+                    last_text.clone_from(text);
+                    handle.output(screen_with("✻ Worked for 0m 1s", text));
+                }
+                Written::Enter if last_text == "/clear" => handle.output(screen("> /clear")),
                 Written::Enter => {
                     handle.output(busy());
                     tokio::time::sleep(ms(1_000)).await;
@@ -438,6 +446,97 @@ async fn a_busy_process_tree_holds_an_idle_screen() {
         "the busy tree vetoes the idle screen: {:?}",
         run.events
     );
+    assert_eq!(run.report.end, SessionEnd::BudgetExhausted { cycles: 1 });
+    assert_eq!(run.written.len(), 6, "{:?}", run.written);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_send_through_the_control_channel_is_delivered_and_confirmed() {
+    // Cycles off: only the send types. The agent settles at t=0; the send at t=5 s.
+    let (tx, rx) = mpsc::channel(4);
+    let inputs = DriverInputs {
+        control: Some(rx),
+        ..DriverInputs::default()
+    };
+    let outcome = Arc::new(Mutex::new(None));
+    let got = Arc::clone(&outcome);
+    let run = run(
+        RespawnConfig {
+            cycle: false,
+            ..config()
+        },
+        inputs,
+        AiCheckers::default(),
+        move |h| {
+            tokio::spawn(async move {
+                let agent = tokio::spawn(agent(h));
+                tokio::time::sleep(ms(5_000)).await;
+                let (reply, answer) = tokio::sync::oneshot::channel();
+                tx.send(super::Control::Send {
+                    text: "fix the lint".to_owned(),
+                    queue: false,
+                    reply,
+                })
+                .await
+                .unwrap();
+                *got.lock().unwrap() = Some(answer.await.unwrap());
+                let (reply, status) = tokio::sync::oneshot::channel();
+                tx.send(super::Control::Status(reply)).await.unwrap();
+                let status = status.await.unwrap();
+                assert_eq!(status.machine.state, crate::State::Watching);
+                assert!(status.last_event.is_some());
+                let _ = agent.await;
+            })
+        },
+        Duration::from_secs(20),
+    )
+    .await;
+    assert_eq!(
+        *outcome.lock().unwrap(),
+        Some(crate::SendOutcome::Delivered)
+    );
+    assert_eq!(
+        run.written,
+        [Written::Text("fix the lint".to_owned()), Written::Enter]
+    );
+    assert!(run.events.iter().any(|e| matches!(
+        e,
+        Event::DeliveryConfirmed {
+            step: Step::Send,
+            ..
+        }
+    )));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_persons_draft_is_never_typed_into_and_the_cycle_waits_for_it() {
+    // The screen shows a finished turn with a person's unsent text in the box; at t=40 s
+    // they delete it. Nothing is typed before; the cycle runs after.
+    let run = run(
+        config(),
+        DriverInputs::default(),
+        AiCheckers::default(),
+        |h| {
+            tokio::spawn(async move {
+                h.output(screen_with(
+                    "✻ Worked for 0m 1s",
+                    "please also fix the lint warnings",
+                ));
+                tokio::time::sleep(ms(40_000)).await;
+                assert!(h.written().is_empty(), "typed into the draft");
+                agent(h).await;
+            })
+        },
+        Duration::from_mins(2),
+    )
+    .await;
+    assert!(run.events.iter().any(|e| matches!(
+        e,
+        Event::VerdictChanged {
+            blocked: Some(hyoka_idle_detect::BlockedKind::Draft),
+            ..
+        }
+    )));
     assert_eq!(run.report.end, SessionEnd::BudgetExhausted { cycles: 1 });
     assert_eq!(run.written.len(), 6, "{:?}", run.written);
 }

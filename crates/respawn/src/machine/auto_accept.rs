@@ -7,7 +7,8 @@ use hyoka_idle_detect::{
     BlockedKind, CheckError, CheckReply, Finish, PlanAnswer, Refusal, SessionState,
 };
 
-use super::{Action, Keys, Machine, Pending, Phase, millis};
+use super::delivery::Purpose;
+use super::{Action, Machine, millis};
 use crate::event::{AutoAcceptSkip, Checker, Event, Stale, State, Step, TimerName};
 
 impl Machine {
@@ -163,21 +164,17 @@ impl Machine {
         self.set_state(State::Watching, now);
         self.has_received_output = false;
         let dry_run = self.config.dry_run;
-        self.emit(Event::StepSent {
-            step: Step::AutoAccept,
-            input: "↵".to_owned(),
-            dry_run,
-        });
-        if !dry_run {
-            self.out.push(Action::Type(Keys::Enter));
-            self.pending = Some(Pending {
+        if dry_run {
+            self.emit(Event::StepSent {
                 step: Step::AutoAccept,
-                text: String::new(),
-                phase: Phase::EnterPressed,
-                // A second Enter on a menu could confirm something else: never retried.
-                retries: self.config.verify_retries,
+                input: "↵".to_owned(),
+                dry_run,
             });
-            self.arm(TimerName::Verify, self.config.verify_timeout, now);
+        }
+        if !dry_run {
+            // A bare Enter, never retried: a second one on a menu could confirm something
+            // else.
+            self.deliver(Purpose::Step(Step::AutoAccept), String::new(), now);
         }
         self.emit(Event::AutoAcceptSent { dry_run });
     }

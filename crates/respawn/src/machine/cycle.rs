@@ -5,7 +5,8 @@ use std::time::Instant;
 
 use hyoka_idle_detect::{BlockedKind, SessionState};
 
-use super::{Action, Keys, Machine, Pending, Phase, blocked_name, single_line};
+use super::delivery::Purpose;
+use super::{Action, Machine, blocked_kind, single_line};
 use crate::event::{BlockReason, Checker, Event, State, Step, TimerName};
 
 impl Machine {
@@ -23,7 +24,6 @@ impl Machine {
     /// context and start the step delay.
     pub(super) fn send_step(&mut self, state: State, now: Instant) {
         self.out.push(Action::ResetContext);
-        self.pending = None;
         self.set_state(state, now);
         self.arm(TimerName::StepDelay, self.config.inter_step_delay, now);
     }
@@ -31,10 +31,10 @@ impl Machine {
     pub(super) fn step_text(&self, step: Step) -> String {
         match step {
             Step::Update => single_line(&self.config.update_prompt),
-            Step::Clear => "/clear".to_owned(),
-            Step::Init => "/init".to_owned(),
+            Step::Clear => single_line(&self.config.clear_command),
+            Step::Init => single_line(&self.config.init_command),
             Step::Kickstart => single_line(self.config.kickstart_prompt.as_deref().unwrap_or("")),
-            Step::AutoAccept => String::new(),
+            Step::AutoAccept | Step::Send => String::new(),
         }
     }
 
@@ -50,25 +50,21 @@ impl Machine {
         }
     }
 
-    /// T30, T34, T37, T41: type the step's text; Enter follows as a separate write.
+    /// T30, T34, T37, T41: type the step's text into an empty input box; Enter follows as a
+    /// separate write (`machine/delivery`).
     pub(super) fn step_delay_fired(&mut self, now: Instant) {
         let Some(step) = self.state.step() else {
             return;
         };
-        if !matches!(
-            self.state,
-            State::SendingUpdate
-                | State::SendingClear
-                | State::SendingInit
-                | State::SendingKickstart
-        ) {
+        if !self.state.is_sending() {
             return;
         }
         if self.verdict.state == SessionState::Blocked {
             // The session now waits for a human (a plan menu or a permission prompt opened
-            // in answer to the last step): the cycle ends here, and in watching a plan menu
-            // gets the usual auto-accept while anything else is left to the human.
-            let kind = self.verdict.blocked.map_or("unknown", blocked_name);
+            // in answer to the last step, or a person's draft in the input): the cycle ends
+            // here, and in watching a plan menu gets the usual auto-accept while anything
+            // else is left to the human.
+            let kind = blocked_kind(&self.verdict);
             self.emit(Event::Blocked {
                 reason: BlockReason::SessionBlocked,
                 details: format!("the session waits for a human ({kind})"),
@@ -82,63 +78,29 @@ impl Machine {
             self.back_to_watching(now, plan);
             return;
         }
-        if let Some(reason) = self.unsafe_to_type(now) {
+        let reason = if self.delivery.is_some() {
+            // The previous step's delivery is not confirmed yet: its confirmation re-arms
+            // the step delay.
+            Some("previous input not confirmed")
+        } else {
+            self.unsafe_to_type(now)
+        };
+        if let Some(reason) = reason {
             if !self.deferred_reported {
                 self.deferred_reported = true;
                 self.emit(Event::StepDeferred { step, reason });
             }
-            self.arm(TimerName::StepDelay, self.config.inter_step_delay, now);
+            if self.delivery.is_none() {
+                self.arm(TimerName::StepDelay, self.config.inter_step_delay, now);
+            }
             return;
         }
         let text = self.step_text(step);
         if self.config.dry_run {
-            self.emit(Event::StepSent {
-                step,
-                input: text,
-                dry_run: true,
-            });
-            self.dry_run_step_done(step, now);
+            self.dry_run_step(step, text, now);
             return;
         }
-        let enter_now = text.is_empty();
-        if !enter_now {
-            self.out.push(Action::Type(Keys::Text(text.clone())));
-        }
-        self.pending = Some(Pending {
-            step,
-            text,
-            phase: Phase::TextTyped,
-            retries: 0,
-        });
-        if enter_now {
-            self.press_enter(now);
-        } else {
-            self.arm(TimerName::EnterDelay, self.config.enter_delay, now);
-        }
-    }
-
-    /// The second write: Enter, then the step counts as sent.
-    pub(super) fn press_enter(&mut self, now: Instant) {
-        let Some(pending) = self.pending.as_mut() else {
-            return;
-        };
-        if pending.phase != Phase::TextTyped {
-            return;
-        }
-        pending.phase = Phase::EnterPressed;
-        let (step, text) = (pending.step, pending.text.clone());
-        self.out.push(Action::Type(Keys::Enter));
-        self.emit(Event::StepSent {
-            step,
-            input: if text.is_empty() {
-                "↵".to_owned()
-            } else {
-                text
-            },
-            dry_run: false,
-        });
-        self.arm(TimerName::Verify, self.config.verify_timeout, now);
-        self.after_send(step, now);
+        self.deliver(Purpose::Step(step), text, now);
     }
 
     pub(super) fn after_send(&mut self, step: Step, now: Instant) {
@@ -151,81 +113,44 @@ impl Machine {
             Step::Clear => {
                 self.prompt_detected = false;
                 self.set_state(State::WaitingClear, now);
-                self.arm(TimerName::ClearFallback, self.config.clear_fallback, now);
+                if !self.config.dry_run {
+                    self.arm(TimerName::ClearFallback, self.config.clear_fallback, now);
+                }
             }
             Step::Init => self.set_state(State::WaitingInit, now),
             Step::Kickstart => self.set_state(State::WaitingKickstart, now),
-            Step::AutoAccept => {}
+            Step::AutoAccept | Step::Send => {}
         }
     }
 
-    /// In a dry run nothing reacts to a step, so each step completes as soon as it is
-    /// decided and the cycle walks on.
-    pub(super) fn dry_run_step_done(&mut self, step: Step, now: Instant) {
-        self.emit(Event::StepCompleted {
+    /// A dry run reports what would have been typed and then waits as a real run would:
+    /// in the step's waiting state, until the session has been silent for `step_confirm`
+    /// (nothing was typed, so nothing else will come). Its cycles take as long as real
+    /// ones, and its cycle count is realistic.
+    fn dry_run_step(&mut self, step: Step, text: String, now: Instant) {
+        self.emit(Event::StepTyped {
             step,
-            via: "dry run",
+            input: text.clone(),
+            dry_run: true,
         });
-        match step {
-            Step::Update => self.after_update(now),
-            Step::Clear => self.after_clear(now),
-            Step::Init => {
-                if self.kickstart_configured() {
-                    self.send_step(State::SendingKickstart, now);
-                } else {
-                    self.complete_cycle(now);
-                }
-            }
-            Step::Kickstart | Step::AutoAccept => self.complete_cycle(now),
-        }
-    }
-
-    /// The session did not react to Enter in time: retry, or give the step up.
-    pub(super) fn verify_fired(&mut self, now: Instant) {
-        let safe = self.unsafe_to_type(now).is_none();
-        let Some(pending) = self.pending.as_mut() else {
-            return;
-        };
-        if pending.phase != Phase::EnterPressed {
-            return;
-        }
-        let step = pending.step;
-        if self.verdict.state == SessionState::Working {
-            // It reacted, just quietly.
-            self.pending = None;
-            return;
-        }
-        if pending.retries < self.config.verify_retries && safe {
-            pending.retries += 1;
-            let attempt = pending.retries;
-            self.out.push(Action::Type(Keys::Enter));
-            self.emit(Event::StepRetried { step, attempt });
-            self.arm(TimerName::Verify, self.config.verify_timeout, now);
-            return;
-        }
-        self.pending = None;
-        // Nothing more is typed into a session that does not react until it draws again.
-        self.awaiting_output = Some(BlockReason::NoReaction);
-        self.emit(Event::Blocked {
-            reason: BlockReason::NoReaction,
-            details: format!("the session did not react to the {} step", step.as_str()),
+        self.emit(Event::StepSent {
+            step,
+            input: text,
+            dry_run: true,
         });
-        if self.state.in_cycle() {
-            self.emit(Event::CycleAborted {
-                cycle: self.cycles,
-                reason: "no reaction",
-            });
-            self.clear_timers();
-            self.back_to_watching(now, true);
-        }
+        self.after_send(step, now);
+        self.arm(TimerName::StepConfirm, self.config.step_confirm(), now);
     }
 
     /// T33, T38, T42, and the silence re-arm.
     pub(super) fn step_confirm_fired(&mut self, now: Instant) {
-        if !matches!(
-            self.state,
-            State::WaitingUpdate | State::WaitingInit | State::WaitingKickstart
-        ) {
+        let dry_clear = self.config.dry_run && self.state == State::WaitingClear;
+        if !dry_clear
+            && !matches!(
+                self.state,
+                State::WaitingUpdate | State::WaitingInit | State::WaitingKickstart
+            )
+        {
             return;
         }
         if self.silence(now) < self.config.step_confirm() {
@@ -239,6 +164,13 @@ impl Machine {
                     via: "silence",
                 });
                 self.after_update(now);
+            }
+            State::WaitingClear => {
+                self.emit(Event::StepCompleted {
+                    step: Step::Clear,
+                    via: "silence",
+                });
+                self.after_clear(now);
             }
             State::WaitingInit => {
                 if self.kickstart_configured() {

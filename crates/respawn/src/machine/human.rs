@@ -5,12 +5,13 @@ use std::time::Instant;
 
 use super::timers::Timer;
 use super::{Machine, millis};
-use crate::event::{BlockReason, Checker, Event, State, TimerName};
+use crate::event::{BlockReason, Checker, Event, Refusal, State, TimerName};
 
 impl Machine {
-    /// A keystroke from the user: automation pauses for `human_lock`, and a running cycle
-    /// or check is abandoned (the user is in charge of the session now).
-    pub(super) fn user_input(&mut self, now: Instant) {
+    /// A person at the session (`via`: `typed` through the mirror, or `attached` as another
+    /// tmux client): automation pauses for `human_lock`, and a running cycle, check or
+    /// delivery is abandoned (the person is in charge of the session now).
+    pub(super) fn user_input(&mut self, via: &'static str, now: Instant) {
         if self.state == State::Stopped || self.config.human_lock.is_zero() {
             return;
         }
@@ -26,8 +27,14 @@ impl Machine {
         if !was_locked {
             self.emit(Event::HumanPresent {
                 lock_ms: millis(self.config.human_lock),
+                via,
             });
         }
+        if self.awaiting_output == Some(BlockReason::DeliveryUnconfirmed) {
+            // The person sees what was left in the box; automation resumes after them.
+            self.awaiting_output = None;
+        }
+        self.abandon_delivery(Refusal::HumanPresent);
         if self.paused {
             return;
         }
@@ -38,7 +45,6 @@ impl Machine {
                 cycle: self.cycles,
                 reason: "user input",
             });
-            self.pending = None;
             self.clear_timers();
             self.back_to_watching(now, false);
         } else if self.state != State::Watching {
@@ -102,7 +108,7 @@ impl Machine {
         self.prompt_detected = false;
         self.working_detected = false;
         self.reset_hooks();
-        self.pending = None;
+        self.abandon_delivery(Refusal::Busy);
         match self.state {
             State::Stopped | State::Watching => {}
             State::ConfirmingIdle | State::AiChecking => self.back_to_watching(now, true),

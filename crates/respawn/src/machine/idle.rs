@@ -9,7 +9,7 @@ use hyoka_idle_detect::{
 
 use super::checks::{Slot, timers};
 use super::timers::Timer;
-use super::{Action, CheckTrigger, Machine, blocked_name, millis};
+use super::{Action, CheckTrigger, Machine, blocked_kind, millis};
 use crate::event::{BlockReason, CheckSkip, Checker, Event, Stale, State, TimerName};
 use crate::gate::GateContext;
 
@@ -329,18 +329,30 @@ impl Machine {
             self.back_to_watching(now, false);
             return;
         }
-        self.emit(Event::IdleConfirmed { via });
-        if let Some((reason, details)) = self.gate_chain(now) {
-            self.emit(Event::Blocked { reason, details });
-            // §5d 112: a refusal that can end without any output (a pluggable gate) keeps
-            // the detection timers armed; one that ends at a known time (human lock, cycle
-            // rate) re-arms them then; the rest (a blocked screen, a silent or unresponsive
-            // session) can only end with output, which re-arms them. A plan menu keeps
-            // its auto-accept.
+        if !self.config.cycle {
+            // Supervision without cycles: idle is reported once, then nothing happens until
+            // the session draws again (queued sends go through their own poll).
+            if !self.idle_reported {
+                self.idle_reported = true;
+                self.emit(Event::IdleConfirmed { via });
+            }
             self.timers.take(TimerName::CompletionConfirm);
             self.completion_at = None;
             self.set_state(State::Watching, now);
-            if reason == BlockReason::Gate {
+            return;
+        }
+        self.emit(Event::IdleConfirmed { via });
+        if let Some((reason, details)) = self.gate_chain(now) {
+            self.emit(Event::Blocked { reason, details });
+            // §5d 112: a refusal that can end without any output (a pluggable gate, a send
+            // in progress) keeps the detection timers armed; one that ends at a known time
+            // (human lock, cycle rate) re-arms them then; the rest (a blocked screen, a
+            // silent or unresponsive session) can only end with output, which re-arms them.
+            // A plan menu keeps its auto-accept.
+            self.timers.take(TimerName::CompletionConfirm);
+            self.completion_at = None;
+            self.set_state(State::Watching, now);
+            if matches!(reason, BlockReason::Gate | BlockReason::SendPending) {
                 self.restart_detection(now, false);
             } else if self.verdict.blocked == Some(BlockedKind::Plan) && self.config.auto_accept {
                 self.arm(TimerName::AutoAccept, self.config.auto_accept_delay, now);
@@ -355,10 +367,22 @@ impl Machine {
     /// hyoka's gates and the pluggable ones, in order; `Some` refuses.
     pub(super) fn gate_chain(&mut self, now: Instant) -> Option<(BlockReason, String)> {
         if self.verdict.state == SessionState::Blocked {
-            let kind = self.verdict.blocked.map_or("unknown", |k| blocked_name(k));
+            let kind = blocked_kind(&self.verdict);
+            let what = self
+                .verdict
+                .evidence
+                .first()
+                .map(|e| format!(": {} ({})", e.detail, e.rule))
+                .unwrap_or_default();
             return Some((
                 BlockReason::SessionBlocked,
-                format!("the session waits for a human ({kind})"),
+                format!("the session waits for a human ({kind}){what}"),
+            ));
+        }
+        if self.delivery.is_some() || !self.sends.waiting.is_empty() {
+            return Some((
+                BlockReason::SendPending,
+                "text sent through the controller goes first".to_owned(),
             ));
         }
         match self.awaiting_output {
@@ -371,7 +395,7 @@ impl Machine {
             Some(reason) => {
                 return Some((
                     reason,
-                    "the session did not react to the last input; waiting for it to draw"
+                    "the last input was not confirmed; waiting for the session to work again or a person to step in"
                         .to_owned(),
                 ));
             }

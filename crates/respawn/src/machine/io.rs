@@ -8,7 +8,7 @@ use hyoka_idle_detect::{
 };
 
 use crate::config::RespawnConfig;
-use crate::event::{Checker, Event, State, TimerName};
+use crate::event::{Checker, Event, SendOutcome, State, TimerName};
 
 /// One observation or command for the machine.
 #[derive(Debug)]
@@ -48,6 +48,24 @@ pub enum Input {
     },
     /// The user typed into the session (human-presence lock).
     UserTyped,
+    /// A person is attached to the session (another tmux client): the human-presence lock,
+    /// refreshed for as long as they stay.
+    PersonAttached,
+    /// The text being delivered ([`Machine::delivery_text`](super::Machine::delivery_text))
+    /// is visible on the screen now. With a fresh [`Input::Verdict`] first: before Enter a
+    /// blocked(draft) verdict says it sits in the input box; after Enter, once it was seen
+    /// there, any other verdict says it left the box for the transcript (the delivery is
+    /// confirmed).
+    TextShown,
+    /// Text to deliver into the session (`hyoka send`), answered by [`Action::SendDone`].
+    Send {
+        /// The request's id, echoed in the answer.
+        id: u64,
+        /// The text (newlines become spaces).
+        text: String,
+        /// Wait for the session to be idle instead of refusing.
+        queue: bool,
+    },
     /// The session's process exited.
     SessionExited {
         /// Its exit code, if it exited normally.
@@ -95,6 +113,13 @@ pub enum Action {
     ResetContext,
     /// The cycle budget is spent: stop the session. The machine is already stopped.
     StopSession,
+    /// A send request ended.
+    SendDone {
+        /// The request's id.
+        id: u64,
+        /// How it ended.
+        outcome: SendOutcome,
+    },
     /// Report an event.
     Emit(Event),
 }
@@ -139,4 +164,8 @@ pub struct Status {
     pub silence: Option<Duration>,
     /// Time left on the human-presence lock.
     pub human_lock: Option<Duration>,
+    /// Sends waiting in the queue.
+    pub queued_sends: usize,
+    /// An input is being delivered.
+    pub delivering: bool,
 }

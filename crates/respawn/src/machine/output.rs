@@ -5,9 +5,9 @@ use std::time::Instant;
 
 use hyoka_idle_detect::ChunkSignals;
 
+use super::Machine;
 use super::timers::Timer;
-use super::{Machine, Phase};
-use crate::event::{Checker, Event, State, Step, TimerName};
+use crate::event::{BlockReason, Checker, Event, State, Step, TimerName};
 
 impl Machine {
     pub(super) fn output(&mut self, signals: ChunkSignals, now: Instant) {
@@ -16,15 +16,13 @@ impl Machine {
         }
         self.last_output = Some(now);
         self.has_received_output = true;
-        self.awaiting_output = None;
-        if self
-            .pending
-            .as_ref()
-            .is_some_and(|p| p.phase == Phase::EnterPressed)
-        {
-            // The session reacted to the Enter.
-            self.pending = None;
-            self.timers.take(TimerName::Verify);
+        self.idle_reported = false;
+        if self.awaiting_output == Some(BlockReason::NoOutputYet) {
+            self.awaiting_output = None;
+        }
+        if signals.working {
+            // A new turn: it confirms a delivery and ends a pause after an unconfirmed one.
+            self.turn_started(now);
         }
         if let Some(tokens) = signals.tokens
             && self.tokens != Some(tokens)

@@ -68,7 +68,32 @@ impl SessionModel for DetectorModel {
     fn reset_context(&mut self) {
         self.since_reset = 0;
     }
+
+    fn shows(&mut self, _now: Instant, text: &str) -> bool {
+        // The start of the text is enough to recognise it, and survives a box that wraps
+        // or clips a long line.
+        let needle: String = text.trim().chars().take(SHOWN_CHARS).collect();
+        if needle.is_empty() {
+            return false;
+        }
+        self.detector
+            .screen()
+            .lines()
+            .iter()
+            .any(|line| line.contains(&needle))
+    }
+
+    fn screen_text(&mut self) -> String {
+        self.detector.screen().text()
+    }
+
+    fn next_deadline(&self, now: Instant) -> Option<Instant> {
+        self.detector.next_deadline(now)
+    }
 }
+
+/// How many characters of a typed text identify it on screen.
+const SHOWN_CHARS: usize = 40;
 
 #[cfg(test)]
 mod tests;

@@ -23,6 +23,45 @@ pub struct PtyTerminal {
     pid: Option<u32>,
     exit: Option<Exit>,
     stopped: bool,
+    paste: PasteMode,
+}
+
+/// Whether the agent turned bracketed paste on (`ESC [ ? 2004 h`; `l` turns it off), from
+/// its output: the last switch seen wins, also across reads.
+#[derive(Debug, Default)]
+pub(crate) struct PasteMode {
+    on: bool,
+    /// The end of the previous read, for a switch split between two reads.
+    carry: Vec<u8>,
+}
+
+impl PasteMode {
+    const ON: &'static [u8] = b"\x1b[?2004h";
+    const OFF: &'static [u8] = b"\x1b[?2004l";
+
+    pub(crate) fn scan(&mut self, bytes: &[u8]) {
+        let keep = Self::ON.len() - 1;
+        let mut seam = std::mem::take(&mut self.carry);
+        seam.extend_from_slice(&bytes[..bytes.len().min(keep)]);
+        let last = |hay: &[u8]| -> Option<(usize, bool)> {
+            let on = memchr::memmem::rfind(hay, Self::ON).map(|i| (i, true));
+            let off = memchr::memmem::rfind(hay, Self::OFF).map(|i| (i, false));
+            on.max(off)
+        };
+        if let Some((_, on)) = last(bytes).or_else(|| last(&seam)) {
+            self.on = on;
+        }
+        let tail = if bytes.len() >= keep {
+            &bytes[bytes.len() - keep..]
+        } else {
+            &seam[seam.len().saturating_sub(keep)..]
+        };
+        self.carry = tail.to_vec();
+    }
+
+    pub(crate) fn on(&self) -> bool {
+        self.on
+    }
 }
 
 impl std::fmt::Debug for PtyTerminal {
@@ -85,6 +124,7 @@ impl PtyTerminal {
             pid,
             exit: None,
             stopped: false,
+            paste: PasteMode::default(),
         })
     }
 
@@ -96,11 +136,8 @@ impl PtyTerminal {
         }
         self.exit
     }
-}
 
-#[async_trait]
-impl Terminal for PtyTerminal {
-    async fn read(&mut self, buf: &mut [u8]) -> Result<usize, RespawnError> {
+    async fn read_raw(&mut self, buf: &mut [u8]) -> Result<usize, RespawnError> {
         let map = |result: std::io::Result<usize>| match result {
             Ok(n) => Ok(n),
             // The last slave descriptor closed: Linux reports EIO where a pipe says EOF.
@@ -124,9 +161,26 @@ impl Terminal for PtyTerminal {
             }
         }
     }
+}
+
+#[async_trait]
+impl Terminal for PtyTerminal {
+    async fn read(&mut self, buf: &mut [u8]) -> Result<usize, RespawnError> {
+        let n = self.read_raw(buf).await?;
+        self.paste.scan(&buf[..n]);
+        Ok(n)
+    }
 
     async fn send_text(&mut self, text: &str) -> Result<(), RespawnError> {
-        self.send_raw(text.as_bytes()).await
+        if !self.paste.on() {
+            return self.send_raw(text.as_bytes()).await;
+        }
+        let mut paste = Vec::with_capacity(text.len() + 12);
+        paste.extend_from_slice(b"\x1b[200~");
+        // No escape inside the paste: nothing may end it early.
+        paste.extend(text.bytes().filter(|&b| b != 0x1b));
+        paste.extend_from_slice(b"\x1b[201~");
+        self.send_raw(&paste).await
     }
 
     async fn send_enter(&mut self) -> Result<(), RespawnError> {
@@ -191,3 +245,6 @@ impl Drop for PtyTerminal {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -6,7 +6,14 @@
 //! - Every command is an argv vector, never a shell string.
 //! - Output arrives through a control-mode client (`tmux -C attach-session`) as
 //!   `%output` notifications, decoded from tmux's octal escapes.
-//! - Keys go through `send-keys -l` (literal text), then a separate `send-keys Enter`.
+//! - Text goes in as a paste (`paste-buffer -p`: bracketed when the agent turned bracketed
+//!   paste on), then a separate `send-keys Enter`; the user's own keys through `send-keys`.
+//! - The pane's wrapper waits until the control client is attached before it starts the
+//!   agent, and says in band whether the agent could start and how it exited, so a program
+//!   that is missing or exits at once is reported exactly as on a PTY.
+//! - The server's process is known (pid and start time), so stopping it never depends on
+//!   its socket answering: it is killed by identity if `kill-server` does not end it, and
+//!   its socket file is removed only once it is gone.
 
 use std::collections::VecDeque;
 use std::ffi::{OsStr, OsString};
@@ -16,6 +23,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+use hyoka_proctrack::{
+    NativeProcTable, NativeSignaller, ProcRef, ProcTable, Signal as ProcSignal, Signaller,
+};
 
 use super::teardown::{kill_group_now, stop_group};
 use super::{Exit, Signal, Size, SpawnOptions, Terminal};
@@ -39,23 +50,64 @@ impl TmuxOptions {
     }
 }
 
-/// The pane runs the agent under this wrapper, which reports the agent's exit status in
-/// band (tmux tells a control client only that the session ended, not how): after the
-/// agent, it prints the private OSC `ESC ] hyoka-exit ; STATUS BEL`, which the terminal
-/// takes out of the output, and keeps the pane open until the terminal acknowledges it on
-/// the tmux channel `hyoka-exit-<pane>` (at most 5 s, for a session nobody is attached
-/// to): tmux drops the last output of a pane whose program has exited. `trap : INT` keeps
-/// the wrapper waiting through a Ctrl-C meant for the agent (a caught signal is reset to
-/// its default in the agent at exec).
-const EXIT_WRAPPER: &str = r#"trap : INT; "$@"; s=$?; printf '\033]hyoka-exit;%s\007' "$s"; timeout 5 tmux wait-for "hyoka-exit-$TMUX_PANE" 2>/dev/null; exit "$s""#;
+/// The pane runs the agent under this wrapper. It waits (at most 10 s) for the controller's
+/// control client to attach (tmux channel `hyoka-start-<pane>`), so no output and no exit
+/// is missed; checks that the program can be started, and says so in band with the private
+/// OSC `ESC ] hyoka-started BEL`, or `ESC ] hyoka-exit ; cannot-start-ERRNO BEL` when it
+/// cannot (2: not found, 13: not an executable file); runs it; then reports its exit status
+/// as `ESC ] hyoka-exit ; STATUS BEL` and keeps the pane open until the terminal
+/// acknowledges that on the channel `hyoka-exit-<pane>` (at most 5 s, for a session nobody
+/// is attached to): tmux drops the last output of a pane whose program has exited. The
+/// terminal takes these sequences out of the output. `trap : INT` keeps the wrapper waiting
+/// through a Ctrl-C meant for the agent (a caught signal is reset to its default in the
+/// agent at exec).
+const EXIT_WRAPPER: &str = r#"trap : INT
+timeout 10 tmux wait-for "hyoka-start-$TMUX_PANE" 2>/dev/null
+e=
+case $1 in
+*/*) if [ ! -e "$1" ]; then e=2; elif [ ! -f "$1" ] || [ ! -x "$1" ]; then e=13; fi ;;
+*) command -v "$1" >/dev/null 2>&1 || e=2 ;;
+esac
+if [ -n "$e" ]; then
+  printf ']hyoka-exit;cannot-start-%s' "$e"
+  timeout 5 tmux wait-for "hyoka-exit-$TMUX_PANE" 2>/dev/null
+  exit 127
+fi
+printf ']hyoka-started'
+"$@"; s=$?
+printf ']hyoka-exit;%s' "$s"
+timeout 5 tmux wait-for "hyoka-exit-$TMUX_PANE" 2>/dev/null
+exit "$s""#;
 
-/// The start of the wrapper's report, as decoded output.
+/// The start of the wrapper's exit report, as decoded output.
 const EXIT_MARK: &[u8] = b"\x1b]hyoka-exit;";
 
+/// The wrapper's word that the program starts now.
+const STARTED_MARK: &[u8] = b"\x1b]hyoka-started\x07";
+
+/// How long a fresh session may take to start its program.
+const START_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// How long one tmux command may take.
+const TMUX_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What the wrapper reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Report {
+    /// The agent ended so.
+    Exited(Exit),
+    /// The program could not be started (an errno: 2 not found, 13 not executable).
+    CannotStart(i32),
+}
+
 /// The agent's exit from the wrapper's status (`128 + N` is signal `N`, as in `sh`).
-fn exit_from_status(status: &[u8]) -> Option<Exit> {
-    let status: i32 = std::str::from_utf8(status).ok()?.parse().ok()?;
-    Some(match status {
+fn report_from_status(status: &[u8]) -> Option<Report> {
+    let text = std::str::from_utf8(status).ok()?;
+    if let Some(errno) = text.strip_prefix("cannot-start-") {
+        return Some(Report::CannotStart(errno.parse().ok()?));
+    }
+    let status: i32 = text.parse().ok()?;
+    Some(Report::Exited(match status {
         129..=192 => Exit {
             code: None,
             signal: Some(status - 128),
@@ -64,19 +116,29 @@ fn exit_from_status(status: &[u8]) -> Option<Exit> {
             code: Some(code),
             signal: None,
         },
-    })
+    }))
 }
 
 /// Takes the wrapper's exit report out of `out[from..]`, if it is there whole.
-pub(crate) fn take_exit_report(out: &mut VecDeque<u8>, from: usize) -> Option<Exit> {
+pub(crate) fn take_exit_report(out: &mut VecDeque<u8>, from: usize) -> Option<Report> {
     let tail = &out.make_contiguous()[from..];
     let at = memchr::memmem::find(tail, EXIT_MARK)?;
     let status_at = at + EXIT_MARK.len();
     let len = memchr::memchr(0x07, &tail[status_at..])?;
-    let exit = exit_from_status(&tail[status_at..status_at + len]);
+    let report = report_from_status(&tail[status_at..status_at + len]);
     let (start, end) = (from + at, from + status_at + len + 1);
     out.drain(start..end);
-    exit
+    report
+}
+
+/// Takes the wrapper's "started" word out of `out[from..]`; `true` if it was there.
+fn take_started(out: &mut VecDeque<u8>, from: usize) -> bool {
+    let tail = &out.make_contiguous()[from..];
+    let Some(at) = memchr::memmem::find(tail, STARTED_MARK) else {
+        return false;
+    };
+    out.drain(from + at..from + at + STARTED_MARK.len());
+    true
 }
 
 /// An agent in a tmux session on a private server.
@@ -85,6 +147,8 @@ pub struct TmuxTerminal {
     session: String,
     pane: String,
     pid: Option<u32>,
+    /// The private server's process (pid and start time).
+    server: Option<ProcRef>,
     socket_path: Option<std::path::PathBuf>,
     env: Vec<(OsString, OsString)>,
     client: Option<Child>,
@@ -95,8 +159,14 @@ pub struct TmuxTerminal {
     line: Vec<u8>,
     pending: VecDeque<u8>,
     closed: bool,
+    /// The control client is attached (tmux said `%session-changed`).
+    attached: bool,
     /// The agent's exit, as the pane's wrapper reported it.
     exit: Option<Exit>,
+    /// The program could not be started (the wrapper's errno).
+    cannot_start: Option<i32>,
+    /// The wrapper said the program starts.
+    started: bool,
     /// The wrapper waits for its report to be acknowledged.
     exit_unacknowledged: bool,
     stopped: bool,
@@ -143,8 +213,10 @@ where
         .env_remove("TMUX")
         .stdin(Stdio::null())
         .kill_on_drop(true)
-        .output()
+        .output();
+    let output = tokio::time::timeout(TMUX_TIMEOUT, output)
         .await
+        .unwrap_or_else(|_| Err(std::io::ErrorKind::TimedOut.into()))
         .map_err(|source| {
             if source.kind() == std::io::ErrorKind::NotFound {
                 RespawnError::TmuxMissing
@@ -224,13 +296,14 @@ impl TmuxTerminal {
     }
 
     /// Starts a new private server with one session running `options.spawn` (under
-    /// `/bin/sh`, which reports its exit status), and attaches to it. A program that exits
-    /// at once gives a terminal whose first read reports the end of the session, with an
-    /// unknown exit.
+    /// `/bin/sh`, which reports whether it could start it and its exit status), attaches to
+    /// it, and only then lets the program start. A program that exits at once gives a
+    /// terminal whose reads end with the session, and its exit is known.
     ///
     /// # Errors
     /// A bad session name, tmux missing, or tmux refusing the session (for example because
-    /// one of that name exists).
+    /// one of that name exists); [`RespawnError::Spawn`] when the program cannot be started
+    /// (not found, not executable), as on a PTY, with nothing left behind.
     pub async fn start(options: &TmuxOptions) -> Result<Self, RespawnError> {
         if !valid_tmux_name(&options.session) || !valid_tmux_name(&options.socket) {
             return Err(RespawnError::SessionName {
@@ -275,9 +348,53 @@ impl TmuxTerminal {
             )
             .await;
         }
-        // Seeded like a re-attached session: what the program drew before the control
-        // client attached is not sent as output.
-        Self::connect(&options.socket, &options.session, spawn.env.clone()).await
+        let mut terminal =
+            Self::connect(&options.socket, &options.session, spawn.env.clone()).await?;
+        match terminal.handshake().await {
+            Ok(()) => Ok(terminal),
+            Err(err) => {
+                let _ = terminal
+                    .stop_with_signal(Signal::Kill, Duration::ZERO)
+                    .await;
+                Err(match err {
+                    RespawnError::Closed => match terminal.cannot_start {
+                        Some(errno) => RespawnError::Spawn {
+                            program: spawn.program.to_string_lossy().into_owned(),
+                            source: std::io::Error::from_raw_os_error(errno),
+                        },
+                        None => RespawnError::Closed,
+                    },
+                    err => err,
+                })
+            }
+        }
+    }
+
+    /// For a fresh session: waits until the control client is attached, lets the wrapper
+    /// start the program, and reads until it says whether the program started.
+    async fn handshake(&mut self) -> Result<(), RespawnError> {
+        let wait = async {
+            while !self.attached {
+                self.read_client().await?;
+            }
+            let channel = format!("hyoka-start-{}", self.pane);
+            self.run(["wait-for", "-S", &channel]).await?;
+            while !self.started && self.cannot_start.is_none() && !self.closed {
+                self.read_client().await?;
+            }
+            Ok::<(), RespawnError>(())
+        };
+        tokio::time::timeout(START_TIMEOUT, wait)
+            .await
+            .map_err(|_| RespawnError::Io {
+                op: "start",
+                source: std::io::ErrorKind::TimedOut.into(),
+            })??;
+        if self.started {
+            Ok(())
+        } else {
+            Err(RespawnError::Closed)
+        }
     }
 
     /// Attaches to an existing session (after a restart of hyoka); the current screen is
@@ -305,6 +422,7 @@ impl TmuxTerminal {
             session: session.to_owned(),
             pane: String::new(),
             pid: None,
+            server: None,
             socket_path: None,
             env,
             client: None,
@@ -315,6 +433,9 @@ impl TmuxTerminal {
             pending: VecDeque::new(),
             closed: false,
             exit: None,
+            cannot_start: None,
+            started: false,
+            attached: false,
             exit_unacknowledged: false,
             stopped: false,
         };
@@ -324,7 +445,7 @@ impl TmuxTerminal {
                 "-p",
                 "-t",
                 session,
-                "#{pane_id} #{pane_pid} #{socket_path}",
+                "#{pane_id} #{pane_pid} #{pid} #{socket_path}",
             ])
             .await
         else {
@@ -332,9 +453,14 @@ impl TmuxTerminal {
             terminal.closed = true;
             return Ok(terminal);
         };
-        let mut ids = ids.split_whitespace();
+        let mut ids = ids.trim_end().splitn(4, ' ');
         terminal.pane = ids.next().unwrap_or_default().to_owned();
         terminal.pid = ids.next().and_then(|p| p.parse().ok());
+        terminal.server = ids
+            .next()
+            .and_then(|p| p.parse().ok())
+            .and_then(|pid| NativeProcTable::new().process(pid))
+            .map(|info| info.proc_ref());
         terminal.socket_path = ids.next().map(std::path::PathBuf::from);
         // The current screen is the first output (a control client gets only what is drawn
         // after it attached); captured first, so later output always draws over it.
@@ -402,28 +528,142 @@ impl TmuxTerminal {
             };
             if &rest[..space] == self.pane.as_bytes() {
                 let data = &rest[space + 1..];
-                let from = self.pending.len();
+                // A report may straddle two notifications: look from a little before.
+                let from = self.pending.len().saturating_sub(EXIT_MARK.len() + 24);
                 decode_output(data, &mut self.pending);
-                if memchr::memmem::find(data, b"]hyoka-exit;").is_some()
-                    && let Some(exit) = take_exit_report(&mut self.pending, from)
-                {
-                    self.exit = Some(exit);
-                    self.exit_unacknowledged = true;
+                if memchr::memmem::find(data, b"hyoka-").is_some() {
+                    if take_started(&mut self.pending, from) {
+                        self.started = true;
+                    }
+                    match take_exit_report(&mut self.pending, from) {
+                        Some(Report::Exited(exit)) => {
+                            self.exit = Some(exit);
+                            self.exit_unacknowledged = true;
+                        }
+                        Some(Report::CannotStart(errno)) => {
+                            self.cannot_start = Some(errno);
+                            self.exit_unacknowledged = true;
+                        }
+                        None => {}
+                    }
                 }
             }
+        } else if line.starts_with(b"%session-changed") {
+            self.attached = true;
         } else if line.starts_with(b"%exit") {
             self.closed = true;
         }
     }
 
-    /// Lets go of the session without stopping it: the control client goes, the agent and
-    /// its tmux server stay, to be re-attached with [`TmuxTerminal::attach`].
-    pub async fn detach(mut self) {
-        self.stopped = true;
-        self.stdin = None;
-        if let Some(mut client) = self.client.take() {
-            let _ = client.kill().await;
+    /// Reads one piece of the control client's output and handles the lines it completes.
+    /// Cancel-safe: bytes read are kept until their line is whole.
+    async fn read_client(&mut self) -> Result<(), RespawnError> {
+        let Some(stdout) = self.stdout.as_mut() else {
+            self.closed = true;
+            return Ok(());
+        };
+        let n = stdout
+            .read(&mut self.scratch)
+            .await
+            .map_err(|source| RespawnError::Io { op: "read", source })?;
+        if n == 0 {
+            // The control client ended: the session or the whole server is gone.
+            self.closed = true;
+            return Ok(());
         }
+        let mut start = 0;
+        let chunk = self.scratch[..n].to_vec();
+        for (i, &b) in chunk.iter().enumerate() {
+            if b == b'\n' {
+                let mut line = std::mem::take(&mut self.line);
+                line.extend_from_slice(&chunk[start..i]);
+                if line.last() == Some(&b'\r') {
+                    line.pop();
+                }
+                self.line(&line);
+                start = i + 1;
+            }
+        }
+        self.line.extend_from_slice(&chunk[start..]);
+        if std::mem::take(&mut self.exit_unacknowledged) {
+            let channel = format!("hyoka-exit-{}", self.pane);
+            let _ = self.run(["wait-for", "-S", &channel]).await;
+        }
+        Ok(())
+    }
+
+    /// How many clients other than `ours` (the controller's own control client) are
+    /// attached to `session` on the private server `socket`: people looking at, or typing
+    /// into, the session.
+    ///
+    /// # Errors
+    /// When tmux cannot be asked (the server is gone).
+    pub async fn others_attached(
+        socket: &str,
+        session: &str,
+        ours: Option<u32>,
+    ) -> Result<u32, RespawnError> {
+        let clients = tmux(
+            socket,
+            &[],
+            ["list-clients", "-t", session, "-F", "#{client_pid}"],
+        )
+        .await?;
+        let others = clients
+            .lines()
+            .filter_map(|l| l.trim().parse::<u32>().ok())
+            .filter(|&pid| Some(pid) != ours)
+            .count();
+        Ok(u32::try_from(others).unwrap_or(u32::MAX))
+    }
+
+    /// The value of `variable` in `session`'s environment, if set.
+    pub async fn session_env(socket: &str, session: &str, variable: &str) -> Option<String> {
+        let line = tmux(socket, &[], ["show-environment", "-t", session, variable])
+            .await
+            .ok()?;
+        line.trim_end()
+            .strip_prefix(variable)?
+            .strip_prefix('=')
+            .map(str::to_owned)
+    }
+
+    /// The controller's own control client's process id.
+    pub fn client_pid(&self) -> Option<u32> {
+        self.client.as_ref().and_then(Child::id)
+    }
+
+    /// Kills the private server: `kill-server`, then, if its process is still there, by
+    /// its verified identity; its socket file is removed only once it is gone (a server
+    /// left without its socket could never be reached again).
+    async fn kill_server(&self) {
+        let _ = self.run(["kill-server"]).await;
+        let Some(server) = self.server else {
+            return;
+        };
+        let gone = |server: ProcRef| {
+            NativeProcTable::new()
+                .process(server.pid)
+                .is_none_or(|p| p.proc_ref() != server || p.is_gone())
+        };
+        for signal in [None, Some(ProcSignal::Term), Some(ProcSignal::Kill)] {
+            if let Some(signal) = signal {
+                let _ = NativeSignaller::new().signal(server, signal);
+            }
+            for _ in 0..100 {
+                if gone(server) {
+                    if let Some(path) = &self.socket_path {
+                        let _ = std::fs::remove_file(path);
+                    }
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+        tracing::error!(
+            pid = server.pid,
+            "the session's tmux server survived SIGKILL"
+        );
     }
 
     async fn keys(&mut self, args: &[&str]) -> Result<(), RespawnError> {
@@ -451,37 +691,7 @@ impl Terminal for TmuxTerminal {
             if self.closed {
                 return Ok(0);
             }
-            let Some(stdout) = self.stdout.as_mut() else {
-                self.closed = true;
-                continue;
-            };
-            let n = stdout
-                .read(&mut self.scratch)
-                .await
-                .map_err(|source| RespawnError::Io { op: "read", source })?;
-            if n == 0 {
-                // The control client ended: the session or the whole server is gone.
-                self.closed = true;
-                continue;
-            }
-            let mut start = 0;
-            let chunk = self.scratch[..n].to_vec();
-            for (i, &b) in chunk.iter().enumerate() {
-                if b == b'\n' {
-                    let mut line = std::mem::take(&mut self.line);
-                    line.extend_from_slice(&chunk[start..i]);
-                    if line.last() == Some(&b'\r') {
-                        line.pop();
-                    }
-                    self.line(&line);
-                    start = i + 1;
-                }
-            }
-            self.line.extend_from_slice(&chunk[start..]);
-            if std::mem::take(&mut self.exit_unacknowledged) {
-                let channel = format!("hyoka-exit-{}", self.pane);
-                let _ = self.run(["wait-for", "-S", &channel]).await;
-            }
+            self.read_client().await?;
         }
     }
 
@@ -489,7 +699,17 @@ impl Terminal for TmuxTerminal {
         if text.is_empty() {
             return Ok(());
         }
-        self.keys(&["-l", "--", text]).await
+        if self.closed {
+            return Err(RespawnError::Closed);
+        }
+        // A paste, bracketed when the agent asked for bracketed paste (`-p`); the buffer
+        // goes with it (`-d`).
+        let buffer = format!("hyoka-{}", self.pane.trim_start_matches('%'));
+        self.run(["set-buffer", "-b", &buffer, "--", text]).await?;
+        let target = self.target().to_owned();
+        self.run(["paste-buffer", "-p", "-d", "-b", &buffer, "-t", &target])
+            .await
+            .map(|_| ())
     }
 
     async fn send_enter(&mut self) -> Result<(), RespawnError> {
@@ -555,10 +775,7 @@ impl Terminal for TmuxTerminal {
                 stop_group(pid, signal, grace).await;
             }
             // The private server holds only this session; tmux leaves its socket file.
-            let _ = self.run(["kill-server"]).await;
-            if let Some(path) = &self.socket_path {
-                let _ = std::fs::remove_file(path);
-            }
+            self.kill_server().await;
             self.stopped = true;
         }
         self.stdin = None;
@@ -571,6 +788,18 @@ impl Terminal for TmuxTerminal {
         }
         self.closed = true;
         Ok(self.exit.unwrap_or_default())
+    }
+
+    async fn detach(&mut self) -> Result<bool, RespawnError> {
+        if self.stopped || self.closed {
+            return Ok(false);
+        }
+        self.stopped = true;
+        self.stdin = None;
+        if let Some(mut client) = self.client.take() {
+            let _ = client.kill().await;
+        }
+        Ok(true)
     }
 }
 
@@ -589,6 +818,13 @@ impl Drop for TmuxTerminal {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status();
+        if let Some(server) = self.server
+            && NativeProcTable::new()
+                .process(server.pid)
+                .is_some_and(|p| p.proc_ref() == server && !p.is_gone())
+        {
+            let _ = NativeSignaller::new().signal(server, ProcSignal::Kill);
+        }
         if let Some(path) = &self.socket_path {
             let _ = std::fs::remove_file(path);
         }

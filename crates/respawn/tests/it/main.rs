@@ -4,6 +4,7 @@
 //!   sans-IO machine on exact virtual time, each test named after its scenario id.
 //! - `checks`: the AI checks through `hyoka-idle-detect`'s command checker.
 //! - `safety`: hyoka's rules beyond Codeman.
+//! - `supervision`: verified delivery, sends, drafts, people attached, cycles per agent.
 //! - `support`: the virtual-time harness and scripted checkers.
 
 mod checks;
@@ -14,4 +15,5 @@ mod s5b;
 mod s5c;
 mod s5d;
 mod safety;
+mod supervision;
 mod support;

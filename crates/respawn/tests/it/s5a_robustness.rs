@@ -167,41 +167,64 @@ fn tc_006_active_timers() {
 
 #[test]
 fn er_002_a_write_that_goes_nowhere() {
-    // The write "succeeds" but the session never reacts: the step counts as sent, the state
-    // advances, Enter is retried twice, then a `blocked` event ends the cycle.
+    // The write "succeeds" but no new turn ever starts: the step counts as sent, the state
+    // advances, Enter is retried once, then `delivery_unconfirmed` ends the cycle and the
+    // cycles pause.
     let mut sim = Sim::started(fast());
-    into_waiting_update(&mut sim);
+    sim.auto_echo = false;
+    confirm_idle(&mut sim);
+    // Enter waits up to `text_wait` (1 s) for the text to show in the box.
+    sim.advance(1_100);
+    assert_eq!(sim.state(), State::WaitingUpdate);
     assert_eq!(sim.steps_sent(), [Step::Update]);
     sim.advance(10_000);
-    assert_eq!(sim.count(|e| matches!(e, Event::StepRetried { .. })), 2);
+    assert_eq!(sim.count(|e| matches!(e, Event::StepRetried { .. })), 1);
+    assert!(sim.has(|e| matches!(
+        e,
+        Event::DeliveryUnconfirmed {
+            step: Step::Update,
+            ..
+        }
+    )));
     assert!(sim.has(|e| matches!(
         e,
         Event::Blocked {
-            reason: BlockReason::NoReaction,
+            reason: BlockReason::DeliveryUnconfirmed,
             ..
         }
     )));
     assert!(sim.has(|e| matches!(
         e,
         Event::CycleAborted {
-            reason: "no reaction",
+            reason: "delivery unconfirmed",
             ..
         }
     )));
     assert_eq!(sim.state(), State::Watching);
-    // Nothing more is typed until the session draws again.
+    // Nothing more is typed while the session only draws, not even after a completion.
     let typed = sim.typed().len();
+    sim.text("some redraw");
+    sim.completion();
     sim.advance(60_000);
     assert_eq!(sim.typed().len(), typed);
+    // Once it visibly works again, cycles resume.
+    sim.working();
+    sim.completion();
+    sim.advance(1_000);
+    assert!(sim.typed().len() > typed);
 }
 
 #[test]
 fn er_003_a_clean_cycle_after_a_failed_one() {
     let mut sim = Sim::started(fast());
-    into_waiting_update(&mut sim);
-    sim.advance(10_000); // No reaction: the cycle is abandoned.
+    sim.auto_echo = false;
+    confirm_idle(&mut sim);
+    sim.advance(11_100); // No new turn: the cycle is abandoned, cycles pause.
+    assert!(sim.has(|e| matches!(e, Event::DeliveryUnconfirmed { .. })));
     sim.clear_log();
-    sim.completion(); // The session draws again.
+    sim.auto_echo = true;
+    sim.working(); // The session works again (a person submitted the text, say).
+    sim.completion();
     sim.advance(50);
     assert!(sim.has(|e| matches!(e, Event::CycleStarted { cycle: 2 })));
     assert!(

@@ -27,7 +27,11 @@ fn a_keystroke_aborts_the_cycle_and_holds_automation() {
             cycle: 1,
             reason: "user input"
         }));
-    assert!(sim.has(|e| *e == Event::HumanPresent { lock_ms: 1_000 }));
+    assert!(sim.has(|e| *e
+        == Event::HumanPresent {
+            lock_ms: 1_000,
+            via: "typed"
+        }));
     assert_eq!(sim.state(), State::Watching);
     // The session goes idle again while the user is still around: blocked, not typed.
     sim.advance(10);
@@ -127,8 +131,23 @@ fn a_dry_run_decides_but_never_types() {
         ..fast()
     });
     sim.completion();
-    sim.advance(1_000);
+    sim.advance(4_000);
     assert!(sim.typed().is_empty());
+    // It waits as a real run would: each step in its waiting state until 50 ms of silence,
+    // the kickstart after /init's 3 s watch for work. Completion at 0, idle confirmed at
+    // 50, update at 70 (done 120), /clear at 140 (done 190), /init at 210 (done 260, then
+    // watched until 3 260), kickstart at 3 280, done at 3 330.
+    let sent_at = |step| {
+        sim.when(|e| matches!(e, Event::StepSent { step: s, dry_run: true, .. } if *s == step))
+    };
+    assert_eq!(sent_at(Step::Update), Some(70));
+    assert_eq!(sent_at(Step::Clear), Some(140));
+    assert_eq!(sent_at(Step::Init), Some(210));
+    assert_eq!(sent_at(Step::Kickstart), Some(3_280));
+    assert_eq!(
+        sim.when(|e| matches!(e, Event::BudgetExhausted { .. })),
+        Some(3_330)
+    );
     let sent: Vec<_> = sim
         .events()
         .into_iter()
@@ -158,15 +177,26 @@ fn a_dry_run_decides_but_never_types() {
 }
 
 #[test]
-fn enter_is_retried_then_the_step_is_given_up() {
+fn enter_is_retried_once_then_the_delivery_is_unconfirmed() {
+    // The agent never shows the text nor starts a turn; its redraws are not a new turn.
     let mut sim = Sim::started(fast());
+    sim.auto_echo = false;
     sim.completion();
-    sim.advance(50 + 70);
+    sim.advance(50 + 20);
+    // The text is typed; Enter waits up to `text_wait` for it to show in the box.
+    assert_eq!(sim.typed().len(), 1);
+    sim.advance(1_000);
+    assert_eq!(sim.enters(), 1);
+    sim.text("...");
     sim.advance(3_000);
-    assert_eq!(sim.enters(), 2);
+    assert_eq!(sim.enters(), 2, "one retry");
     sim.text("...");
     assert_eq!(sim.state(), State::WaitingUpdate);
-    assert!(!sim.has(|e| matches!(e, Event::Blocked { .. })));
+    assert!(!sim.has(|e| matches!(e, Event::DeliveryUnconfirmed { .. })));
+    sim.advance(3_000);
+    assert_eq!(sim.enters(), 2, "no second retry");
+    assert!(sim.has(|e| matches!(e, Event::DeliveryUnconfirmed { .. })));
+    assert_eq!(sim.state(), State::Watching);
 }
 
 #[test]

@@ -79,6 +79,13 @@ pub(crate) struct Sim {
     /// When `true`, a cancelled check's scripted answer is still delivered (a late
     /// result, which the machine must ignore).
     pub(crate) deliver_after_cancel: bool,
+    /// When `true` (the default), the simulated agent shows what is typed: the text in its
+    /// input box (a blocked(draft) verdict while it is there), and, after Enter, in the
+    /// transcript with the box empty again, which confirms the delivery. Tests of delivery
+    /// verification turn it off and play the agent's reactions themselves.
+    pub(crate) auto_echo: bool,
+    /// The verdict the test set last.
+    current: Verdict,
     scheduled: Vec<(Instant, Scheduled)>,
 }
 
@@ -95,6 +102,8 @@ impl Sim {
             idle: MockChecker::default(),
             plan: MockChecker::default(),
             deliver_after_cancel: true,
+            auto_echo: true,
+            current: Verdict::default(),
             scheduled: Vec::new(),
         };
         sim.verdict(SessionState::Idle, None);
@@ -113,8 +122,48 @@ impl Sim {
     }
 
     pub(crate) fn send(&mut self, input: Input) {
+        if let Input::Verdict(verdict) = &input {
+            self.current = verdict.clone();
+        }
         let actions = self.m.handle(input, self.now);
+        let typed: Vec<Keys> = actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Type(keys) => Some(keys.clone()),
+                _ => None,
+            })
+            .collect();
         self.record(actions);
+        if self.auto_echo {
+            for keys in typed {
+                self.echo(&keys);
+            }
+        }
+    }
+
+    /// The simulated agent shows `keys`: typed text in its input box, then (on Enter) in
+    /// the transcript.
+    fn echo(&mut self, keys: &Keys) {
+        let shown = |sim: &mut Self| {
+            let actions = sim.m.handle(Input::TextShown, sim.now);
+            sim.record(actions);
+        };
+        match keys {
+            Keys::Text(_) => {
+                let before = self.current.clone();
+                let draft = Verdict {
+                    state: SessionState::Blocked,
+                    blocked: Some(BlockedKind::Draft),
+                    evidence: Vec::new(),
+                };
+                let actions = self.m.handle(Input::Verdict(draft), self.now);
+                self.record(actions);
+                shown(self);
+                let actions = self.m.handle(Input::Verdict(before), self.now);
+                self.record(actions);
+            }
+            Keys::Enter => shown(self),
+        }
     }
 
     fn record(&mut self, actions: Vec<Action>) {

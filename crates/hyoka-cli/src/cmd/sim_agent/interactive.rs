@@ -1,10 +1,13 @@
 //! `hyoka sim-agent --interactive`: a simulated interactive agent that draws
 //! Claude-Code-shaped screens on its terminal and reacts to what is typed.
 //!
-//! It starts idle at the `❯` prompt (or working, with `--start-working`). A submitted
+//! It starts idle at the `❯` prompt (or working, with `--start-working`), drawn as Claude
+//! Code draws it: grey rules, a dim placeholder in an empty input box, what is typed in
+//! normal intensity (so a person's draft can be told from the placeholder), and bracketed
+//! paste turned on (a paste lands in the box as text; Enter submits it). A submitted
 //! prompt makes it work for `--work` (a spinner line with a working verb, a token counter
 //! and "esc to interrupt"), then print `✻ Worked for 0m Ns` and return to the prompt.
-//! `/clear` clears the screen, `/init` works like a prompt. With `--plan-on N` the Nth
+//! `/clear` clears the screen but for the command it ran, `/init` works like a prompt. With `--plan-on N` the Nth
 //! prompt (0: the task of `--start-working`) ends in a plan-approval menu (Enter accepts it
 //! and the work goes on), with `--permission-on N` in a permission prompt, which it waits on until a digit or Enter
 //! answers it. `--record FILE` appends one JSON line per input (what arrived and in which
@@ -31,7 +34,12 @@ const VERBS: [&str; 6] = [
     "Editing",
     "Testing",
 ];
-const RULE: &str = "────────────────────────────────────────────────────────────";
+const RULE: &str =
+    "\x1b[38;5;244m────────────────────────────────────────────────────────────\x1b[39m";
+/// The dim placeholder of an empty input box.
+const PLACEHOLDER: &str = "\x1b[2mTry \"fix lint errors\"\x1b[22m";
+const PASTE_START: &str = "\x1b[200~";
+const PASTE_END: &str = "\x1b[201~";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
@@ -74,6 +82,10 @@ struct Agent {
     out: std::io::Stdout,
     interrupts: u32,
     size: Option<hyoka_respawn::Size>,
+    /// Inside a bracketed paste.
+    pasting: bool,
+    /// Bytes of an escape sequence not complete yet.
+    pending: String,
 }
 
 pub(crate) fn exec(args: &InteractiveArgs) -> Result<ExitStatus, Fail> {
@@ -97,8 +109,11 @@ pub(crate) fn exec(args: &InteractiveArgs) -> Result<ExitStatus, Fail> {
         out: std::io::stdout(),
         interrupts: 0,
         size: crate::tty::size(),
+        pasting: false,
+        pending: String::new(),
         args: args.clone(),
     };
+    agent.write("\x1b[?2004h");
     if args.start_working.is_zero() {
         agent
             .history
@@ -160,9 +175,53 @@ impl Agent {
         }
     }
 
+    /// Takes the bracketed pastes out of `text`: a paste typed while idle goes into the
+    /// input line as text (Enter still submits); one sent while busy is recorded.
+    fn pastes(&mut self, text: &str) -> String {
+        let mut text = std::mem::take(&mut self.pending) + text;
+        let mut keys = String::new();
+        loop {
+            if self.pasting {
+                let Some(end) = text.find(PASTE_END) else {
+                    if text.len() < PASTE_END.len() && PASTE_END.starts_with(text.as_str()) {
+                        self.pending = text;
+                    } else {
+                        self.paste(&text);
+                    }
+                    return keys;
+                };
+                self.paste(&text[..end]);
+                self.pasting = false;
+                text.drain(..end + PASTE_END.len());
+            } else if let Some(start) = text.find(PASTE_START) {
+                keys.push_str(&text[..start]);
+                self.pasting = true;
+                text.drain(..start + PASTE_START.len());
+            } else {
+                // A paste's start split across two reads waits for the rest (a lone Esc,
+                // a key of its own, does not).
+                let split = (2..PASTE_START.len()).find(|&n| text.ends_with(&PASTE_START[..n]));
+                let keep = split.map_or(text.len(), |n| text.len() - n);
+                keys.push_str(&text[..keep]);
+                self.pending = text[keep..].to_owned();
+                return keys;
+            }
+        }
+    }
+
+    fn paste(&mut self, text: &str) {
+        if self.mode == Mode::Idle {
+            self.line
+                .extend(text.chars().map(|c| if c.is_control() { ' ' } else { c }));
+        } else if !text.is_empty() {
+            self.record(text, "paste");
+        }
+    }
+
     /// Handles keys; `true` to exit.
     fn input(&mut self, bytes: &[u8]) -> bool {
         let text = String::from_utf8_lossy(bytes).into_owned();
+        let text = self.pastes(&text);
         for ch in text.chars() {
             match (self.mode, ch) {
                 (_, '\u{4}') => return true,
@@ -237,7 +296,8 @@ impl Agent {
         match line {
             "" => {}
             "/clear" => {
-                self.history.clear();
+                // Claude Code clears the conversation and shows only the command it ran.
+                self.history = vec!["> /clear".to_owned(), "  ⎿  (no content)".to_owned()];
                 self.last_worked = None;
                 self.tokens = 0;
             }
@@ -368,7 +428,12 @@ impl Agent {
         }
         push(&mut screen, "");
         push(&mut screen, RULE);
-        push(&mut screen, &format!("❯ {}", self.line));
+        let input = if self.line.is_empty() {
+            PLACEHOLDER
+        } else {
+            &self.line
+        };
+        push(&mut screen, &format!("❯ {input}"));
         push(&mut screen, RULE);
         screen.push_str("  ? for shortcuts");
         self.write(&screen);

@@ -2,7 +2,7 @@
 
 use std::collections::VecDeque;
 
-use super::{Exit, decode_output, take_exit_report, valid_tmux_name};
+use super::{Exit, Report, decode_output, take_exit_report, take_started, valid_tmux_name};
 
 #[track_caller]
 fn check(input: &[u8], expected: &[u8]) {
@@ -39,8 +39,23 @@ fn report(before: &[u8], line: &[u8]) -> (Option<Exit>, Vec<u8>) {
     let mut out: VecDeque<u8> = before.iter().copied().collect();
     let from = out.len();
     decode_output(line, &mut out);
-    let exit = take_exit_report(&mut out, from);
+    let exit = match take_exit_report(&mut out, from) {
+        Some(Report::Exited(exit)) => Some(exit),
+        _ => None,
+    };
     (exit, out.into_iter().collect())
+}
+
+#[test]
+fn the_wrappers_start_words_are_taken_out_of_the_output() {
+    let mut out = VecDeque::new();
+    decode_output(b"\\033]hyoka-started\\007hello", &mut out);
+    assert!(take_started(&mut out, 0));
+    assert_eq!(out.iter().copied().collect::<Vec<u8>>(), b"hello");
+    let mut out = VecDeque::new();
+    decode_output(b"x\\033]hyoka-exit;cannot-start-2\\007", &mut out);
+    assert_eq!(take_exit_report(&mut out, 0), Some(Report::CannotStart(2)));
+    assert_eq!(out.iter().copied().collect::<Vec<u8>>(), b"x");
 }
 
 #[test]
@@ -73,7 +88,7 @@ fn a_partial_or_garbled_report_is_left_as_output() {
     let (exit, out) = report(b"", b"\\033]hyoka-exit;1");
     assert_eq!(exit, None);
     assert_eq!(out, b"\x1b]hyoka-exit;1");
-    // A mark before `from` (already delivered output) is not looked at.
+    // A mark before `from` (output already handled) is not looked at.
     let (exit, out) = report(b"\x1b]hyoka-exit;5\x07", b"x");
     assert_eq!(exit, None);
     assert_eq!(out, b"\x1b]hyoka-exit;5\x07x");
