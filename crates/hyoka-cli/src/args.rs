@@ -10,7 +10,7 @@ use hyoka_workspace::{KeepPolicy, RunId};
 
 mod respawn;
 pub(crate) use self::respawn::{
-    Backend, HookArgs, InteractiveArgs, RespawnArgs, SendArgs, SessionsArgs, WaitArgs, WaitState,
+    Backend, HookArgs, InteractiveArgs, RespawnArgs, SendArgs, SessionsArgs, WaitArgs,
 };
 
 /// Run AI coding agents safely and unattended: contained workspaces and processes, limits

@@ -174,6 +174,23 @@ pub struct Report {
     pub cycles: u32,
 }
 
+impl Report {
+    /// Why the session counts as failed, in words, if it does: the agent exited non-zero
+    /// or was killed, or the session was lost.
+    pub fn failure(&self) -> Option<String> {
+        match &self.end {
+            SessionEnd::SessionEnded => match (self.exit.code, self.exit.signal) {
+                (Some(0), _) => None,
+                (Some(code), _) => Some(format!("the agent exited with code {code}")),
+                (None, Some(signal)) => Some(format!("the agent was killed by signal {signal}")),
+                (None, None) => Some("the agent's session ended".to_owned()),
+            },
+            SessionEnd::SessionLost { error } => Some(format!("lost the session: {error}")),
+            _ => None,
+        }
+    }
+}
+
 /// The AI checkers a driver runs checks with (`hyoka-idle-detect`'s traits; its
 /// `CommandChecker` implements both). A check the machine starts without a checker fails.
 #[derive(Clone, Default)]

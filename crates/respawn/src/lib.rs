@@ -196,7 +196,7 @@ pub use crate::registry::{
 pub use crate::schema::event_line_schema;
 pub use crate::supervise::{
     ALERT_EVAL, Backend, CHECKER_EVAL, Driven, Finished, SESSION_EVAL, SOCKET_ENV, Session,
-    SessionOptions, Supervised, stop_detached, summary,
+    SessionOptions, Stopped, Supervised, stop_detached, stop_session, summary,
 };
 pub use crate::terminal::{
     Exit, PtyTerminal, Signal, Size, SpawnOptions, Terminal, TmuxOptions, TmuxTerminal,

@@ -21,7 +21,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
-use hyoka_idle_detect::{CommandChecker, CommandCheckerOptions, ProcessActivity};
+use hyoka_idle_detect::{
+    CommandChecker, CommandCheckerOptions, IdleChecker, PlanChecker, ProcessActivity,
+};
 use hyoka_proctrack::{
     Agent, Marker, NativeProcTable, NativeSignaller, ProcRef, ProcTable, Scope, Seams, Signal,
     Signaller, SystemClock, TeardownOptions, TeardownReport, Tracker, TrackerOptions, TreeSample,
@@ -322,11 +324,15 @@ impl Session {
         &self.info.name
     }
 
-    /// The tmux server's socket name and the session, for a tmux session.
-    pub fn tmux_target(&self) -> Option<(&str, &str)> {
-        self.tmux
-            .as_ref()
-            .map(|t| (t.socket.as_str(), t.session.as_str()))
+    /// For a tmux session: how a person watches it, supervises it again, or stops it once
+    /// it was detached (a few lines to print).
+    pub fn reattach_hint(&self) -> Option<String> {
+        let TmuxWatch {
+            socket, session, ..
+        } = self.tmux.as_ref()?;
+        Some(format!(
+            "session {session} keeps running, supervised by nobody.\n  watch it:           tmux -L {socket} attach -t {session}\n  supervise it again: hyoka respawn --tmux-session {session}\n  stop it:            hyoka respawn --stop --tmux-session {session}"
+        ))
     }
 
     /// The session's run id.
@@ -337,6 +343,20 @@ impl Session {
     /// The hook socket the agent's hooks report to.
     pub fn hook_socket(&self) -> &Path {
         self.listener.path()
+    }
+
+    /// The checkers of `--ai-check-command` (`idle`) and `--plan-check-command` (`plan`),
+    /// as [`Session::command_checker`]s.
+    pub fn ai_checkers(
+        &self,
+        idle: Option<&str>,
+        plan: Option<&str>,
+        timeout: Duration,
+    ) -> AiCheckers {
+        AiCheckers {
+            idle: idle.map(|c| self.command_checker(c, timeout) as Arc<dyn IdleChecker>),
+            plan: plan.map(|c| self.command_checker(c, timeout) as Arc<dyn PlanChecker>),
+        }
     }
 
     /// An AI checker that runs `command` through `/bin/sh -c` (the prompt goes to its
@@ -557,6 +577,43 @@ pub fn summary(run_id: &str, report: &Report, teardown: &TeardownReport) -> serd
             "survivors": teardown.survivors,
         },
     })
+}
+
+/// How [`stop_session`] stopped a session.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Stopped {
+    /// Its controller was asked to stop it (it stops the session and exits).
+    ByController,
+    /// Nobody supervised it (a detached tmux session): stopped here, with what the
+    /// teardown found.
+    Detached(TeardownReport),
+}
+
+/// Stops the session `name`: through its controller when one runs (found in `registry`),
+/// else a tmux session of that name that nobody supervises ([`stop_detached`]).
+///
+/// # Errors
+/// [`RespawnError::UnknownSession`] when there is neither; a controller that does not
+/// answer, or tmux failing, otherwise.
+pub async fn stop_session(
+    registry: &Registry,
+    name: &str,
+    grace: Duration,
+) -> Result<Stopped, RespawnError> {
+    match registry.stop(name).await {
+        Ok(()) => return Ok(Stopped::ByController),
+        Err(RespawnError::UnknownSession { .. }) => {}
+        Err(err) => return Err(err),
+    }
+    let unknown = || RespawnError::UnknownSession {
+        name: name.to_owned(),
+    };
+    match stop_detached(name, grace).await {
+        Ok(Some(teardown)) => Ok(Stopped::Detached(teardown)),
+        Ok(None) | Err(RespawnError::TmuxMissing) => Err(unknown()),
+        Err(err) => Err(err),
+    }
 }
 
 /// Stops a tmux session that nobody supervises (left running by a detach, or by a

@@ -192,8 +192,8 @@ pub struct WaitArgs {
     pub name: String,
 
     /// The state to wait for: idle, working or blocked.
-    #[arg(long, value_enum)]
-    pub until: WaitState,
+    #[arg(long, value_name = "STATE", value_parser = parse_state)]
+    pub until: hyoka_idle_detect::SessionState,
 
     /// Give up after this long (exit 124). Default: wait as long as it takes.
     #[arg(long, value_name = "DUR", value_parser = parse_duration, allow_hyphen_values = true)]
@@ -202,17 +202,6 @@ pub struct WaitArgs {
     /// Print the session's status as JSON on stdout when the wait ends.
     #[arg(long)]
     pub json: bool,
-}
-
-/// A state `hyoka wait` waits for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum WaitState {
-    /// Waiting at its prompt, nothing running.
-    Idle,
-    /// Working.
-    Working,
-    /// Waiting for a person (a dialog, a question, a draft in the input).
-    Blocked,
 }
 
 /// `hyoka send`.
@@ -290,6 +279,14 @@ pub struct InteractiveArgs {
     /// Interactive: append one JSON line per input received to FILE.
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
+}
+
+fn parse_state(text: &str) -> Result<hyoka_idle_detect::SessionState, String> {
+    use hyoka_idle_detect::SessionState::{Blocked, Idle, Working};
+    [Idle, Working, Blocked]
+        .into_iter()
+        .find(|s| s.as_str() == text)
+        .ok_or_else(|| format!("unknown state {text:?} (one of: idle, working, blocked)"))
 }
 
 fn parse_name(text: &str) -> Result<String, String> {

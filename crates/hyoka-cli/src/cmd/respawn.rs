@@ -14,10 +14,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Instant, SystemTime};
 
 use hyoka_eval::Stop;
-use hyoka_idle_detect::{Detector, DetectorConfig, IdleChecker, PlanChecker, Profile};
+use hyoka_idle_detect::{Detector, DetectorConfig, Profile};
 use hyoka_respawn::{
-    AiCheckers, AlertOptions, Backend as SessionBackend, DetectorModel, Event, EventLog, Machine,
-    Observer, RespawnConfig, RespawnError, Session, SessionEnd, SessionOptions, Size, SpawnOptions,
+    AlertOptions, Backend as SessionBackend, DetectorModel, Event, EventLog, Machine, Observer,
+    Registry, RespawnConfig, Session, SessionEnd, SessionOptions, Size, SpawnOptions, Stopped,
     Supervised, narrate,
 };
 use serde_json::Value;
@@ -25,6 +25,7 @@ use serde_json::Value;
 use crate::args::{Backend, RespawnArgs};
 use crate::exit::{ExitStatus, Fail};
 use crate::input::default_run_id;
+use crate::out::outln;
 use crate::tty::{self, user_terminal};
 
 /// The machine's configuration from the flags, over the profile's cycle steps.
@@ -136,7 +137,7 @@ pub(crate) async fn exec(args: RespawnArgs) -> Result<ExitStatus, Fail> {
                 let _ = std::fs::remove_file(path);
             }
             return Err(if err.is_bad_input() {
-                Fail::usage(start_failure(&args, &err))
+                Fail::usage(err.to_string())
             } else {
                 Fail::failure(err.to_string())
             });
@@ -145,11 +146,13 @@ pub(crate) async fn exec(args: RespawnArgs) -> Result<ExitStatus, Fail> {
     let (stop, signal_task) = crate::interrupt::install()
         .map_err(|e| Fail::failure(format!("cannot install signal handlers: {e}")))?;
     let (user, keys, detach, resize) = user_terminal(interactive);
-    let checkers = ai_checkers(&args, &session);
+    let checkers = session.ai_checkers(
+        args.ai_check_command.as_deref(),
+        args.plan_check_command.as_deref(),
+        args.check_timeout,
+    );
     let name = session.name().to_owned();
-    let tmux = session
-        .tmux_target()
-        .map(|(socket, session)| (socket.to_owned(), session.to_owned()));
+    let hint = session.reattach_hint();
     let parts = Supervised {
         machine: Machine::new(config(&args)),
         model,
@@ -178,14 +181,7 @@ pub(crate) async fn exec(args: RespawnArgs) -> Result<ExitStatus, Fail> {
     signal_task.abort();
     let _ = signal_task.await;
     let finished = driven.stop().await;
-    report_end(
-        &args,
-        events.as_deref(),
-        &name,
-        tmux.as_ref(),
-        finished,
-        &stop,
-    )
+    report_end(&args, events.as_deref(), &name, hint, finished, &stop)
 }
 
 /// The `--events` file, created (truncated) now.
@@ -208,7 +204,7 @@ fn report_end(
     args: &RespawnArgs,
     events: Option<&Mutex<EventLog>>,
     name: &str,
-    tmux: Option<&(String, String)>,
+    hint: Option<String>,
     finished: hyoka_respawn::Finished,
     stop: &Stop,
 ) -> Result<ExitStatus, Fail> {
@@ -232,11 +228,8 @@ fn report_end(
         summary["events"] = serde_json::json!(&args.events);
         crate::out::json(&summary);
     }
-    if let (SessionEnd::Detached, Some((socket, session))) = (&report.end, tmux) {
-        let _ = writeln!(
-            std::io::stderr(),
-            "detached: session {name} keeps running, supervised by nobody.\n  watch it:          tmux -L {socket} attach -t {session}\n  supervise it again: hyoka respawn --tmux-session {session}\n  stop it:           hyoka respawn --stop --tmux-session {session}"
-        );
+    if let (SessionEnd::Detached, Some(hint)) = (&report.end, hint) {
+        let _ = writeln!(std::io::stderr(), "detached: {hint}");
     }
     if finished.teardown.survivors > 0 {
         return Err(Fail::failure(format!(
@@ -248,33 +241,20 @@ fn report_end(
 }
 
 /// `--stop`: through the session's controller, or a tmux session nobody supervises.
-async fn stop(
-    registry: &hyoka_respawn::Registry,
-    name: &str,
-    args: &RespawnArgs,
-) -> Result<ExitStatus, Fail> {
-    match registry.stop(name).await {
-        Ok(()) => {
-            crate::out::outln!("stopping session {name} through its controller");
-            return Ok(ExitStatus::Success);
+async fn stop(registry: &Registry, name: &str, args: &RespawnArgs) -> Result<ExitStatus, Fail> {
+    match hyoka_respawn::stop_session(registry, name, args.grace).await {
+        Ok(Stopped::ByController) => outln!("stopping session {name} through its controller"),
+        Ok(Stopped::Detached(t)) if t.survivors > 0 => {
+            return Err(Fail::failure(format!(
+                "{} process(es) of session {name} survived",
+                t.survivors
+            )));
         }
-        Err(RespawnError::UnknownSession { .. }) => {}
+        Ok(_) => outln!("stopped tmux session {name}"),
+        Err(err) if err.is_bad_input() => return Err(Fail::usage(err.to_string())),
         Err(err) => return Err(Fail::failure(err.to_string())),
     }
-    match hyoka_respawn::stop_detached(name, args.grace).await {
-        Ok(Some(teardown)) if teardown.survivors == 0 => {
-            crate::out::outln!("stopped tmux session {name}");
-            Ok(ExitStatus::Success)
-        }
-        Ok(Some(teardown)) => Err(Fail::failure(format!(
-            "{} process(es) of session {name} survived",
-            teardown.survivors
-        ))),
-        Ok(None) | Err(RespawnError::TmuxMissing) => Err(Fail::usage(format!(
-            "no session named {name:?} (see `hyoka sessions`)"
-        ))),
-        Err(err) => Err(Fail::failure(err.to_string())),
-    }
+    Ok(ExitStatus::Success)
 }
 
 /// The session from the flags.
@@ -321,41 +301,17 @@ fn options(args: &RespawnArgs, size: Size, backend: Backend) -> SessionOptions {
     options
 }
 
-/// A session that could not start because of bad input (exit 2), in words.
-fn start_failure(args: &RespawnArgs, err: &RespawnError) -> String {
-    match err {
-        RespawnError::Track { source } => format!(
-            "cannot use reports directory {}: {source}",
-            args.reports.display()
-        ),
-        RespawnError::Backend { backend, source } => format!("--backend {backend}: {source}"),
-        RespawnError::SessionTaken { name } => {
-            format!("a session named {name:?} is already supervised (see `hyoka sessions`)")
-        }
-        err => err.to_string(),
-    }
-}
-
 /// The exit status of a session that ended as `report` says.
 fn exit_status(report: &hyoka_respawn::Report, stop: &Stop) -> Result<ExitStatus, Fail> {
-    match &report.end {
-        SessionEnd::Interrupted => Ok(stop
-            .reason()
-            .map_or(ExitStatus::Success, crate::interrupt::exit_status)),
-        SessionEnd::BudgetExhausted { .. } | SessionEnd::Detached => Ok(ExitStatus::Success),
-        SessionEnd::SessionEnded if report.exit.code == Some(0) => Ok(ExitStatus::Success),
-        SessionEnd::SessionEnded => Err(Fail::failure(
-            match (report.exit.code, report.exit.signal) {
-                (Some(code), _) => format!("the agent exited with code {code}"),
-                (None, Some(signal)) => format!("the agent was killed by signal {signal}"),
-                (None, None) => "the agent's session ended".to_owned(),
-            },
-        )),
-        SessionEnd::SessionLost { error } => {
-            Err(Fail::failure(format!("lost the session: {error}")))
-        }
-        _ => Ok(ExitStatus::Failure),
+    if let Some(why) = report.failure() {
+        return Err(Fail::failure(why));
     }
+    Ok(match report.end {
+        SessionEnd::Interrupted => stop
+            .reason()
+            .map_or(ExitStatus::Success, crate::interrupt::exit_status),
+        _ => ExitStatus::Success,
+    })
 }
 
 /// The effective backend: `--tmux-session` means tmux.
@@ -381,21 +337,6 @@ fn validate(args: &RespawnArgs) -> Result<Backend, Fail> {
             Err(Fail::usage("no agent command after `--`"))
         }
         _ => Ok(backend),
-    }
-}
-
-/// The `--ai-check-command` and `--plan-check-command` checkers.
-fn ai_checkers(args: &RespawnArgs, session: &Session) -> AiCheckers {
-    let checker = |command: &str| session.command_checker(command, args.check_timeout);
-    AiCheckers {
-        idle: args
-            .ai_check_command
-            .as_deref()
-            .map(|command| checker(command) as Arc<dyn IdleChecker>),
-        plan: args
-            .plan_check_command
-            .as_deref()
-            .map(|command| checker(command) as Arc<dyn PlanChecker>),
     }
 }
 

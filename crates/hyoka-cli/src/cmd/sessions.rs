@@ -3,11 +3,10 @@
 //! timed out; send: 0 delivered, 3 refused with nothing typed, 4 typed but not confirmed;
 //! an unknown name: 2).
 
-use hyoka_idle_detect::SessionState;
-use hyoka_respawn::{RespawnError, SendOutcome, SessionStatus, WaitOutcome};
+use hyoka_respawn::{RespawnError, SendOutcome, WaitOutcome};
 use serde_json::json;
 
-use crate::args::{SendArgs, SessionsArgs, WaitArgs, WaitState};
+use crate::args::{SendArgs, SessionsArgs, WaitArgs};
 use crate::exit::{ExitStatus, Fail};
 use crate::input::registry;
 use crate::out::outln;
@@ -17,14 +16,6 @@ fn failed(err: &RespawnError) -> Fail {
         Fail::usage(err.to_string())
     } else {
         Fail::failure(err.to_string())
-    }
-}
-
-/// `STATE` as a person reads it: `blocked (permission)`, `idle`.
-fn state(status: &SessionStatus) -> String {
-    match status.blocked {
-        Some(kind) => format!("{} ({kind})", status.state),
-        None => status.state.to_string(),
     }
 }
 
@@ -45,68 +36,40 @@ pub(crate) async fn list(args: &SessionsArgs) -> Result<ExitStatus, Fail> {
         outln!("no supervised sessions");
     }
     for listing in &listed {
-        let Ok(status) = &listing.status else {
-            outln!("{}  not answering", listing.name);
-            continue;
-        };
-        let person = if status.human_present {
-            "  person present"
-        } else {
-            ""
-        };
-        outln!(
-            "{}  {} for {}  cycles {}  {} {}{person}",
-            status.name,
-            state(status),
-            humantime::format_duration(std::time::Duration::from_secs(status.state_for_ms / 1000)),
-            status.cycles,
-            status.backend,
-            status.agent,
-        );
-        if let Some(why) = status.evidence.first() {
-            outln!("    why: {}: {}", why.rule, why.detail);
-        }
-        if let Some(last) = &status.last_event {
-            outln!("    last: {last}");
+        match &listing.status {
+            Ok(status) => outln!("{}", status.render()),
+            Err(err) => outln!("{}  not answering: {err}", listing.name),
         }
     }
     Ok(ExitStatus::Success)
 }
 
 pub(crate) async fn wait(args: &WaitArgs) -> Result<ExitStatus, Fail> {
-    let until = match args.until {
-        WaitState::Idle => SessionState::Idle,
-        WaitState::Working => SessionState::Working,
-        WaitState::Blocked => SessionState::Blocked,
-    };
+    let until = args.until;
     let outcome = registry()?
         .wait(&args.name, until, args.timeout)
         .await
         .map_err(|e| failed(&e))?;
-    let (status, last) = match outcome {
-        WaitOutcome::Reached(status) => (ExitStatus::Success, Some(status)),
-        WaitOutcome::TimedOut(status) => (ExitStatus::Code(124), Some(status)),
+    let (reached, last) = match outcome {
+        WaitOutcome::Reached(status) => (true, status),
+        WaitOutcome::TimedOut(status) => (false, status),
         _ => {
-            return Err(Fail::failure(format!(
-                "session {:?} ended before it was {until}",
-                args.name
-            )));
+            let why = format!("session {:?} ended before it was {until}", args.name);
+            return Err(Fail::failure(why));
         }
     };
-    if args.json
-        && let Some(last) = &last
-    {
-        crate::out::json(last);
+    if args.json {
+        crate::out::json(&last);
     }
-    if status != ExitStatus::Success
-        && let Some(last) = last
-    {
-        return Err(Fail::with(
-            status,
-            format!("timed out: session {:?} is {}", args.name, state(&last)),
-        ));
+    if reached {
+        return Ok(ExitStatus::Success);
     }
-    Ok(status)
+    let why = format!(
+        "timed out: session {:?} is {}",
+        args.name,
+        last.state_words()
+    );
+    Err(Fail::with(ExitStatus::Code(124), why))
 }
 
 pub(crate) async fn send(args: &SendArgs) -> Result<ExitStatus, Fail> {

@@ -24,5 +24,6 @@ mod respawn;
 mod run;
 mod signals;
 mod suite;
+mod supervision;
 mod support;
 mod trust;

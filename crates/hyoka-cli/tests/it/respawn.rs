@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::support::{hyoka, hyoka_path};
 
 /// Timings short enough for tests, long enough for a loaded 2-core machine.
-const FAST: &[&str] = &[
+pub(crate) const FAST: &[&str] = &[
     "--headless",
     "",
     "--completion-confirm",
@@ -28,9 +28,9 @@ const FAST: &[&str] = &[
 ];
 
 /// How long any single run may take before the test gives up (and kills it).
-const DEADLINE: Duration = Duration::from_mins(1);
+pub(crate) const DEADLINE: Duration = Duration::from_mins(1);
 
-fn tmux_installed() -> bool {
+pub(crate) fn tmux_installed() -> bool {
     Command::new("tmux")
         .arg("-V")
         .stdout(Stdio::null())
@@ -39,16 +39,16 @@ fn tmux_installed() -> bool {
         .is_ok_and(|s| s.success())
 }
 
-/// One respawn run: a scratch directory with the events and record files, and a marker in
-/// the environment that every process of the run inherits.
-struct Case {
-    dir: tempfile::TempDir,
-    mark: String,
+/// One respawn run: a scratch directory with the events and record files and the session
+/// registry, and a marker in the environment that every process of the run inherits.
+pub(crate) struct Case {
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) mark: String,
 }
 
 /// A running `hyoka respawn`, killed (with its group) if the test fails.
-struct Running {
-    child: Option<Child>,
+pub(crate) struct Running {
+    pub(crate) child: Option<Child>,
 }
 
 impl Drop for Running {
@@ -75,23 +75,23 @@ impl Drop for Running {
     }
 }
 
-struct Finished {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
+pub(crate) struct Finished {
+    pub(crate) code: Option<i32>,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
 }
 
 impl Finished {
     /// The `--json` summary on stdout.
     #[track_caller]
-    fn summary(&self) -> Value {
+    pub(crate) fn summary(&self) -> Value {
         serde_json::from_str(&self.stdout)
             .unwrap_or_else(|e| panic!("stdout is not one JSON summary ({e}): {:?}", self.stdout))
     }
 }
 
 impl Case {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let dir = tempfile::Builder::new()
             .prefix("respawn-test-")
             .tempdir()
@@ -100,28 +100,56 @@ impl Case {
         Self { dir, mark }
     }
 
-    fn events_path(&self) -> PathBuf {
+    pub(crate) fn events_path(&self) -> PathBuf {
         self.dir.path().join("events.jsonl")
     }
 
-    fn record_path(&self) -> PathBuf {
+    pub(crate) fn record_path(&self) -> PathBuf {
         self.dir.path().join("inputs.jsonl")
     }
 
+    /// The session registry of this case's controllers.
+    pub(crate) fn runtime_dir(&self) -> PathBuf {
+        self.dir.path().join("run")
+    }
+
+    /// `hyoka <args>` with this case's registry and marker.
+    pub(crate) fn hyoka(&self) -> Command {
+        let mut cmd = hyoka();
+        cmd.env("HYOKA_RUNTIME_DIR", self.runtime_dir())
+            .env("HYOKA_TEST_MARK", &self.mark);
+        cmd
+    }
+
     /// `hyoka sim-agent --interactive --record … <extra>`.
-    fn sim(&self, extra: &[&str]) -> Vec<String> {
+    pub(crate) fn sim(&self, extra: &[&str]) -> Vec<String> {
+        self.sim_recording(&self.record_path(), extra)
+    }
+
+    /// `hyoka sim-agent --interactive --record RECORD <extra>`.
+    pub(crate) fn sim_recording(&self, record: &std::path::Path, extra: &[&str]) -> Vec<String> {
         let mut argv = vec![
             hyoka_path().to_owned(),
             "sim-agent".to_owned(),
             "--interactive".to_owned(),
             "--record".to_owned(),
-            self.record_path().display().to_string(),
+            record.display().to_string(),
         ];
         argv.extend(extra.iter().map(|s| (*s).to_owned()));
         argv
     }
 
-    fn start(&self, flags: &[&str], agent: &[String]) -> Running {
+    pub(crate) fn start(&self, flags: &[&str], agent: &[String]) -> Running {
+        self.start_logging(&self.events_path(), flags, agent)
+    }
+
+    /// [`Case::start`] with its own `--events` file (for several controllers at once).
+    pub(crate) fn start_logging(
+        &self,
+        events: &std::path::Path,
+        flags: &[&str],
+        agent: &[String],
+    ) -> Running {
         // The test's own flags replace the fast defaults of the same name.
         let mut defaults: Vec<&str> = Vec::new();
         for pair in FAST.chunks(2) {
@@ -129,17 +157,16 @@ impl Case {
                 defaults.extend(pair.iter().copied().filter(|a| !a.is_empty()));
             }
         }
-        let mut cmd = hyoka();
+        let mut cmd = self.hyoka();
         cmd.arg("respawn")
             .arg("--reports")
             .arg(self.dir.path().join("reports"))
             .arg("--events")
-            .arg(self.events_path())
+            .arg(events)
             .args(&defaults)
             .args(flags)
             .arg("--")
             .args(agent)
-            .env("HYOKA_TEST_MARK", &self.mark)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -148,12 +175,12 @@ impl Case {
         }
     }
 
-    fn run(&self, flags: &[&str], agent: &[String]) -> Finished {
+    pub(crate) fn run(&self, flags: &[&str], agent: &[String]) -> Finished {
         let mut running = self.start(flags, agent);
         self.finish(&mut running)
     }
 
-    fn finish(&self, running: &mut Running) -> Finished {
+    pub(crate) fn finish(&self, running: &mut Running) -> Finished {
         let mut child = running.child.take().unwrap();
         let started = Instant::now();
         loop {
@@ -183,7 +210,7 @@ impl Case {
         }
     }
 
-    fn interrupt(&self, running: &mut Running) -> Finished {
+    pub(crate) fn interrupt(&self, running: &mut Running) -> Finished {
         let pid = running.child.as_ref().unwrap().id();
         rustix::process::kill_process(
             rustix::process::Pid::from_raw(i32::try_from(pid).unwrap()).unwrap(),
@@ -193,12 +220,12 @@ impl Case {
         self.finish(running)
     }
 
-    fn events(&self) -> Vec<Value> {
+    pub(crate) fn events(&self) -> Vec<Value> {
         read_lines(&self.events_path())
     }
 
     /// What reached the simulated agent as input (its size changes left out).
-    fn inputs(&self) -> Vec<Value> {
+    pub(crate) fn inputs(&self) -> Vec<Value> {
         read_lines(&self.record_path())
             .into_iter()
             .filter(|i| i["kind"] != "resize")
@@ -217,7 +244,12 @@ impl Case {
     /// Waits (real time, bounded) until an event matching `pred` is written; fails at once
     /// if the run ends first.
     #[track_caller]
-    fn wait_for(&self, running: &mut Running, what: &str, pred: impl Fn(&Value) -> bool) {
+    pub(crate) fn wait_for(
+        &self,
+        running: &mut Running,
+        what: &str,
+        pred: impl Fn(&Value) -> bool,
+    ) {
         let started = Instant::now();
         while started.elapsed() < DEADLINE {
             if self.events().iter().any(&pred) {
@@ -239,15 +271,14 @@ impl Case {
         panic!("no {what} event within {DEADLINE:?}: {:#?}", self.events());
     }
 
-    fn has(&self, pred: impl Fn(&Value) -> bool) -> bool {
+    pub(crate) fn has(&self, pred: impl Fn(&Value) -> bool) -> bool {
         self.events().iter().any(pred)
     }
 
-    /// No process of this case is alive (zombies count as gone), no tmux socket is left.
-    #[track_caller]
-    fn assert_nothing_left(&self) {
+    /// The live processes carrying this case's marker (a tmux server included).
+    fn marked(&self) -> Vec<u32> {
         let needle = format!("HYOKA_TEST_MARK={}", self.mark);
-        let left: Vec<String> = std::fs::read_dir("/proc")
+        std::fs::read_dir("/proc")
             .unwrap()
             .flatten()
             .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
@@ -256,6 +287,15 @@ impl Case {
                     .is_ok_and(|env| env.split(|&b| b == 0).any(|v| v == needle.as_bytes()))
                     && crate::support::pid_alive(*pid)
             })
+            .collect()
+    }
+
+    /// No process of this case is alive (zombies count as gone), no tmux socket is left.
+    #[track_caller]
+    pub(crate) fn assert_nothing_left(&self) {
+        let left: Vec<String> = self
+            .marked()
+            .into_iter()
             .map(|pid| {
                 let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
                 format!("{pid} {}", String::from_utf8_lossy(&cmd).replace('\0', " "))
@@ -273,7 +313,22 @@ impl Case {
     }
 }
 
-fn read_lines(path: &std::path::Path) -> Vec<Value> {
+impl Drop for Case {
+    /// A failing test leaks nothing: whatever still carries the case's marker (a tmux server
+    /// whose socket is gone included) is killed.
+    fn drop(&mut self) {
+        for pid in self.marked() {
+            if let Some(pid) = i32::try_from(pid)
+                .ok()
+                .and_then(rustix::process::Pid::from_raw)
+            {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            }
+        }
+    }
+}
+
+pub(crate) fn read_lines(path: &std::path::Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap_or_default()
         .lines()
@@ -281,11 +336,11 @@ fn read_lines(path: &std::path::Path) -> Vec<Value> {
         .collect()
 }
 
-fn event(name: &'static str) -> impl Fn(&Value) -> bool {
+pub(crate) fn event(name: &'static str) -> impl Fn(&Value) -> bool {
     move |e| e["event"] == name
 }
 
-fn submits(case: &Case) -> Vec<String> {
+pub(crate) fn submits(case: &Case) -> Vec<String> {
     case.inputs()
         .iter()
         .filter(|i| i["kind"] == "submit")
@@ -797,6 +852,7 @@ fn clean_repairs_a_sigkilled_controller() {
         p = pidfile.display()
     );
     let mut child = hyoka()
+        .env("HYOKA_RUNTIME_DIR", dir.path().join("run"))
         .args(["respawn", "--headless", "--reports"])
         .arg(&reports)
         .args(["--", "sh", "-c", &script])
@@ -843,127 +899,191 @@ fn clean_repairs_a_sigkilled_controller() {
     );
 }
 
+/// `hyoka respawn` mirrored (no `--headless`) on a real terminal the test holds the other
+/// end of, as a person's terminal: their keys, the screen they see, resizes.
+pub(crate) struct Mirror {
+    master: std::os::fd::OwnedFd,
+    child: Child,
+    screen: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+    done: std::sync::mpsc::Receiver<()>,
+    log: PathBuf,
+}
+
+const COOKED: rustix::termios::LocalModes =
+    rustix::termios::LocalModes::ICANON.union(rustix::termios::LocalModes::ECHO);
+
+fn winsize(rows: u16, cols: u16) -> rustix::termios::Winsize {
+    rustix::termios::Winsize {
+        ws_row: rows,
+        ws_col: cols,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    }
+}
+
+impl Mirror {
+    /// Starts `hyoka respawn <flags> -- <agent>` on a new terminal, and waits until it is
+    /// in raw mode.
+    pub(crate) fn start(case: &Case, flags: &[&str], agent: &[String]) -> Self {
+        use std::os::fd::BorrowedFd;
+        use std::os::unix::process::CommandExt as _;
+
+        use rustix::fs::{Mode, OFlags};
+        use rustix::pty::OpenptFlags;
+        use rustix::termios::{tcgetattr, tcsetwinsize};
+
+        let master =
+            rustix::pty::openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC)
+                .unwrap();
+        rustix::pty::grantpt(&master).unwrap();
+        rustix::pty::unlockpt(&master).unwrap();
+        let name = rustix::pty::ptsname(&master, Vec::new()).unwrap();
+        let slave = rustix::fs::open(
+            name.as_c_str(),
+            OFlags::RDWR | OFlags::NOCTTY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .unwrap();
+        tcsetwinsize(&master, winsize(30, 100)).unwrap();
+        assert!(tcgetattr(&master).unwrap().local_modes.contains(COOKED));
+        let log = case.dir.path().join("stderr.log");
+        let mut cmd = case.hyoka();
+        cmd.arg("respawn")
+            .arg("--reports")
+            .arg(case.dir.path().join("reports"))
+            .arg("--events")
+            .arg(case.events_path())
+            .args(flags)
+            .arg("--")
+            .args(agent)
+            .stdin(Stdio::from(slave.try_clone().unwrap()))
+            .stdout(Stdio::from(slave.try_clone().unwrap()))
+            .stderr(Stdio::from(std::fs::File::create(&log).unwrap()));
+        // SAFETY: `setsid` and the TIOCSCTTY ioctl are async-signal-safe; they make the
+        // terminal hyoka's controlling terminal, so resizes reach it as SIGWINCH.
+        unsafe {
+            cmd.pre_exec(|| {
+                rustix::process::setsid()?;
+                rustix::process::ioctl_tiocsctty(BorrowedFd::borrow_raw(0))?;
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().unwrap();
+        // The command holds copies of the terminal too: only hyoka may keep it open.
+        drop(cmd);
+        drop(slave);
+        // The terminal's output, read until hyoka and everything on the terminal are gone.
+        let screen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (done_tx, done) = std::sync::mpsc::channel();
+        let reader = {
+            let (master, screen) = (master.try_clone().unwrap(), screen.clone());
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while let Ok(n @ 1..) = rustix::io::read(&master, &mut buf) {
+                    screen.lock().unwrap().extend_from_slice(&buf[..n]);
+                }
+                let _ = done_tx.send(());
+            })
+        };
+        let mirror = Self {
+            master,
+            child,
+            screen,
+            reader: Some(reader),
+            done,
+            log,
+        };
+        crate::support::wait_until("raw mode", || !mirror.cooked());
+        mirror
+    }
+
+    fn cooked(&self) -> bool {
+        rustix::termios::tcgetattr(&self.master)
+            .unwrap()
+            .local_modes
+            .intersects(COOKED)
+    }
+
+    /// Whether the terminal has shown `text`.
+    pub(crate) fn shown(&self, text: &str) -> bool {
+        String::from_utf8_lossy(&self.screen.lock().unwrap()).contains(text)
+    }
+
+    /// Types `keys` on the terminal.
+    pub(crate) fn type_keys(&self, keys: &[u8]) {
+        rustix::io::write(&self.master, keys).unwrap();
+    }
+
+    fn resize(&self, rows: u16, cols: u16) {
+        rustix::termios::tcsetwinsize(&self.master, winsize(rows, cols)).unwrap();
+    }
+
+    /// Waits (bounded) for hyoka to exit and the terminal to close; returns the exit code
+    /// and hyoka's stderr. The terminal must be back in cooked mode.
+    pub(crate) fn finish(mut self) -> (Option<i32>, String) {
+        let started = Instant::now();
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(started.elapsed() < DEADLINE, "hyoka did not exit");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+        assert!(self.cooked(), "the terminal was left in raw mode");
+        self.done
+            .recv_timeout(DEADLINE)
+            .expect("the terminal closed after hyoka exited");
+        if let Some(reader) = self.reader.take() {
+            reader.join().unwrap();
+        }
+        (status.code(), log)
+    }
+}
+
+impl Drop for Mirror {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// The mirrored session (no `--headless`) on a real terminal: raw mode while it runs, the
 /// agent's screen shown, your keys reaching the agent and pausing automation, resizes
 /// forwarded, Ctrl-] detaching, and the terminal restored afterwards.
 #[test]
 fn a_mirrored_session_on_a_real_terminal() {
-    use std::os::fd::{AsFd as _, BorrowedFd};
-    use std::os::unix::process::CommandExt as _;
-    use std::sync::{Arc, Mutex};
-
-    use rustix::fs::{Mode, OFlags};
-    use rustix::pty::OpenptFlags;
-    use rustix::termios::{LocalModes, Winsize, tcgetattr, tcsetwinsize};
-
     let case = Case::new();
-    let master =
-        rustix::pty::openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC)
-            .unwrap();
-    rustix::pty::grantpt(&master).unwrap();
-    rustix::pty::unlockpt(&master).unwrap();
-    let name = rustix::pty::ptsname(&master, Vec::new()).unwrap();
-    let slave = rustix::fs::open(
-        name.as_c_str(),
-        OFlags::RDWR | OFlags::NOCTTY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .unwrap();
-    let size = |rows, cols| Winsize {
-        ws_row: rows,
-        ws_col: cols,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    tcsetwinsize(&master, size(30, 100)).unwrap();
-    let cooked = LocalModes::ICANON | LocalModes::ECHO;
-    assert!(tcgetattr(&master).unwrap().local_modes.contains(cooked));
-
-    let stderr = std::fs::File::create(case.dir.path().join("stderr.log")).unwrap();
-    let mut cmd = hyoka();
-    cmd.arg("respawn")
-        .arg("--reports")
-        .arg(case.dir.path().join("reports"))
-        .arg("--events")
-        .arg(case.events_path())
-        .args(["--completion-confirm", "60s", "--no-output-timeout", "60s"])
-        .args(["--grace", "2s", "--"])
-        .args(case.sim(&[]))
-        .env("HYOKA_TEST_MARK", &case.mark)
-        .stdin(Stdio::from(slave.try_clone().unwrap()))
-        .stdout(Stdio::from(slave.try_clone().unwrap()))
-        .stderr(Stdio::from(stderr));
-    // SAFETY: `setsid` and the TIOCSCTTY ioctl are async-signal-safe; they make the terminal
-    // hyoka's controlling terminal, so resizes reach it as SIGWINCH.
-    unsafe {
-        cmd.pre_exec(|| {
-            rustix::process::setsid()?;
-            rustix::process::ioctl_tiocsctty(BorrowedFd::borrow_raw(0))?;
-            Ok(())
-        });
-    }
-    let mut child = cmd.spawn().unwrap();
-    // The command holds copies of the terminal too: only hyoka may keep it open.
-    drop(cmd);
-    drop(slave);
-
-    // The terminal's output, read until hyoka and everything on the terminal are gone.
-    let screen = Arc::new(Mutex::new(Vec::new()));
-    let (done_tx, done_rx) = std::sync::mpsc::channel();
-    let reader = {
-        let (master, screen) = (master.try_clone().unwrap(), Arc::clone(&screen));
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n @ 1..) = rustix::io::read(&master, &mut buf) {
-                screen.lock().unwrap().extend_from_slice(&buf[..n]);
-            }
-            let _ = done_tx.send(());
-        })
-    };
-    let shown = |text: &str| String::from_utf8_lossy(&screen.lock().unwrap()).contains(text);
-
-    crate::support::wait_until("raw mode", || {
-        !tcgetattr(master.as_fd())
-            .unwrap()
-            .local_modes
-            .intersects(cooked)
-    });
+    let mirror = Mirror::start(
+        &case,
+        &[
+            "--completion-confirm",
+            "60s",
+            "--no-output-timeout",
+            "60s",
+            "--grace",
+            "2s",
+        ],
+        &case.sim(&[]),
+    );
     crate::support::wait_until("the agent's screen mirrored", || {
-        shown("Welcome to the hyoka simulated agent")
+        mirror.shown("Welcome to the hyoka simulated agent")
     });
-
-    rustix::io::write(&master, b"hi\r").unwrap();
+    mirror.type_keys(b"hi\r");
     crate::support::wait_until("the typed line to reach the agent", || {
         submits(&case) == ["hi"]
     });
     crate::support::wait_until("automation to pause for the human", || {
         case.has(event("human_present"))
     });
-
-    tcsetwinsize(&master, size(33, 101)).unwrap();
+    mirror.resize(33, 101);
     crate::support::wait_until("the resize to reach the agent", || {
         case.resizes().contains(&"33x101".to_owned())
     });
-
-    rustix::io::write(&master, &[0x1d]).unwrap();
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(started.elapsed() < DEADLINE, "Ctrl-] did not detach");
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let log = std::fs::read_to_string(case.dir.path().join("stderr.log")).unwrap_or_default();
-    assert_eq!(status.code(), Some(0), "{log}");
-    assert!(
-        tcgetattr(&master).unwrap().local_modes.contains(cooked),
-        "the terminal was left in raw mode"
-    );
-    done_rx
-        .recv_timeout(DEADLINE)
-        .expect("the terminal closed after the detach");
-    reader.join().unwrap();
+    mirror.type_keys(&[0x1d]);
+    let (code, log) = mirror.finish();
+    assert_eq!(code, Some(0), "{log}");
     assert_eq!(submits(&case), ["hi"], "only the human's line was typed");
     case.assert_nothing_left();
 }

@@ -7,6 +7,7 @@
 //! `{"reply":"error","message":"…"}`. Both sides read at most [`MAX_LINE`] bytes, within a
 //! time limit; the server answers only processes of its own user.
 
+use std::fmt::Write as _;
 use std::future::Future;
 use std::path::Path;
 use std::sync::Arc;
@@ -116,6 +117,44 @@ pub struct SessionStatus {
     pub last_event: Option<String>,
     /// When the controller started (RFC 3339).
     pub started: String,
+}
+
+impl SessionStatus {
+    /// The state as a person reads it: `blocked (permission)`, `idle`.
+    pub fn state_words(&self) -> String {
+        match self.blocked {
+            Some(kind) => format!("{} ({kind})", self.state),
+            None => self.state.to_string(),
+        }
+    }
+
+    /// The session in a few lines for a person (`hyoka sessions`): name, state and how
+    /// long, cycles, where it runs, whether a person is there; then why (the evidence) and
+    /// the last event.
+    pub fn render(&self) -> String {
+        let lasted = Duration::from_secs(self.state_for_ms / 1000);
+        let person = if self.human_present {
+            "  person present"
+        } else {
+            ""
+        };
+        let mut out = format!(
+            "{}  {} for {}  cycles {}  {} {}{person}",
+            self.name,
+            self.state_words(),
+            humantime::format_duration(lasted),
+            self.cycles,
+            self.backend,
+            self.agent,
+        );
+        if let Some(why) = self.evidence.first() {
+            let _ = write!(out, "\n    why: {}: {}", why.rule, why.detail);
+        }
+        if let Some(last) = &self.last_event {
+            let _ = write!(out, "\n    last: {last}");
+        }
+        out
+    }
 }
 
 /// How `wait` ended.

@@ -290,7 +290,16 @@ impl TmuxTerminal {
         }
         match tmux(socket, &[], ["has-session", "-t", session]).await {
             Ok(_) => Ok(true),
-            Err(RespawnError::Tmux { .. }) => Ok(false),
+            // Only a definite "no": a server that exists but does not answer is an error, or
+            // a new session would start a second server over its socket (tmux unlinks a
+            // socket that refuses connections) and leave the first one unreachable.
+            Err(RespawnError::Tmux { stderr, .. })
+                if stderr.contains("no server running")
+                    || stderr.contains("can't find session")
+                    || stderr.contains("No such file or directory") =>
+            {
+                Ok(false)
+            }
             Err(err) => Err(err),
         }
     }

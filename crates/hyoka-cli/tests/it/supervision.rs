@@ -1,0 +1,547 @@
+//! Supervision a person can leave running (issue 16) and the respawn items of issue 12, end
+//! to end: several tmux sessions with one controller each, `hyoka sessions`, `wait` and
+//! `send` and their exit codes, `--on-blocked` alerts, a person's draft (pty and tmux), a
+//! second tmux client, detaching and `--stop`, the tmux exit status and a missing agent on
+//! both backends, and the headless narration. Real processes throughout; every test proves
+//! through `/proc` that nothing it started is left.
+
+use std::io::Write as _;
+use std::process::{Child, Command, Stdio};
+
+use serde_json::Value;
+
+use crate::respawn::{Case, Mirror, Running, event, read_lines, submits, tmux_installed};
+use crate::support::wait_until;
+
+const UPDATE_PROMPT: &str = "write a brief progress summary to CLAUDE.md noting what you accomplished, then continue working.";
+
+/// `hyoka sessions --json` of the case's registry.
+fn sessions(case: &Case) -> Vec<Value> {
+    let out = case.hyoka().args(["sessions", "--json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn session(case: &Case, name: &str) -> Option<Value> {
+    sessions(case).into_iter().find(|s| s["name"] == name)
+}
+
+/// `hyoka <args>` of the case: exit code and stderr.
+fn hyoka(case: &Case, args: &[&str]) -> (Option<i32>, String) {
+    let out = case.hyoka().args(args).output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn skip_without_tmux() -> bool {
+    if tmux_installed() {
+        return false;
+    }
+    eprintln!("skipped: tmux is not installed");
+    true
+}
+
+/// Another tmux client attached to `name` (a control-mode client, as iTerm2's integration
+/// is one): it may type into the session with `send-keys`; dropping it detaches it.
+struct Attached(Option<Child>);
+
+impl Attached {
+    fn new(case: &Case, name: &str) -> Self {
+        let child = Command::new("tmux")
+            .args(["-L", &format!("hyoka-{name}"), "-C", "attach", "-t", name])
+            .env("HYOKA_TEST_MARK", &case.mark)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        Self(Some(child))
+    }
+
+    fn command(&mut self, line: &str) {
+        let stdin = self.0.as_mut().unwrap().stdin.as_mut().unwrap();
+        writeln!(stdin, "{line}").unwrap();
+    }
+
+    fn detach(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            drop(child.stdin.take());
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Attached {
+    fn drop(&mut self) {
+        self.detach();
+    }
+}
+
+/// The index of the first event matching `pred`.
+fn first(events: &[Value], pred: impl Fn(&Value) -> bool) -> Option<usize> {
+    events.iter().position(pred)
+}
+
+#[test]
+fn three_tmux_sessions_one_controller_each() {
+    if skip_without_tmux() {
+        return;
+    }
+    let case = Case::new();
+    let tag = fastrand::u32(..);
+    let names: Vec<String> = (0..3).map(|i| format!("s{i}-{tag}")).collect();
+    let record = |i: usize| case.dir.path().join(format!("inputs-{i}.jsonl"));
+    let mut runs: Vec<Running> = names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let events = case.dir.path().join(format!("events-{i}.jsonl"));
+            let agent = case.sim_recording(&record(i), &["--start-working", "4s", "--work", "1s"]);
+            case.start_logging(
+                &events,
+                &["--backend", "tmux", "--name", name, "--no-cycle"],
+                &agent,
+            )
+        })
+        .collect();
+    wait_until("the three sessions to be listed, the first working", || {
+        let listed = sessions(&case);
+        names.iter().all(|n| listed.iter().any(|s| s["name"] == *n))
+            && session(&case, &names[0]).is_some_and(|s| s["state"] == "working")
+    });
+    for name in &names {
+        let status = session(&case, name).unwrap();
+        assert_eq!(status["backend"], "tmux", "{status:#}");
+        assert_eq!(status["tmux"]["session"], name.as_str(), "{status:#}");
+        assert!(status["evidence"].as_array().is_some(), "{status:#}");
+    }
+    // Sending to a working session is refused, and nothing is typed.
+    let (code, stderr) = hyoka(&case, &["send", &names[0], "hello there"]);
+    assert_eq!(code, Some(3), "{stderr}");
+    assert!(stderr.contains("refused, nothing typed"), "{stderr}");
+    assert!(
+        read_lines(&record(0)).is_empty(),
+        "typed into a busy session"
+    );
+    // Wait until it is idle; then the send is delivered and confirmed.
+    let (code, stderr) = hyoka(
+        &case,
+        &["wait", &names[0], "--until", "idle", "--timeout", "30s"],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let (code, stderr) = hyoka(&case, &["send", &names[0], "hello there"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let inputs = read_lines(&record(0));
+    let submitted: Vec<_> = inputs.iter().filter(|i| i["kind"] == "submit").collect();
+    assert_eq!(submitted.len(), 1, "{inputs:#?}");
+    assert_eq!(submitted[0]["input"], "hello there");
+    assert_eq!(submitted[0]["state"], "idle");
+    // A state that does not come: 124; an unknown name: 2.
+    let (code, _) = hyoka(
+        &case,
+        &["wait", &names[1], "--until", "blocked", "--timeout", "1s"],
+    );
+    assert_eq!(code, Some(124));
+    assert_eq!(hyoka(&case, &["send", "nobody-here", "x"]).0, Some(2));
+    assert_eq!(
+        hyoka(&case, &["wait", "nobody-here", "--until", "idle"]).0,
+        Some(2)
+    );
+    for run in &mut runs {
+        let done = case.interrupt(run);
+        assert_eq!(done.code, Some(130), "{}", done.stderr);
+    }
+    assert!(sessions(&case).is_empty());
+    case.assert_nothing_left();
+}
+
+fn on_blocked_once(backend: &str) {
+    let case = Case::new();
+    let name = format!("b{}", fastrand::u32(..));
+    let alerts = case.dir.path().join("alerts.txt");
+    let command = format!(
+        r#"printf '%s %s %s\n' "$HYOKA_SESSION" "$HYOKA_BLOCKED_KIND" "$(grep -c 'Do you want to proceed' "$HYOKA_SCREEN_FILE")" >> '{}'"#,
+        alerts.display()
+    );
+    let mut running = case.start(
+        &[
+            "--backend",
+            backend,
+            "--name",
+            &name,
+            "--on-blocked",
+            &command,
+            "--blocked-after",
+            "2s",
+        ],
+        &case.sim(&["--start-working", "300ms", "--permission-on", "0"]),
+    );
+    case.wait_for(&mut running, "the alert to finish", event("alert_finished"));
+    // Once within --blocked-after + 5 s of the prompt showing.
+    let events = case.events();
+    let t = |pred: &dyn Fn(&Value) -> bool| {
+        events.iter().find(|e| pred(e)).unwrap()["t_ms"]
+            .as_u64()
+            .unwrap()
+    };
+    let blocked_at = t(&|e| e["event"] == "verdict_changed" && e["state"] == "blocked");
+    let alert_at = t(&|e| e["event"] == "alert_started");
+    assert!(
+        alert_at >= blocked_at + 1_500 && alert_at <= blocked_at + 7_000,
+        "blocked at {blocked_at} ms, alert at {alert_at} ms"
+    );
+    let finished = events
+        .iter()
+        .find(|e| e["event"] == "alert_finished")
+        .unwrap();
+    assert_eq!(finished["code"], 0, "{finished}");
+    // Still blocked 5 s later (`wait` gives up), and the alert never ran again.
+    let (code, _) = hyoka(
+        &case,
+        &["wait", &name, "--until", "idle", "--timeout", "5s"],
+    );
+    assert_eq!(code, Some(124));
+    let lines = std::fs::read_to_string(&alerts).unwrap();
+    assert_eq!(lines, format!("{name} permission 1\n"));
+    assert_eq!(
+        case.events()
+            .iter()
+            .filter(|e| e["event"] == "alert_started")
+            .count(),
+        1
+    );
+    let done = case.interrupt(&mut running);
+    assert_eq!(done.code, Some(130), "{}", done.stderr);
+    assert!(case.inputs().is_empty(), "{:#?}", case.inputs());
+    case.assert_nothing_left();
+}
+
+#[test]
+fn pty_on_blocked_runs_once_per_episode() {
+    on_blocked_once("pty");
+}
+
+#[test]
+fn tmux_on_blocked_runs_once_per_episode() {
+    if skip_without_tmux() {
+        return;
+    }
+    on_blocked_once("tmux");
+}
+
+const DRAFT: &str = "please also fix the lint warnings";
+
+/// Flags that leave a few seconds between the agent turning idle and a cycle.
+const SLOW_IDLE: &[&str] = &[
+    "--completion-confirm",
+    "3s",
+    "--no-output-timeout",
+    "3s",
+    "--max-cycles",
+    "1",
+];
+
+/// After the draft was seen and nothing typed over it, the person empties the box with
+/// `erase`; then the cycle runs with the update prompt typed into an empty box.
+fn check_draft_respected(case: &Case, until_gate: impl Fn() -> bool) {
+    wait_until("the gate to refuse because of the draft", until_gate);
+    assert!(
+        !case.has(event("step_typed")),
+        "typed over the draft: {:#?}",
+        case.events()
+    );
+    assert!(submits(case).is_empty(), "{:#?}", case.inputs());
+}
+
+fn draft_gate(case: &Case) -> bool {
+    let events = case.events();
+    let released = first(&events, |e| e["event"] == "human_lock_released");
+    released.is_some_and(|r| {
+        events[r..].iter().any(|e| {
+            e["event"] == "blocked" && e["details"].as_str().is_some_and(|d| d.contains("(draft)"))
+        })
+    })
+}
+
+#[test]
+fn pty_a_draft_is_never_typed_over() {
+    // Issue 12: a person types into the mirrored session and leaves it unsent.
+    let case = Case::new();
+    let mut flags = SLOW_IDLE.to_vec();
+    flags.extend([
+        "--human-lock",
+        "1s",
+        "--inter-step-delay",
+        "150ms",
+        "--grace",
+        "2s",
+    ]);
+    let mirror = Mirror::start(&case, &flags, &case.sim(&["--start-working", "300ms"]));
+    wait_until("the agent to be idle", || {
+        case.has(|e| e["event"] == "verdict_changed" && e["state"] == "idle")
+    });
+    mirror.type_keys(DRAFT.as_bytes());
+    check_draft_respected(&case, || draft_gate(&case));
+    // The person deletes the draft; the cycle runs into the empty box.
+    mirror.type_keys(&vec![0x7f; DRAFT.len()]);
+    let (code, log) = mirror.finish();
+    assert_eq!(code, Some(0), "{log}\n{:#?}", case.events());
+    assert_eq!(submits(&case), [UPDATE_PROMPT, "/clear", "/init"]);
+    case.assert_nothing_left();
+}
+
+#[test]
+fn tmux_a_draft_is_never_typed_over() {
+    if skip_without_tmux() {
+        return;
+    }
+    let case = Case::new();
+    let name = format!("d{}", fastrand::u32(..));
+    let mut flags = vec!["--backend", "tmux", "--name", &name, "--human-lock", "1s"];
+    flags.extend(SLOW_IDLE);
+    let mut running = case.start(&flags, &case.sim(&["--start-working", "300ms"]));
+    case.wait_for(&mut running, "the agent to be idle", |e| {
+        e["event"] == "verdict_changed" && e["state"] == "idle"
+    });
+    // A person attaches another client, types into the box, and detaches.
+    let mut person = Attached::new(&case, &name);
+    person.command(&format!("send-keys -t {name} -l '{DRAFT}'"));
+    case.wait_for(&mut running, "the person to be seen", |e| {
+        e["event"] == "human_present" && e["via"] == "attached"
+    });
+    person.detach();
+    check_draft_respected(&case, || draft_gate(&case));
+    let erased = Command::new("tmux")
+        .args(["-L", &format!("hyoka-{name}"), "send-keys", "-t", &name])
+        .args(["-N", &DRAFT.len().to_string(), "BSpace"])
+        .status()
+        .unwrap();
+    assert!(erased.success());
+    let done = case.finish(&mut running);
+    assert_eq!(done.code, Some(0), "{}\n{:#?}", done.stderr, case.events());
+    assert_eq!(submits(&case), [UPDATE_PROMPT, "/clear", "/init"]);
+    case.assert_nothing_left();
+}
+
+#[test]
+fn a_second_tmux_client_pauses_automation_until_it_leaves_plus_the_lock() {
+    if skip_without_tmux() {
+        return;
+    }
+    let case = Case::new();
+    let name = format!("p{}", fastrand::u32(..));
+    let mut flags = vec!["--backend", "tmux", "--name", &name];
+    flags.extend(SLOW_IDLE);
+    flags.extend(["--human-lock", "2s"]);
+    let mut running = case.start(&flags, &case.sim(&["--start-working", "300ms"]));
+    case.wait_for(&mut running, "start", event("started"));
+    let mut person = Attached::new(&case, &name);
+    case.wait_for(&mut running, "the person to be seen", |e| {
+        e["event"] == "human_present" && e["via"] == "attached"
+    });
+    // While they are attached, idle is confirmed and refused: automation waits for them.
+    case.wait_for(&mut running, "a refusal for the person", |e| {
+        e["event"] == "blocked" && e["reason"] == "human_present"
+    });
+    let status = session(&case, &name).unwrap();
+    assert_eq!(status["human_present"], true, "{status:#}");
+    assert_eq!(status["attached"], 1, "{status:#}");
+    assert!(!case.has(event("step_typed")));
+    person.detach();
+    let done = case.finish(&mut running);
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    // Nothing typed before the lock ran out after they left.
+    let events = case.events();
+    let released = first(&events, event("human_lock_released")).unwrap();
+    let typed = first(&events, event("step_typed")).unwrap();
+    assert!(released < typed, "{events:#?}");
+    assert_eq!(submits(&case).len(), 3);
+    case.assert_nothing_left();
+}
+
+#[test]
+fn detaching_leaves_a_tmux_session_running_until_stop() {
+    if skip_without_tmux() {
+        return;
+    }
+    let case = Case::new();
+    let name = format!("x{}", fastrand::u32(..));
+    let socket = format!("hyoka-{name}");
+    let tmux_has = || {
+        Command::new("tmux")
+            .args(["-L", &socket, "has-session", "-t", &name])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    let mirror = Mirror::start(
+        &case,
+        &["--backend", "tmux", "--name", &name, "--no-cycle"],
+        &case.sim(&[]),
+    );
+    wait_until("the agent's screen mirrored", || {
+        mirror.shown("Welcome to the hyoka simulated agent")
+    });
+    mirror.type_keys(&[0x1d]);
+    let (code, log) = mirror.finish();
+    assert_eq!(code, Some(0), "{log}");
+    assert!(
+        log.contains(&format!("tmux -L {socket} attach -t {name}"))
+            && log.contains(&format!("hyoka respawn --tmux-session {name}")),
+        "{log}"
+    );
+    assert!(tmux_has(), "the session keeps running after the detach");
+    assert!(session(&case, &name).is_none(), "nobody supervises it");
+    // Supervised again (no command needed), then stopped through its controller.
+    let mut again = case.start(&["--tmux-session", &name, "--no-cycle"], &[]);
+    wait_until("the session to be supervised again", || {
+        session(&case, &name).is_some()
+    });
+    let (code, stderr) = hyoka(&case, &["respawn", "--stop", "--name", &name]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let done = case.finish(&mut again);
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    assert!(!tmux_has());
+    // A detached session nobody supervises is stopped by `--stop` itself.
+    let mirror = Mirror::start(
+        &case,
+        &["--backend", "tmux", "--name", &name],
+        &case.sim(&[]),
+    );
+    wait_until("the agent's screen mirrored", || {
+        mirror.shown("Welcome to the hyoka simulated agent")
+    });
+    mirror.type_keys(&[0x1d]);
+    assert_eq!(mirror.finish().0, Some(0));
+    assert!(tmux_has());
+    let (code, stderr) = hyoka(&case, &["respawn", "--stop", "--tmux-session", &name]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!tmux_has());
+    assert_eq!(
+        hyoka(&case, &["respawn", "--stop", "--name", &name]).0,
+        Some(2)
+    );
+    case.assert_nothing_left();
+}
+
+#[test]
+fn the_tmux_exit_status_is_never_lost() {
+    if skip_without_tmux() {
+        return;
+    }
+    // Issue 12: `sh -c 'exit 3'` used to report `exit_code: null` when it ended at once.
+    let case = Case::new();
+    for _ in 0..5 {
+        let done = case.run(
+            &["--backend", "tmux", "--json"],
+            &["sh".to_owned(), "-c".to_owned(), "exit 3".to_owned()],
+        );
+        let summary = done.summary();
+        assert_eq!(summary["exit_code"], 3, "{summary:#}\n{}", done.stderr);
+        assert_eq!(done.code, Some(1));
+    }
+    case.assert_nothing_left();
+}
+
+#[test]
+fn a_missing_agent_is_the_same_clear_error_on_both_backends() {
+    let case = Case::new();
+    let not_executable = case.dir.path().join("not-executable");
+    std::fs::write(&not_executable, "#!/bin/sh\n").unwrap();
+    let backends: &[&str] = if tmux_installed() {
+        &["pty", "tmux"]
+    } else {
+        &["pty"]
+    };
+    for (program, why) in [
+        (
+            "/nonexistent/agent",
+            "No such file or directory (os error 2)",
+        ),
+        (
+            "no-such-agent-hyoka",
+            "No such file or directory (os error 2)",
+        ),
+        (
+            not_executable.to_str().unwrap(),
+            "Permission denied (os error 13)",
+        ),
+    ] {
+        for backend in backends {
+            let out = case
+                .hyoka()
+                .args(["respawn", "--headless", "--backend", backend, "--reports"])
+                .arg(case.dir.path().join("reports"))
+                .args(["--", program])
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{backend} {program}: {stderr}");
+            let errors: Vec<_> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+            assert_eq!(
+                errors,
+                [format!("error: cannot start {program:?}: {why}")],
+                "{backend}"
+            );
+        }
+    }
+    case.assert_nothing_left();
+}
+
+#[test]
+fn a_headless_controller_says_what_it_does() {
+    // Without --events: one plain line per state change and decision on stderr.
+    let case = Case::new();
+    let name = format!("n{}", fastrand::u32(..));
+    let out = case
+        .hyoka()
+        .args(["respawn", "--headless", "--name", &name, "--reports"])
+        .arg(case.dir.path().join("reports"))
+        .args(
+            crate::respawn::FAST
+                .iter()
+                .filter(|a| !a.is_empty() && **a != "--headless"),
+        )
+        .args(["--max-cycles", "1", "--"])
+        .args(case.sim(&["--start-working", "300ms", "--work", "300ms"]))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    for line in [
+        "session idle",
+        "cycle 1 starts",
+        "typed the update step",
+        "update delivered: a new turn started",
+        "clear delivered",
+        "cycle 1 done",
+    ] {
+        assert!(
+            stderr
+                .lines()
+                .any(|l| l.starts_with(&format!("{name}: {line}"))),
+            "no {line:?} in:\n{stderr}"
+        );
+    }
+    assert!(!stderr.contains('\x1b'), "colour on a pipe: {stderr}");
+    case.assert_nothing_left();
+}
+
+#[test]
+fn a_registry_open_to_others_is_refused() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let case = Case::new();
+    let open = case.runtime_dir();
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let (code, stderr) = hyoka(&case, &["sessions"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("lets others in"), "{stderr}");
+    assert_eq!(
+        std::fs::metadata(&open).unwrap().permissions().mode() & 0o777,
+        0o777,
+        "left as it was"
+    );
+}
