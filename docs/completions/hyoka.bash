@@ -46,8 +46,17 @@ _hyoka() {
             hyoka,run)
                 cmd="hyoka__subcmd__run"
                 ;;
+            hyoka,send)
+                cmd="hyoka__subcmd__send"
+                ;;
+            hyoka,sessions)
+                cmd="hyoka__subcmd__sessions"
+                ;;
             hyoka,sim-agent)
                 cmd="hyoka__subcmd__sim__subcmd__agent"
+                ;;
+            hyoka,wait)
+                cmd="hyoka__subcmd__wait"
                 ;;
             hyoka__subcmd__help,clean)
                 cmd="hyoka__subcmd__help__subcmd__clean"
@@ -79,8 +88,17 @@ _hyoka() {
             hyoka__subcmd__help,run)
                 cmd="hyoka__subcmd__help__subcmd__run"
                 ;;
+            hyoka__subcmd__help,send)
+                cmd="hyoka__subcmd__help__subcmd__send"
+                ;;
+            hyoka__subcmd__help,sessions)
+                cmd="hyoka__subcmd__help__subcmd__sessions"
+                ;;
             hyoka__subcmd__help,sim-agent)
                 cmd="hyoka__subcmd__help__subcmd__sim__subcmd__agent"
+                ;;
+            hyoka__subcmd__help,wait)
+                cmd="hyoka__subcmd__help__subcmd__wait"
                 ;;
             hyoka__subcmd__help__subcmd__report,merge)
                 cmd="hyoka__subcmd__help__subcmd__report__subcmd__merge"
@@ -104,7 +122,7 @@ _hyoka() {
 
     case "${cmd}" in
         hyoka)
-            opts="-v -q -h -V --verbose --quiet --help --version run clean ps detect demo doctor report sim-agent respawn hook help"
+            opts="-v -q -h -V --verbose --quiet --help --version run clean ps detect demo doctor report sim-agent respawn hook sessions wait send help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -218,7 +236,7 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__help)
-            opts="run clean ps detect demo doctor report sim-agent respawn hook help"
+            opts="run clean ps detect demo doctor report sim-agent respawn hook sessions wait send help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -385,7 +403,49 @@ _hyoka() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        hyoka__subcmd__help__subcmd__send)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        hyoka__subcmd__help__subcmd__sessions)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         hyoka__subcmd__help__subcmd__sim__subcmd__agent)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        hyoka__subcmd__help__subcmd__wait)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -522,7 +582,7 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__respawn)
-            opts="-v -q -h -V --backend --headless --events --reports --max-cycles --max-cycles-per-hour --update-prompt --no-clear --no-init --kickstart --completion-confirm --no-output-timeout --inter-step-delay --no-auto-accept --auto-accept-delay --ai-check-command --plan-check-command --check-timeout --profile --dry-run --human-lock --grace --tmux-session --install-claude-hooks --json --verbose --quiet --help --version"
+            opts="-v -q -h -V --backend --name --stop --no-cycle --on-blocked --blocked-after --on-idle --idle-after --headless --events --reports --max-cycles --max-cycles-per-hour --update-prompt --no-clear --no-init --clear-command --init-command --kickstart --completion-confirm --no-output-timeout --inter-step-delay --no-auto-accept --auto-accept-delay --ai-check-command --plan-check-command --check-timeout --profile --dry-run --human-lock --grace --tmux-session --install-claude-hooks --json --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -530,6 +590,26 @@ _hyoka() {
             case "${prev}" in
                 --backend)
                     COMPREPLY=($(compgen -W "pty tmux" -- "${cur}"))
+                    return 0
+                    ;;
+                --name)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --on-blocked)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --blocked-after)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --on-idle)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --idle-after)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --events)
@@ -549,6 +629,14 @@ _hyoka() {
                     return 0
                     ;;
                 --update-prompt)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --clear-command)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --init-command)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -705,6 +793,34 @@ _hyoka() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        hyoka__subcmd__send)
+            opts="-v -q -h -V --queue --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        hyoka__subcmd__sessions)
+            opts="-v -q -h -V --json --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         hyoka__subcmd__sim__subcmd__agent)
             opts="-v -q -h -V --files --file-size --turns --turn-delay --linger --exit-code --escapees --pid-file --role --interactive --work --start-working --plan-on --permission-on --record --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -761,6 +877,28 @@ _hyoka() {
                     return 0
                     ;;
                 --record)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        hyoka__subcmd__wait)
+            opts="-v -q -h -V --until --timeout --json --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --until)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -143,7 +143,7 @@ pub(crate) async fn exec(args: RespawnArgs) -> Result<ExitStatus, Fail> {
             });
         }
     };
-    let (stop, signal_task) = crate::interrupt::install()
+    let (stop, signal_task) = crate::interrupt::install("session")
         .map_err(|e| Fail::failure(format!("cannot install signal handlers: {e}")))?;
     let (user, keys, detach, resize) = user_terminal(interactive);
     let checkers = session.ai_checkers(

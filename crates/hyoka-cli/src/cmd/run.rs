@@ -20,7 +20,7 @@ use crate::out::outln;
 pub(crate) async fn exec(args: RunArgs) -> Result<ExitStatus, Fail> {
     let json = args.json;
     let plan = plan(&args)?;
-    let (stop, _signals) = crate::interrupt::install()
+    let (stop, _signals) = crate::interrupt::install("eval")
         .map_err(|e| Fail::failure(format!("cannot install signal handlers: {e}")))?;
     let containment = Containment {
         shim: Some(crate::harness::shim()?),

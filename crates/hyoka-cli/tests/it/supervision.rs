@@ -152,6 +152,12 @@ fn three_tmux_sessions_one_controller_each() {
     for run in &mut runs {
         let done = case.interrupt(run);
         assert_eq!(done.code, Some(130), "{}", done.stderr);
+        // Issue 12: respawn speaks of sessions, not evals.
+        assert!(
+            done.stderr.contains("stopping every session") && !done.stderr.contains("eval"),
+            "{}",
+            done.stderr
+        );
     }
     assert!(sessions(&case).is_empty());
     case.assert_nothing_left();
@@ -229,6 +235,47 @@ fn tmux_on_blocked_runs_once_per_episode() {
         return;
     }
     on_blocked_once("tmux");
+}
+
+#[test]
+fn on_idle_runs_once_per_idle_episode() {
+    let case = Case::new();
+    let name = format!("i{}", fastrand::u32(..));
+    let alerts = case.dir.path().join("alerts.txt");
+    let command = format!(
+        r#"printf '%s %s[%s]\n' "$HYOKA_SESSION" "$HYOKA_ALERT" "$HYOKA_BLOCKED_KIND" >> '{}'"#,
+        alerts.display()
+    );
+    let mut running = case.start(
+        &[
+            "--name",
+            &name,
+            "--no-cycle",
+            "--on-idle",
+            &command,
+            "--idle-after",
+            "1s",
+        ],
+        &case.sim(&["--start-working", "300ms"]),
+    );
+    case.wait_for(&mut running, "the alert to finish", event("alert_finished"));
+    let (code, _) = hyoka(
+        &case,
+        &["wait", &name, "--until", "working", "--timeout", "3s"],
+    );
+    assert_eq!(code, Some(124), "still idle");
+    assert_eq!(
+        std::fs::read_to_string(&alerts).unwrap(),
+        format!("{name} idle[]\n")
+    );
+    let done = case.interrupt(&mut running);
+    assert_eq!(done.code, Some(130), "{}", done.stderr);
+    assert!(
+        case.inputs().is_empty(),
+        "--no-cycle typed: {:#?}",
+        case.inputs()
+    );
+    case.assert_nothing_left();
 }
 
 const DRAFT: &str = "please also fix the lint warnings";
