@@ -22,6 +22,10 @@
 //! - [`SessionModel`]: the detector seam; [`DetectorModel`] puts `hyoka-idle-detect`'s
 //!   detector behind it.
 //! - Hooks: [`HookListener`] on a Unix socket, [`send_hook`] for `hyoka hook`.
+//! - [`Session`]: a supervised session in one call; [`Registry`]: the per-user registry of
+//!   running sessions and the client of their control sockets; [`AlertClock`] and
+//!   [`AlertOptions`]: `--on-blocked` / `--on-idle`; [`narrate`]: one line per event for a
+//!   person; [`AgentCycle`]: the cycle steps each agent's CLI offers.
 //!
 //! # Example
 //!
@@ -96,12 +100,15 @@
 //! to typing — a tick, a hook, a check result — the driver hands over a fresh
 //! [`Verdict`](hyoka_idle_detect::Verdict) from the model ([`Input::Verdict`]).
 //!
-//! **Typing.** Text and Enter are separate writes `enter_delay` apart (Ink reads an Enter
-//! that arrives with the text as a newline). Each step is typed only if the verdict is
-//! neither working nor blocked and nobody typed recently; after the Enter the session must
-//! react (any output, or a working verdict) within `verify_timeout`, else Enter is retried
-//! `verify_retries` times and then the cycle is given up with a `blocked(no_reaction)`
-//! event, and nothing more is typed until the session draws again.
+//! **Typing is verified delivery.** Text goes only into an empty input box (the verdict is
+//! neither working nor blocked, a person's draft included, and nobody typed recently), as a
+//! bracketed paste where the agent asked for one; Enter is a separate write (Ink reads an
+//! Enter that arrives with the text as a newline), pressed once the text shows in the box or
+//! after `text_wait`. The delivery counts only when a new turn visibly starts within
+//! `verify_timeout`: working output or a working verdict with evidence of work, or the text
+//! echoed in the transcript after it was seen in the box ([`Input::TextShown`]). Otherwise
+//! Enter is retried `verify_retries` times (once), then `delivery_unconfirmed`: a cycle is
+//! abandoned and cycles pause until the session works again or a person steps in.
 //!
 //! **Safety rules beyond Codeman.**
 //! - Nothing is typed while the verdict is working or blocked; a session that starts
@@ -111,8 +118,11 @@
 //! - A keystroke from the user (human-presence lock, `human_lock`) aborts a running cycle
 //!   and holds automation for that long.
 //! - A cycle budget: `max_cycles` (then the session is stopped) and `max_cycles_per_hour`.
-//! - A dry run decides and reports every step (`dry_run: true` in the events) and types
-//!   nothing.
+//! - A dry run decides and reports every step (`dry_run: true` in the events), types
+//!   nothing, and waits in each step's waiting state as a real run would.
+//! - Text sent through the controller ([`Input::Send`]) is delivered the same way, or
+//!   refused with nothing typed ([`Refusal`]), or queued until the session can take it.
+//! - Another tmux client attached counts as a person present ([`Input::PersonAttached`]).
 //! - A session that never drew anything is never typed into (`blocked(no_output_yet)`).
 //!
 //! # Decisions on Codeman's quirks
