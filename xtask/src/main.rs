@@ -54,7 +54,10 @@ fn schemas() -> Vec<(&'static str, schemars::Schema)> {
     let mut schemas = hyoka_eval::schemas();
     schemas.push(("ledger", schemars::schema_for!(hyoka_proctrack::Ledger)));
     schemas.push(("respawn-event", hyoka_respawn::event_line_schema()));
-    schemas.push(("session", schemars::schema_for!(hyoka_respawn::SessionStatus)));
+    schemas.push((
+        "session",
+        schemars::schema_for!(hyoka_respawn::SessionStatus),
+    ));
     schemas
 }
 

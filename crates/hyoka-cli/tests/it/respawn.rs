@@ -123,11 +123,11 @@ impl Case {
 
     /// `hyoka sim-agent --interactive --record … <extra>`.
     pub(crate) fn sim(&self, extra: &[&str]) -> Vec<String> {
-        self.sim_recording(&self.record_path(), extra)
+        Self::sim_recording(&self.record_path(), extra)
     }
 
     /// `hyoka sim-agent --interactive --record RECORD <extra>`.
-    pub(crate) fn sim_recording(&self, record: &std::path::Path, extra: &[&str]) -> Vec<String> {
+    pub(crate) fn sim_recording(record: &std::path::Path, extra: &[&str]) -> Vec<String> {
         let mut argv = vec![
             hyoka_path().to_owned(),
             "sim-agent".to_owned(),

@@ -98,7 +98,7 @@ fn three_tmux_sessions_one_controller_each() {
         .enumerate()
         .map(|(i, name)| {
             let events = case.dir.path().join(format!("events-{i}.jsonl"));
-            let agent = case.sim_recording(&record(i), &["--start-working", "4s", "--work", "1s"]);
+            let agent = Case::sim_recording(&record(i), &["--start-working", "4s", "--work", "1s"]);
             case.start_logging(
                 &events,
                 &["--backend", "tmux", "--name", name, "--no-cycle"],
@@ -290,6 +290,22 @@ const SLOW_IDLE: &[&str] = &[
     "1",
 ];
 
+/// A tmux session with a few seconds between idle and a cycle, and `human_lock`.
+fn slow_tmux(case: &Case, human_lock: &str) -> (String, Running) {
+    let name = format!("t{}", fastrand::u32(..));
+    let mut flags = vec![
+        "--backend",
+        "tmux",
+        "--name",
+        &name,
+        "--human-lock",
+        human_lock,
+    ];
+    flags.extend(SLOW_IDLE);
+    let running = case.start(&flags, &case.sim(&["--start-working", "300ms"]));
+    (name, running)
+}
+
 /// After the draft was seen and nothing typed over it, the person empties the box with
 /// `erase`; then the cycle runs with the update prompt typed into an empty box.
 fn check_draft_respected(case: &Case, until_gate: impl Fn() -> bool) {
@@ -345,10 +361,7 @@ fn tmux_a_draft_is_never_typed_over() {
         return;
     }
     let case = Case::new();
-    let name = format!("d{}", fastrand::u32(..));
-    let mut flags = vec!["--backend", "tmux", "--name", &name, "--human-lock", "1s"];
-    flags.extend(SLOW_IDLE);
-    let mut running = case.start(&flags, &case.sim(&["--start-working", "300ms"]));
+    let (name, mut running) = slow_tmux(&case, "1s");
     case.wait_for(&mut running, "the agent to be idle", |e| {
         e["event"] == "verdict_changed" && e["state"] == "idle"
     });
@@ -378,11 +391,7 @@ fn a_second_tmux_client_pauses_automation_until_it_leaves_plus_the_lock() {
         return;
     }
     let case = Case::new();
-    let name = format!("p{}", fastrand::u32(..));
-    let mut flags = vec!["--backend", "tmux", "--name", &name];
-    flags.extend(SLOW_IDLE);
-    flags.extend(["--human-lock", "2s"]);
-    let mut running = case.start(&flags, &case.sim(&["--start-working", "300ms"]));
+    let (name, mut running) = slow_tmux(&case, "2s");
     case.wait_for(&mut running, "start", event("started"));
     let mut person = Attached::new(&case, &name);
     case.wait_for(&mut running, "the person to be seen", |e| {
