@@ -13,7 +13,7 @@ use std::time::{Duration, SystemTime};
 use async_trait::async_trait;
 use hyoka_proctrack::{
     Agent, AgentCommand, AgentExit, Layers, NativeProcTable, NativeSignaller, ProcTable,
-    ProcTrackError, Signal, Signaller, TeardownOptions, TeardownReport, Tracker,
+    ProcTrackError, SandboxSupport, Signal, Signaller, TeardownOptions, TeardownReport, Tracker,
 };
 use hyoka_workspace::{
     Closed, MarkerOwner, RunVerdict, TempWorkspace, Workspace, WorkspaceError, WorkspaceOptions,
@@ -73,6 +73,9 @@ pub trait Processes: Send + Sync {
         id: &str,
         command: AgentCommand,
     ) -> Result<Box<dyn Process>, ProcTrackError>;
+    /// What this host offers for sandboxes (Landlock, network namespaces); asked only when
+    /// an eval wants one.
+    fn sandbox_support(&self) -> SandboxSupport;
     /// Runs a service's readiness command to its end; `true` when it exits 0 within
     /// `timeout`. A command that overruns is killed with its process group.
     async fn probe(&self, command: AgentCommand, timeout: Duration) -> bool;
@@ -219,6 +222,10 @@ impl Processes for TrackedProcesses {
     ) -> Result<Box<dyn Process>, ProcTrackError> {
         let agent = self.tracker.spawn(id, command).await?;
         Ok(Box::new(TrackedProcess(agent)))
+    }
+
+    fn sandbox_support(&self) -> SandboxSupport {
+        SandboxSupport::detect()
     }
 
     async fn probe(&self, command: AgentCommand, timeout: Duration) -> bool {

@@ -12,7 +12,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use hyoka_proctrack::{
-    AgentCommand, AgentExit, Escalation, StdioMode, TeardownOptions, TeardownReport,
+    AgentCommand, AgentExit, Escalation, Sandbox, StdioMode, TeardownOptions, TeardownReport,
 };
 use tokio::io::AsyncReadExt;
 use tokio::sync::{mpsc, oneshot};
@@ -37,6 +37,8 @@ pub(crate) struct PhaseEnv {
     pub(crate) clear: bool,
     /// The variables to set.
     pub(crate) vars: Vec<(OsString, OsString)>,
+    /// The kernel sandbox of every phase process (the agent's may differ).
+    pub(crate) sandbox: Sandbox,
 }
 
 impl PhaseEnv {
@@ -79,6 +81,7 @@ impl PhaseEnv {
         Self {
             clear: home.is_some(),
             vars,
+            sandbox: Sandbox::default(),
         }
     }
 
@@ -99,6 +102,7 @@ impl PhaseEnv {
         command.stdin = StdioMode::Null;
         command.stdout = StdioMode::Piped;
         command.stderr = StdioMode::Piped;
+        command.sandbox = self.sandbox.clone();
         Some(command)
     }
 }
