@@ -23,6 +23,7 @@ mod concurrency;
 mod containment;
 mod roles;
 mod runner;
+mod sandbox;
 mod shim;
 mod support;
 
@@ -64,6 +65,7 @@ fn all_tests() -> Vec<runner::Test> {
         shim::TESTS,
         clean::TESTS,
         concurrency::TESTS,
+        sandbox::TESTS,
     ]
     .concat()
 }

@@ -128,6 +128,43 @@ pub(crate) fn run(args: &[OsString]) -> ExitCode {
             }
         }
         "agent" => agent(&dir, &arg(2), &arg(3), &arg(4)),
+        "try-write" => {
+            try_write(&dir, &arg(2), &args[3..]);
+            if arg(2) == "daemon" {
+                ready(&dir, "daemon");
+                return forever();
+            }
+            ExitCode::SUCCESS
+        }
+        "sandboxed" => {
+            // The agent tries its writes, then starts a daemon that detaches (a middle process
+            // that exits, a new session, a cleared environment) and tries them again.
+            try_write(&dir, "agent", &args[2..]);
+            let mut mid = role("daemon-writer", &dir, &[]);
+            mid.args(&args[2..]);
+            let _ = mid.status();
+            crate::support::wait_file(&dir.join("daemon"), Duration::from_mins(1));
+            ExitCode::SUCCESS
+        }
+        "daemon-writer" => {
+            let mut daemon = role("try-write", &dir, &["daemon"]);
+            daemon.args(&args[1..]).env_clear().current_dir("/");
+            // SAFETY: `setsid` is async-signal-safe.
+            unsafe {
+                daemon.pre_exec(|| rustix::process::setsid().map(drop).map_err(Into::into));
+            }
+            daemon.spawn().expect("spawn daemon");
+            ExitCode::SUCCESS
+        }
+        "connect" => {
+            let result =
+                match std::net::TcpStream::connect(("127.0.0.1", arg(2).parse().unwrap_or(0))) {
+                    Ok(_) => "ok".to_owned(),
+                    Err(e) => e.raw_os_error().unwrap_or(-1).to_string(),
+                };
+            std::fs::write(dir.join("connect.result"), result).expect("write result");
+            ExitCode::SUCCESS
+        }
         "echo" => {
             use std::io::{BufRead as _, Write as _};
             let mut line = String::new();
@@ -201,6 +238,20 @@ fn agent(dir: &Path, mode: &str, scenario: &str, n: &str) -> ExitCode {
     } else {
         forever()
     }
+}
+
+/// Tries to create each of `paths`, and writes `<dir>/<label>.result`: one line per path,
+/// `ok` or the errno.
+fn try_write(dir: &Path, label: &str, paths: &[String]) {
+    let mut lines = String::new();
+    for path in paths {
+        let outcome = match std::fs::write(path, label) {
+            Ok(()) => "ok".to_owned(),
+            Err(e) => e.raw_os_error().unwrap_or(-1).to_string(),
+        };
+        lines.push_str(&format!("{path} {outcome}\n"));
+    }
+    std::fs::write(dir.join(format!("{label}.result")), lines).expect("write result");
 }
 
 /// A command that runs this binary in `role` with `dir` and `args`.
