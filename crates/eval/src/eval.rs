@@ -134,8 +134,7 @@ pub(crate) async fn run_eval(
     } else {
         None
     };
-    let (sandbox, tmp) =
-        eval_sandbox(ctx, spec, workspace.path(), home.as_ref().map(|h| h.path()))?;
+    let mut sandbox = eval_sandbox(ctx, spec, workspace.path(), home.as_ref().map(|h| h.path()))?;
     let skipped_links = workspace.skipped_links();
     phases.push(
         setup.finish(
@@ -152,11 +151,21 @@ pub(crate) async fn run_eval(
         &spec.phases.pass_env,
         &ctx.inherited_env,
     );
-    if let Some(tmp) = &tmp {
-        env.vars.push(("TMPDIR".into(), tmp.path().into()));
-    }
+    // The agent's sandbox differs from its phases': its events file, and a read-only
+    // workspace with `sandbox_read_only`.
+    let mut agent_env = env.clone();
     if let Some(sandbox) = &sandbox {
+        if let Some(tmp) = &sandbox.tmp {
+            env.vars.push(("TMPDIR".into(), tmp.path().into()));
+        }
         env.sandbox = sandbox.decision.sandbox(&sandbox.writable, true, &[]);
+        let files: Vec<&Path> = sandbox.agent_files.iter().map(PathBuf::as_path).collect();
+        agent_env = PhaseEnv {
+            sandbox: sandbox
+                .decision
+                .sandbox(&sandbox.writable, !spec.sandbox.read_only, &files),
+            ..env.clone()
+        };
     }
     let workspace_path = workspace.path().to_owned();
     let pcx = PhaseContext {
@@ -210,8 +219,10 @@ pub(crate) async fn run_eval(
             ctx,
             spec,
             &*workspace,
-            pcx,
-            sandbox.as_ref(),
+            PhaseContext {
+                env: &agent_env,
+                ..pcx
+            },
             started,
             stop.clone(),
             service_rx,
@@ -296,6 +307,7 @@ pub(crate) async fn run_eval(
     let cleanup_clock = PhaseClock::start(clock, "cleanup");
     let workspace_path = workspace_path.display().to_string();
     let mut cleanup = close_workspace(workspace, status);
+    let tmp = sandbox.as_mut().and_then(|s| s.tmp.take());
     for (what, dir) in [("isolated home", home), ("temp directory", tmp)] {
         let Some(dir) = dir else { continue };
         match dir.close(Status::Passed) {
@@ -393,6 +405,8 @@ pub(crate) struct EvalSandbox {
     /// The events file the agent appends to (`jsonl`), which it may write too.
     agent_files: Vec<PathBuf>,
     record: SandboxRecord,
+    /// The private temp directory (`TMPDIR`), removed with the eval.
+    tmp: Option<Box<dyn EvalWorkspace>>,
 }
 
 /// Decides the eval's sandbox and, with one, creates its private temp directory (marked and
@@ -403,9 +417,9 @@ fn eval_sandbox(
     spec: &EvalSpec,
     workspace: &Path,
     home: Option<&Path>,
-) -> Result<(Option<EvalSandbox>, Option<Box<dyn EvalWorkspace>>), EvalError> {
+) -> Result<Option<EvalSandbox>, EvalError> {
     if !spec.sandbox.is_requested() {
-        return Ok((None, None));
+        return Ok(None);
     }
     let decision =
         decide(&spec.sandbox, &ctx.harness.processes.sandbox_support()).map_err(|reason| {
@@ -434,15 +448,13 @@ fn eval_sandbox(
         .collect();
     let files: Vec<&Path> = agent_files.iter().map(PathBuf::as_path).collect();
     let record = decision.record(&writable, !spec.sandbox.read_only, &files);
-    Ok((
-        Some(EvalSandbox {
-            decision,
-            writable,
-            agent_files,
-            record,
-        }),
+    Ok(Some(EvalSandbox {
+        decision,
+        writable,
+        agent_files,
+        record,
         tmp,
-    ))
+    }))
 }
 
 /// Creates a marked directory of the run for `<eval>.<suffix>` (an isolated home, a temp
@@ -559,7 +571,6 @@ async fn run_agent(
     spec: &EvalSpec,
     workspace: &dyn EvalWorkspace,
     pcx: PhaseContext<'_>,
-    sandbox: Option<&EvalSandbox>,
     started: Instant,
     mut stop: Stop,
     mut service_exits: tokio::sync::mpsc::UnboundedReceiver<(String, Option<AgentExit>)>,
@@ -588,17 +599,10 @@ async fn run_agent(
     } else {
         Vec::new()
     };
-    let Some(mut command) = env.command(&spec.command, workspace.path(), &events_env) else {
+    let Some(command) = env.command(&spec.command, workspace.path(), &events_env) else {
         let _ = log.finish().await;
         return spawn_failed("the command is empty".to_owned(), timeline);
     };
-    if let Some(sandbox) = sandbox {
-        let files: Vec<&Path> = sandbox.agent_files.iter().map(PathBuf::as_path).collect();
-        command.sandbox =
-            sandbox
-                .decision
-                .sandbox(&sandbox.writable, !spec.sandbox.read_only, &files);
-    }
     if let Err(err) = ctx
         .harness
         .processes

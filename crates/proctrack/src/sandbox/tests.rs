@@ -9,7 +9,7 @@ use crate::ProcTrackError;
 #[track_caller]
 fn check(text: &str, expected: Result<Network, &str>) {
     let parsed: Result<Network, String> = text.parse();
-    assert_eq!(parsed.as_ref().map_err(String::as_str), expected);
+    assert_eq!(parsed.as_ref().copied().map_err(String::as_str), expected);
     if let Ok(network) = parsed {
         assert_eq!(network.as_str(), text);
     }

@@ -155,7 +155,7 @@ fn no_network_cannot_reach_the_hosts_loopback() {
             let dir = scratch.dir();
             runtime().block_on(async {
                 let tracker = tracker(&scratch.reports(), &run_id, config);
-                let mut command = role_command(&dir, "connect", &[port.clone()]);
+                let mut command = role_command(&dir, "connect", std::slice::from_ref(&port));
                 command.sandbox.network = network;
                 let mut agent = tracker.spawn("main", command).await.expect("spawn");
                 let exit = tokio::time::timeout(Duration::from_mins(1), agent.wait())
