@@ -168,8 +168,8 @@ fn bare_round(dir: &Path) -> Duration {
     start.elapsed()
 }
 
-fn teardown_1000(c: &mut Criterion) {
-    rustix::process::set_child_subreaper(Some(rustix::process::getpid())).expect("subreaper");
+/// A scratch directory and a two-worker runtime for the tracked benchmarks.
+fn scratch_and_runtime() -> (tempfile::TempDir, tokio::runtime::Runtime) {
     let dir = tempfile::Builder::new()
         .prefix("pt-bench-")
         .tempdir()
@@ -179,6 +179,12 @@ fn teardown_1000(c: &mut Criterion) {
         .enable_all()
         .build()
         .expect("runtime");
+    (dir, rt)
+}
+
+fn teardown_1000(c: &mut Criterion) {
+    rustix::process::set_child_subreaper(Some(rustix::process::getpid())).expect("subreaper");
+    let (dir, rt) = scratch_and_runtime();
     let mut group = c.benchmark_group("teardown_1000");
     group
         .sampling_mode(SamplingMode::Flat)
@@ -373,15 +379,7 @@ async fn sandboxed_round(tracker: &Tracker, sandbox: &Sandbox) {
 
 fn sandbox_spawn(c: &mut Criterion) {
     let support = SandboxSupport::detect();
-    let dir = tempfile::Builder::new()
-        .prefix("pt-bench-")
-        .tempdir()
-        .expect("tempdir");
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let (dir, rt) = scratch_and_runtime();
     let mut options = TrackerOptions::new(unique("s"), dir.path().join("reports"));
     options.cgroup = CgroupMode::Off;
     options.shim = Some(Launcher {

@@ -151,14 +151,7 @@ async fn a_sandbox_the_machine_cannot_give_is_refused_before_anything_exists() {
         case.program("agent", FakeProgram::new().exits(0));
         case.host.set_sandbox_support(support);
         let plan = case.plan(vec![spec]);
-        let err = run(
-            &plan,
-            &case.host.harness(),
-            hyoka_eval::Stop::never(),
-            std::sync::Arc::new(hyoka_eval::NoObserver),
-        )
-        .await
-        .expect_err("refused");
+        let err = refused(&case, &plan).await;
         assert!(err.is_bad_input(), "{err}");
         let EvalError::Sandbox {
             eval_id,
@@ -188,8 +181,16 @@ async fn a_tcp_readiness_check_under_no_network_is_refused() {
         env: Vec::new(),
     }];
     let plan = case.plan(vec![spec]);
+    let err = refused(&case, &plan).await;
+    assert!(err.is_bad_input(), "{err}");
+    assert!(err.to_string().contains("service api: ready.tcp"), "{err}");
+    assert!(!plan.run_dir().exists());
+}
+
+/// Runs `plan`, which must be refused as bad input before anything is created.
+async fn refused(case: &Case, plan: &hyoka_eval::RunPlan) -> EvalError {
     let err = run(
-        &plan,
+        plan,
         &case.host.harness(),
         hyoka_eval::Stop::never(),
         std::sync::Arc::new(hyoka_eval::NoObserver),
@@ -197,6 +198,6 @@ async fn a_tcp_readiness_check_under_no_network_is_refused() {
     .await
     .expect_err("refused");
     assert!(err.is_bad_input(), "{err}");
-    assert!(err.to_string().contains("service api: ready.tcp"), "{err}");
-    assert!(!plan.run_dir().exists());
+    assert!(!plan.run_dir().exists(), "nothing is created");
+    err
 }

@@ -11,7 +11,7 @@ use hyoka_proctrack::{
 };
 
 use crate::runner::Test;
-use crate::support::{Config, Sandbox as Scratch, assert_nothing_left, runtime, tracker};
+use crate::support::{Sandbox as Scratch, assert_nothing_left, runtime, tracker};
 
 pub(crate) const TESTS: &[Test] = &[
     (
@@ -28,19 +28,6 @@ pub(crate) const TESTS: &[Test] = &[
     ),
 ];
 
-fn configs() -> [Config; 2] {
-    [
-        Config {
-            cgroup: false,
-            shim: true,
-        },
-        Config {
-            cgroup: false,
-            shim: false,
-        },
-    ]
-}
-
 fn role_command(dir: &Path, role: &str, args: &[String]) -> AgentCommand {
     let mut argv: Vec<String> = vec![
         "--hyoka-role".into(),
@@ -49,6 +36,21 @@ fn role_command(dir: &Path, role: &str, args: &[String]) -> AgentCommand {
     ];
     argv.extend(args.iter().cloned());
     AgentCommand::new(std::env::current_exe().expect("current exe"), argv)
+}
+
+/// Spawns `command` as eval `main` and waits until it exits 0.
+async fn spawn_to_exit(
+    tracker: &hyoka_proctrack::Tracker,
+    command: AgentCommand,
+    config: crate::support::Config,
+) -> hyoka_proctrack::Agent {
+    let mut agent = tracker.spawn("main", command).await.expect("spawn");
+    let exit = tokio::time::timeout(Duration::from_mins(1), agent.wait())
+        .await
+        .expect("the agent ends")
+        .expect("its status");
+    assert_eq!(exit, AgentExit::Code(0), "under {config}");
+    agent
 }
 
 /// `<dir>/<label>.result` as path → outcome (`ok` or an errno).
@@ -77,7 +79,7 @@ fn writes_outside_fail_for_the_agent_and_its_daemon() {
         println!("skipped: no Landlock here ({why})");
         return;
     }
-    for config in configs() {
+    for config in crate::shim::both() {
         let _pool = crate::support::orphan_pool(config);
         let scratch = Scratch::new();
         let run_id = scratch.run_id("sbx");
@@ -100,12 +102,7 @@ fn writes_outside_fail_for_the_agent_and_its_daemon() {
                 writable: Some(vec![workspace.clone()]),
                 network: Network::Host,
             };
-            let mut agent = tracker.spawn("main", command).await.expect("spawn");
-            let exit = tokio::time::timeout(Duration::from_mins(1), agent.wait())
-                .await
-                .expect("the agent ends")
-                .expect("its status");
-            assert_eq!(exit, AgentExit::Code(0), "under {config}");
+            let mut agent = spawn_to_exit(&tracker, command, config).await;
             // The daemon still runs, detached; teardown finds and stops it.
             let report = agent
                 .teardown(TeardownOptions::with_grace(Duration::from_secs(1)))
@@ -147,7 +144,7 @@ fn no_network_cannot_reach_the_hosts_loopback() {
     }
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
     let port = listener.local_addr().expect("address").port().to_string();
-    for config in configs() {
+    for config in crate::shim::both() {
         let _pool = crate::support::orphan_pool(config);
         for (network, expected) in [(Network::Host, "ok"), (Network::None, "111")] {
             let scratch = Scratch::new();
@@ -157,12 +154,7 @@ fn no_network_cannot_reach_the_hosts_loopback() {
                 let tracker = tracker(&scratch.reports(), &run_id, config);
                 let mut command = role_command(&dir, "connect", std::slice::from_ref(&port));
                 command.sandbox.network = network;
-                let mut agent = tracker.spawn("main", command).await.expect("spawn");
-                let exit = tokio::time::timeout(Duration::from_mins(1), agent.wait())
-                    .await
-                    .expect("the agent ends")
-                    .expect("its status");
-                assert_eq!(exit, AgentExit::Code(0), "under {config}");
+                let mut agent = spawn_to_exit(&tracker, command, config).await;
                 agent
                     .teardown(TeardownOptions::default())
                     .await
@@ -186,7 +178,7 @@ fn an_unopenable_writable_path_is_refused() {
         println!("skipped: no Landlock here");
         return;
     }
-    let config = configs()[0];
+    let config = crate::shim::both()[0];
     let _pool = crate::support::orphan_pool(config);
     let scratch = Scratch::new();
     let run_id = scratch.run_id("bad");
