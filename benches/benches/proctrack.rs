@@ -389,7 +389,7 @@ fn sandbox_spawn(c: &mut Criterion) {
     let tracker = Tracker::start(options).expect("tracker");
     let landlock = Sandbox {
         writable: Some(vec![dir.path().to_owned()]),
-        network: Network::Host,
+        ..Sandbox::default()
     };
     let mut variants = vec![("unsandboxed", Sandbox::default())];
     if support.landlock.is_ok() {

@@ -30,6 +30,7 @@ use crate::settings::EvalSpec;
 use crate::stop::{Stop, StopReason};
 use crate::timeline::TimelineBuilder;
 use crate::watch::WatchUpdate;
+use hyoka_proctrack::{NetNamespace, Network, Sandbox};
 
 /// Everything that is the same for every eval of a run.
 #[derive(Debug, Clone)]
@@ -158,12 +159,9 @@ pub(crate) async fn run_eval(
         if let Some(tmp) = &sandbox.tmp {
             env.vars.push(("TMPDIR".into(), tmp.path().into()));
         }
-        env.sandbox = sandbox.decision.sandbox(&sandbox.writable, true, &[]);
-        let files: Vec<&Path> = sandbox.agent_files.iter().map(PathBuf::as_path).collect();
+        env.sandbox = sandbox.process(true, false);
         agent_env = PhaseEnv {
-            sandbox: sandbox
-                .decision
-                .sandbox(&sandbox.writable, !spec.sandbox.read_only, &files),
+            sandbox: sandbox.process(!spec.sandbox.read_only, true),
             ..env.clone()
         };
     }
@@ -407,6 +405,24 @@ pub(crate) struct EvalSandbox {
     record: SandboxRecord,
     /// The private temp directory (`TMPDIR`), removed with the eval.
     tmp: Option<Box<dyn EvalWorkspace>>,
+    /// With `network: none`, the namespace every process of the eval shares.
+    namespace: Option<NetNamespace>,
+}
+
+impl EvalSandbox {
+    /// One process's sandbox: with or without the workspace, with or without the agent's
+    /// files, in the eval's network namespace.
+    fn process(&self, workspace: bool, agent: bool) -> Sandbox {
+        let files: Vec<&Path> = if agent {
+            self.agent_files.iter().map(PathBuf::as_path).collect()
+        } else {
+            Vec::new()
+        };
+        Sandbox {
+            namespace: self.namespace.clone(),
+            ..self.decision.sandbox(&self.writable, workspace, &files)
+        }
+    }
 }
 
 /// Decides the eval's sandbox and, with one, creates its private temp directory (marked and
@@ -421,13 +437,22 @@ fn eval_sandbox(
     if !spec.sandbox.is_requested() {
         return Ok(None);
     }
+    let refuse = |reason| EvalError::Sandbox {
+        eval_id: spec.eval_id.to_string(),
+        reason,
+    };
     let decision =
-        decide(&spec.sandbox, &ctx.harness.processes.sandbox_support()).map_err(|reason| {
-            EvalError::Sandbox {
-                eval_id: spec.eval_id.to_string(),
-                reason,
-            }
-        })?;
+        decide(&spec.sandbox, &ctx.harness.processes.sandbox_support()).map_err(refuse)?;
+    // One namespace for the whole eval: its services, agent, build and review share a
+    // loopback.
+    let namespace = if decision.network == Network::None {
+        ctx.harness
+            .processes
+            .network_namespace()
+            .map_err(|e| refuse(e.to_string()))?
+    } else {
+        None
+    };
     let tmp = if spec.sandbox.mode == SandboxMode::Off {
         None
     } else {
@@ -454,6 +479,7 @@ fn eval_sandbox(
         agent_files,
         record,
         tmp,
+        namespace,
     }))
 }
 

@@ -10,9 +10,9 @@ use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use hyoka_proctrack::{
-    AgentCommand, AgentExit, FAKE_SELF_PID, FakeSystem, Layers, LedgerEntry, NetIsolation, OnTerm,
-    ProcRef, ProcTable, ProcTrackError, SandboxSupport, Scope, Seams, TeardownOptions,
-    TeardownReport, teardown,
+    AgentCommand, AgentExit, FAKE_SELF_PID, FakeSystem, Layers, LedgerEntry, NetIsolation,
+    NetNamespace, OnTerm, ProcRef, ProcTable, ProcTrackError, SandboxSupport, Scope, Seams,
+    TeardownOptions, TeardownReport, teardown,
 };
 use hyoka_workspace::{
     Entry, MarkerOwner, MemWorkspace, Usage, Workspace, WorkspaceError, WorkspaceOptions,
@@ -325,6 +325,11 @@ impl Processes for FakeHost {
 
     fn sandbox_support(&self) -> SandboxSupport {
         lock(&self.inner.sandbox).clone()
+    }
+
+    /// No namespace: fake programs have no network to take away.
+    fn network_namespace(&self) -> Result<Option<NetNamespace>, ProcTrackError> {
+        Ok(None)
     }
 
     async fn probe(&self, command: AgentCommand, _timeout: Duration) -> bool {

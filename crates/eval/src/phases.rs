@@ -234,7 +234,7 @@ async fn start_service(
         }
     };
     let pumps = pump_both(agent.as_mut(), &log, None);
-    let ready = wait_ready(agent.as_mut(), processes, clock, spec, ws).await;
+    let ready = wait_ready(agent.as_mut(), processes, clock, spec, ws, &env.sandbox).await;
     if let Err(reason) = ready {
         let _ = agent.teardown(TeardownOptions::with_grace(grace)).await;
         for pump in pumps {
@@ -270,10 +270,11 @@ async fn wait_ready(
     clock: &dyn Clock,
     spec: &ServiceSpec,
     workspace: &dyn EvalWorkspace,
+    sandbox: &Sandbox,
 ) -> Result<(), String> {
     let deadline = clock.now() + spec.timeout;
     loop {
-        if check_ready(&spec.ready, processes, workspace).await {
+        if check_ready(&spec.ready, processes, workspace, sandbox).await {
             return Ok(());
         }
         tokio::select! {
@@ -296,14 +297,33 @@ async fn wait_ready(
 /// How long a readiness command may run.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Whether a service is ready. Checks run where the service runs: in the eval's network
+/// namespace and sandbox, when it has them.
 async fn check_ready(
     ready: &Readiness,
     processes: &dyn Processes,
     workspace: &dyn EvalWorkspace,
+    sandbox: &Sandbox,
 ) -> bool {
     match ready {
         Readiness::Started => true,
         Readiness::File(path) => workspace.exists(path),
+        Readiness::Tcp(address) if sandbox.namespace.is_some() => {
+            let (Some(namespace), Ok(addresses)) = (
+                sandbox.namespace.clone(),
+                tokio::net::lookup_host(address.as_str()).await,
+            ) else {
+                return false;
+            };
+            let addresses: Vec<_> = addresses.collect();
+            tokio::task::spawn_blocking(move || {
+                addresses
+                    .iter()
+                    .any(|a| namespace.connects(*a, Duration::from_secs(1)))
+            })
+            .await
+            .unwrap_or(false)
+        }
         Readiness::Tcp(address) => matches!(
             tokio::time::timeout(
                 Duration::from_secs(1),
@@ -318,6 +338,7 @@ async fn check_ready(
             };
             let mut command = AgentCommand::new(program, rest.iter().cloned());
             command.cwd = Some(workspace.path().to_owned());
+            command.sandbox = sandbox.clone();
             processes.probe(command, PROBE_TIMEOUT).await
         }
     }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hyoka_proctrack::{Launcher, Network, SandboxSupport, Tracker, TrackerOptions};
+use hyoka_proctrack::{Launcher, SandboxSupport, Tracker, TrackerOptions};
 use hyoka_workspace::{KeepPolicy, RunId};
 
 use crate::error::EvalError;
@@ -14,7 +14,7 @@ use crate::host::Harness;
 use crate::records::{millis, rfc3339, write_json};
 use crate::report::{Report, RunSummary};
 use crate::sandbox::decide;
-use crate::settings::{DEFAULT_GRACE, EvalSpec, Readiness};
+use crate::settings::{DEFAULT_GRACE, EvalSpec};
 use crate::stop::Stop;
 
 /// Everything a run needs, validated by the caller.
@@ -246,20 +246,6 @@ fn check_sandboxes(
             reason,
         };
         decide(&spec.sandbox, &support).map_err(refuse)?;
-        // Each process gets a namespace of its own: a TCP readiness check from the host
-        // could never pass.
-        if spec.sandbox.network == Network::None
-            && let Some(service) = spec
-                .phases
-                .services
-                .iter()
-                .find(|s| matches!(s.ready, Readiness::Tcp(_)))
-        {
-            return Err(refuse(format!(
-                "service {}: ready.tcp cannot reach a service under --network none (every process has a network namespace of its own); use ready.file or ready.command",
-                service.name
-            )));
-        }
     }
     Ok(())
 }

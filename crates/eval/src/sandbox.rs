@@ -175,6 +175,7 @@ impl SandboxDecision {
                 .landlock_abi
                 .map(|_| paths(writable, workspace, agent_files)),
             network: self.network,
+            namespace: None,
         }
     }
 

@@ -179,7 +179,8 @@ pub use crate::proc_table::MockProcTable;
 pub use crate::proc_table::{NativeProcTable, ProcTable, Uids};
 pub use crate::sampling::{TreeSample, sample_tree};
 pub use crate::sandbox::{
-    DEVICES, LANDLOCK_TARGET_ABI, MIN_LANDLOCK_ABI, NetIsolation, Network, Sandbox, SandboxSupport,
+    DEVICES, LANDLOCK_TARGET_ABI, MIN_LANDLOCK_ABI, NetIsolation, NetNamespace, Network, Sandbox,
+    SandboxSupport,
 };
 pub use crate::shim::{SHIM_FAILURE, shim_args, shim_main};
 #[cfg(feature = "mock")]

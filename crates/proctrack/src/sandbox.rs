@@ -24,10 +24,19 @@
 //! no privilege on the host), then the network namespace. It brings `lo` up; there is no
 //! other interface. [`SandboxSupport::detect`] probes which way works in a forked child.
 
-use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::io::{self, IoSlice, IoSliceMut};
+use std::mem::MaybeUninit;
+use std::net::SocketAddr;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use rustix::net::{
+    AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
+    SendAncillaryMessage, SendFlags, SocketFlags, SocketType,
+};
 
 use landlock::{
     ABI, Access, AccessFs, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope,
@@ -97,12 +106,178 @@ pub struct Sandbox {
     pub writable: Option<Vec<PathBuf>>,
     /// The network.
     pub network: Network,
+    /// With [`Network::None`], join this namespace instead of making one for the process, so
+    /// that processes spawned with it share one loopback.
+    pub namespace: Option<NetNamespace>,
 }
 
 impl Sandbox {
     /// Whether it restricts anything.
     pub fn is_unrestricted(&self) -> bool {
         self.writable.is_none() && self.network == Network::Host
+    }
+
+    /// Makes `command` enter this sandbox between fork and exec, as [`Tracker::spawn`]
+    /// does for an [`AgentCommand`](crate::AgentCommand), for a process started by other
+    /// means (a readiness probe, for example).
+    ///
+    /// [`Tracker::spawn`]: crate::Tracker::spawn
+    ///
+    /// # Errors
+    /// [`ProcTrackError::Sandbox`] when it cannot be prepared; entering it fails the spawn.
+    pub fn apply_to(&self, command: &mut std::process::Command) -> Result<(), ProcTrackError> {
+        if self.is_unrestricted() {
+            return Ok(());
+        }
+        let prepared = Arc::new(Prepared::new(self)?);
+        // SAFETY: `enter` makes system calls only, on memory and descriptors prepared here
+        // and kept alive by the closure until the command is dropped.
+        unsafe {
+            command.pre_exec(move || prepared.enter());
+        }
+        Ok(())
+    }
+}
+
+/// A network namespace with only loopback up, made once ([`NetNamespace::create`]) and
+/// joined by every process spawned with it ([`Sandbox::namespace`]): the processes of one
+/// eval (its services, its agent, its build and review) share one loopback and no other
+/// network.
+///
+/// Cheap to clone; the namespace lives while a clone or a process in it does.
+#[derive(Debug, Clone)]
+pub struct NetNamespace(Arc<NamespaceFds>);
+
+#[derive(Debug)]
+struct NamespaceFds {
+    /// The user namespace owning it, when it was made without privileges.
+    user: Option<OwnedFd>,
+    net: OwnedFd,
+}
+
+impl PartialEq for NetNamespace {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for NetNamespace {}
+
+impl NetNamespace {
+    /// Makes a namespace: a forked child enters a new one (as [`Network::None`] does, through
+    /// a user namespace without privileges), sends its descriptors back over a socket pair
+    /// and exits.
+    ///
+    /// # Errors
+    /// [`ProcTrackError::Sandbox`] when the machine cannot make one or the child failed.
+    pub fn create() -> Result<Self, ProcTrackError> {
+        let failed = |what: &str, e: io::Error| ProcTrackError::Sandbox {
+            reason: format!("cannot make a network namespace: {what}: {e}"),
+        };
+        let entry = match SandboxSupport::detect().network {
+            NetIsolation::Direct => NetEntry::new(false),
+            NetIsolation::UserNamespace => NetEntry::new(true),
+            NetIsolation::Unavailable(reason) => {
+                return Err(ProcTrackError::Sandbox {
+                    reason: format!("no network namespace: {reason}"),
+                });
+            }
+        };
+        let (ours, theirs) = rustix::net::socketpair(
+            AddressFamily::UNIX,
+            SocketType::SEQPACKET,
+            SocketFlags::CLOEXEC,
+            None,
+        )
+        .map_err(|e| failed("socketpair", e.into()))?;
+        let status = in_child(|| make_and_send(&entry, theirs.as_fd()));
+        drop(theirs);
+        status.map_err(|e| failed("in the child", e))?;
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];
+        let mut control = RecvAncillaryBuffer::new(&mut space);
+        let mut byte = [0u8; 1];
+        rustix::net::recvmsg(
+            &ours,
+            &mut [IoSliceMut::new(&mut byte)],
+            &mut control,
+            RecvFlags::CMSG_CLOEXEC,
+        )
+        .map_err(|e| failed("receive", e.into()))?;
+        let mut fds = Vec::new();
+        for message in control.drain() {
+            if let RecvAncillaryMessage::ScmRights(received) = message {
+                fds.extend(received);
+            }
+        }
+        let mut fds = fds.into_iter();
+        let net = fds
+            .next()
+            .ok_or_else(|| failed("receive", io::Error::other("no descriptor")))?;
+        Ok(Self(Arc::new(NamespaceFds {
+            net,
+            user: fds.next(),
+        })))
+    }
+
+    /// Whether a TCP connection to `address` inside the namespace succeeds within `timeout`
+    /// (tried in a forked child that joins it). Blocks.
+    pub fn connects(&self, address: SocketAddr, timeout: Duration) -> bool {
+        let family = match address {
+            SocketAddr::V4(_) => AddressFamily::INET,
+            SocketAddr::V6(_) => AddressFamily::INET6,
+        };
+        in_child(|| {
+            join(&self.0)?;
+            let socket =
+                rustix::net::socket_with(family, SocketType::STREAM, SocketFlags::CLOEXEC, None)?;
+            rustix::net::sockopt::set_socket_timeout(
+                &socket,
+                rustix::net::sockopt::Timeout::Send,
+                Some(timeout),
+            )?;
+            rustix::net::connect(&socket, &address)?;
+            Ok(())
+        })
+        .is_ok()
+    }
+}
+
+/// In the child making a namespace: enters it, then sends `/proc/self/ns/net` (and
+/// `ns/user`) over `socket`. System calls only.
+fn make_and_send(entry: &NetEntry, socket: BorrowedFd<'_>) -> io::Result<()> {
+    use rustix::fs::{Mode, OFlags, open};
+    enter_network(entry)?;
+    let flags = OFlags::RDONLY | OFlags::CLOEXEC;
+    let net = open(c"/proc/self/ns/net", flags, Mode::empty())?;
+    let user = if entry.user_namespace {
+        Some(open(c"/proc/self/ns/user", flags, Mode::empty())?)
+    } else {
+        None
+    };
+    let fds = [net.as_fd(), user.as_ref().map_or(net.as_fd(), AsFd::as_fd)];
+    let count = if user.is_some() { 2 } else { 1 };
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];
+    let mut control = SendAncillaryBuffer::new(&mut space);
+    if !control.push(SendAncillaryMessage::ScmRights(&fds[..count])) {
+        return Err(io::Error::from_raw_os_error(libc::ENOBUFS));
+    }
+    rustix::net::sendmsg(
+        socket,
+        &[IoSlice::new(b"n")],
+        &mut control,
+        SendFlags::empty(),
+    )?;
+    Ok(())
+}
+
+/// Joins `fds`' namespaces (its user namespace first). System calls only.
+fn join(fds: &NamespaceFds) -> io::Result<()> {
+    // SAFETY: `setns` takes an open namespace descriptor and a flag.
+    unsafe {
+        if let Some(user) = &fds.user {
+            cvt(libc::setns(user.as_raw_fd(), libc::CLONE_NEWUSER))?;
+        }
+        cvt(libc::setns(fds.net.as_raw_fd(), libc::CLONE_NEWNET))
     }
 }
 
@@ -185,7 +360,16 @@ fn landlock_abi() -> Result<u32, String> {
 #[derive(Debug, Default)]
 pub(crate) struct Prepared {
     ruleset: Option<OwnedFd>,
-    network: Option<NetEntry>,
+    network: Option<NetPlan>,
+}
+
+/// How the child gets its network namespace.
+#[derive(Debug)]
+enum NetPlan {
+    /// A new one of its own.
+    New(NetEntry),
+    /// A shared one.
+    Join(NetNamespace),
 }
 
 /// How the child enters its network namespace.
@@ -215,9 +399,10 @@ impl Prepared {
             return Ok(Self::default());
         }
         let support = SandboxSupport::detect();
-        let network = match sandbox.network {
-            Network::Host => None,
-            Network::None => Some(match support.network {
+        let network = match (sandbox.network, &sandbox.namespace) {
+            (Network::Host, _) => None,
+            (Network::None, Some(shared)) => Some(NetPlan::Join(shared.clone())),
+            (Network::None, None) => Some(NetPlan::New(match support.network {
                 NetIsolation::Direct => NetEntry::new(false),
                 NetIsolation::UserNamespace => NetEntry::new(true),
                 NetIsolation::Unavailable(reason) => {
@@ -225,7 +410,7 @@ impl Prepared {
                         reason: format!("no network namespace: {reason}"),
                     });
                 }
-            }),
+            })),
         };
         let ruleset = match &sandbox.writable {
             None => None,
@@ -245,8 +430,10 @@ impl Prepared {
     /// Runs in the child between fork and exec: system calls only, on memory prepared before
     /// the fork, nothing allocated.
     pub(crate) fn enter(&self) -> io::Result<()> {
-        if let Some(network) = &self.network {
-            enter_network(network)?;
+        match &self.network {
+            Some(NetPlan::New(entry)) => enter_network(entry)?,
+            Some(NetPlan::Join(shared)) => join(&shared.0)?,
+            None => {}
         }
         if let Some(ruleset) = &self.ruleset {
             // SAFETY: plain system calls on integers; the ruleset descriptor is open (the
@@ -378,13 +565,15 @@ fn loopback_up() -> io::Result<()> {
 
 /// Which way of making a network namespace works here, tried in forked children.
 fn probe_network() -> NetIsolation {
-    let direct = rustix::process::geteuid()
-        .is_root()
-        .then(|| in_child(&NetEntry::new(false)));
+    let direct = rustix::process::geteuid().is_root().then(|| {
+        let entry = NetEntry::new(false);
+        in_child(|| enter_network(&entry))
+    });
     if let Some(Ok(())) = direct {
         return NetIsolation::Direct;
     }
-    match in_child(&NetEntry::new(true)) {
+    let entry = NetEntry::new(true);
+    match in_child(|| enter_network(&entry)) {
         Ok(()) => NetIsolation::UserNamespace,
         Err(user) => NetIsolation::Unavailable(match direct {
             Some(Err(direct)) => {
@@ -397,8 +586,11 @@ fn probe_network() -> NetIsolation {
     }
 }
 
-/// Enters `entry` in a forked child that exits at once; the child's error, if any.
-fn in_child(entry: &NetEntry) -> io::Result<()> {
+/// Runs `work` in a forked child that exits at once; the child's error, if any.
+///
+/// `work` runs after a fork of a multi-threaded process: it must make system calls only,
+/// on memory prepared before, and allocate nothing.
+fn in_child(work: impl FnOnce() -> io::Result<()>) -> io::Result<()> {
     // SAFETY: the child makes system calls only (on memory prepared before the fork) and
     // leaves with `_exit`, so no lock another thread held at the fork is ever needed.
     let pid = unsafe { libc::fork() };
@@ -406,7 +598,7 @@ fn in_child(entry: &NetEntry) -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     if pid == 0 {
-        let code = match enter_network(entry) {
+        let code = match work() {
             Ok(()) => 0,
             Err(e) => e.raw_os_error().unwrap_or(libc::EPERM).clamp(1, 255),
         };

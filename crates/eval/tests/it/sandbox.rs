@@ -168,25 +168,6 @@ async fn a_sandbox_the_machine_cannot_give_is_refused_before_anything_exists() {
     }
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_tcp_readiness_check_under_no_network_is_refused() {
-    let case = Case::new();
-    case.program("agent", FakeProgram::new().exits(0));
-    let mut spec = sandboxed(SandboxMode::Off, Network::None);
-    spec.phases.services = vec![hyoka_eval::ServiceSpec {
-        name: "api".to_owned(),
-        command: vec!["svc".into()],
-        ready: hyoka_eval::Readiness::Tcp("127.0.0.1:8765".to_owned()),
-        timeout: ms(1_000),
-        env: Vec::new(),
-    }];
-    let plan = case.plan(vec![spec]);
-    let err = refused(&case, &plan).await;
-    assert!(err.is_bad_input(), "{err}");
-    assert!(err.to_string().contains("service api: ready.tcp"), "{err}");
-    assert!(!plan.run_dir().exists());
-}
-
 /// Runs `plan`, which must be refused as bad input before anything is created.
 async fn refused(case: &Case, plan: &hyoka_eval::RunPlan) -> EvalError {
     let err = run(

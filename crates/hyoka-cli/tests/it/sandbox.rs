@@ -177,6 +177,76 @@ fn no_network_cannot_reach_the_hosts_loopback_as_nobody() {
     }
 }
 
+/// A suite eval under `sandbox: true` and `network: none`: its service (a TCP server on
+/// loopback, ready by a TCP check) and its agent share one namespace, so the agent reaches the
+/// service and not the host's listener.
+fn shared_namespace(nobody: bool) {
+    if hyoka_proctrack::SandboxSupport::detect().landlock.is_err()
+        || !hyoka_proctrack::SandboxSupport::detect()
+            .network
+            .is_available()
+    {
+        eprintln!("skipping: no Landlock or network namespaces here");
+        return;
+    }
+    for tool in ["python3", "bash"] {
+        if Command::new(tool).arg("--version").output().is_err() {
+            eprintln!("skipping: the service needs python3 and the agent bash");
+            return;
+        }
+    }
+    let host = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let host_port = host.local_addr().unwrap().port();
+    let s = if nobody {
+        Scratch::for_nobody()
+    } else {
+        Scratch::new()
+    };
+    let suite = s.files().join("suite.yaml");
+    std::fs::create_dir_all(s.files()).unwrap();
+    std::fs::write(
+        &suite,
+        format!(
+            "defaults: {{ sandbox: true, network: none }}\n\
+             evals:\n\
+             \x20 - id: offline\n\
+             \x20   command: [bash, -c, 'exec 3<>/dev/tcp/127.0.0.1/8765 && ! (exec 4<>/dev/tcp/127.0.0.1/{host_port}) 2>/dev/null']\n\
+             \x20   services:\n\
+             \x20     - name: api\n\
+             \x20       command: [python3, -m, http.server, '8765', --bind, 127.0.0.1]\n\
+             \x20       ready: {{ tcp: '127.0.0.1:8765' }}\n\
+             \x20       timeout: 30s\n"
+        ),
+    )
+    .unwrap();
+    let mut cmd = s.hyoka("run");
+    cmd.args(["--run-id", "shared", "--grace", "1s", "--suite"])
+        .arg(&suite);
+    if nobody {
+        as_nobody(&mut cmd);
+    }
+    let out = cmd.output().unwrap();
+    let report = s.report("shared", "offline");
+    assert_eq!(out.status.code(), Some(0), "{}\n{report}", stderr(&out));
+    assert_eq!(report["sandbox"]["network"], "none", "{report}");
+    assert_eq!(report["cleanup"]["survivors"], 0, "{report}");
+    s.assert_no_workspaces();
+}
+
+/// Regression test for issue 17: an eval's service and agent share one network namespace.
+#[test]
+fn an_evals_service_and_agent_share_the_namespace() {
+    shared_namespace(false);
+}
+
+/// Regression test for issue 17, as `nobody` (a namespace in a user namespace, shared).
+#[test]
+fn an_evals_service_and_agent_share_the_namespace_as_nobody() {
+    if need_root("an_evals_service_and_agent_share_the_namespace_as_nobody") {
+        shared_namespace(true);
+    }
+}
+
 #[test]
 fn bad_sandbox_flags_are_refused() {
     let s = Scratch::new();

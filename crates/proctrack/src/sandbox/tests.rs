@@ -36,7 +36,7 @@ fn a_missing_writable_path_is_refused_before_any_fork() {
     let support = SandboxSupport::detect();
     let sandbox = Sandbox {
         writable: Some(vec![PathBuf::from("/nonexistent/hyoka-sandbox-test")]),
-        network: Network::Host,
+        ..Sandbox::default()
     };
     let error = Prepared::new(&sandbox).expect_err("the path does not exist");
     let ProcTrackError::Sandbox { reason } = error else {
@@ -58,7 +58,7 @@ fn the_ruleset_is_built_when_landlock_is_there() {
     let dir = tempfile::tempdir().expect("tempdir");
     let sandbox = Sandbox {
         writable: Some(vec![dir.path().to_owned()]),
-        network: Network::Host,
+        ..Sandbox::default()
     };
     match (support.landlock_in_force(), Prepared::new(&sandbox)) {
         (Some(abi), Ok(prepared)) => {

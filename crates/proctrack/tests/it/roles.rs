@@ -251,6 +251,17 @@ fn sandbox_role(name: &str, dir: &Path, args: &[String]) -> Option<ExitCode> {
             daemon.spawn().expect("spawn daemon");
             ExitCode::SUCCESS
         }
+        "listen" => {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+            let port = listener.local_addr().expect("address").port();
+            let tmp = dir.join(".listen.port");
+            std::fs::write(&tmp, port.to_string()).expect("write port");
+            std::fs::rename(&tmp, dir.join("listen.port")).expect("publish port");
+            for stream in listener.incoming() {
+                drop(stream);
+            }
+            ExitCode::SUCCESS
+        }
         "connect" => {
             let result =
                 match std::net::TcpStream::connect(("127.0.0.1", arg(2).parse().unwrap_or(0))) {

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use hyoka_proctrack::{
-    AgentCommand, AgentExit, Network, ProcTrackError, Sandbox, SandboxSupport, TeardownOptions,
+    AgentCommand, AgentExit, NetNamespace, Network, ProcTrackError, Sandbox, SandboxSupport,
+    TeardownOptions,
 };
 
 use crate::runner::Test;
@@ -21,6 +22,10 @@ pub(crate) const TESTS: &[Test] = &[
     (
         "sandbox::no_network_cannot_reach_the_hosts_loopback",
         no_network_cannot_reach_the_hosts_loopback,
+    ),
+    (
+        "sandbox::processes_sharing_a_namespace_share_its_loopback",
+        processes_sharing_a_namespace_share_its_loopback,
     ),
     (
         "sandbox::an_unopenable_writable_path_is_refused",
@@ -100,7 +105,7 @@ fn writes_outside_fail_for_the_agent_and_its_daemon() {
             let mut command = role_command(&workspace, "sandboxed", &targets);
             command.sandbox = Sandbox {
                 writable: Some(vec![workspace.clone()]),
-                network: Network::Host,
+                ..Sandbox::default()
             };
             let mut agent = spawn_to_exit(&tracker, command, config).await;
             // The daemon still runs, detached; teardown finds and stops it.
@@ -170,6 +175,83 @@ fn no_network_cannot_reach_the_hosts_loopback() {
             );
             assert_nothing_left(&run_id, &[], "connect");
         }
+    }
+}
+
+fn processes_sharing_a_namespace_share_its_loopback() {
+    if let hyoka_proctrack::NetIsolation::Unavailable(why) = SandboxSupport::detect().network {
+        println!("skipped: no network namespaces here ({why})");
+        return;
+    }
+    for config in crate::shim::both() {
+        let _pool = crate::support::orphan_pool(config);
+        let namespace = NetNamespace::create().expect("a namespace");
+        let shared = Sandbox {
+            network: Network::None,
+            namespace: Some(namespace.clone()),
+            ..Sandbox::default()
+        };
+        let scratch = Scratch::new();
+        let run_id = scratch.run_id("ns");
+        let dir = scratch.dir();
+        runtime().block_on(async {
+            let tracker = tracker(&scratch.reports(), &run_id, config);
+            let mut command = role_command(&dir, "listen", &[]);
+            command.sandbox = shared.clone();
+            let mut server = tracker.spawn("server", command).await.expect("spawn");
+            let port = wait_port(&dir.join("listen.port"));
+            let address = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+            // From the namespace the server answers; a second one of its own does not.
+            assert!(
+                namespace.connects(address, Duration::from_secs(5)),
+                "under {config}"
+            );
+            let other = NetNamespace::create().expect("another namespace");
+            assert!(
+                !other.connects(address, Duration::from_secs(5)),
+                "under {config}"
+            );
+            let mut command =
+                role_command(&dir, "connect", std::slice::from_ref(&port.to_string()));
+            command.sandbox = shared.clone();
+            let mut client = tracker.spawn("main", command).await.expect("spawn");
+            let exit = tokio::time::timeout(Duration::from_mins(1), client.wait())
+                .await
+                .expect("the client ends")
+                .expect("its status");
+            assert_eq!(exit, AgentExit::Code(0), "under {config}");
+            client
+                .teardown(TeardownOptions::default())
+                .await
+                .expect("teardown");
+            server
+                .teardown(TeardownOptions::with_grace(Duration::from_secs(1)))
+                .await
+                .expect("teardown");
+            tracker.close().expect("close");
+        });
+        let result = std::fs::read_to_string(dir.join("connect.result")).expect("result");
+        assert_eq!(result, "ok", "under {config}");
+        assert_nothing_left(&run_id, &[], "namespace");
+    }
+}
+
+/// Waits for the port the `listen` role publishes.
+fn wait_port(path: &Path) -> u16 {
+    let deadline = std::time::Instant::now() + Duration::from_mins(1);
+    loop {
+        if let Some(port) = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|p| p.parse().ok())
+        {
+            return port;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no port in {}",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(5));
     }
 }
 
