@@ -12,6 +12,10 @@
 //!   `/proc` snapshot, classification and discovery), against the baseline of merely reading
 //!   the same file and counting its lines.
 //!
+//! - `sandbox_spawn`: one agent (`true`) spawned under the shim, waited for and torn down,
+//!   with the Landlock sandbox (and with a network namespace too) against the same spawn
+//!   without a sandbox: the sandbox's per-run cost (issue 17: under 5 ms).
+//!
 //! The binary is also its own helper: `--tree N FILE` forks N children that pause, writes
 //! FILE and exits (or, with `--hold`, stays); `__shim …` is the subreaper shim.
 #![allow(
@@ -30,8 +34,8 @@ use std::time::{Duration, Instant};
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
 use hyoka_proctrack::{
     AgentCommand, CgroupMode, CleanOptions, FakeClock, FakeSystem, Instance, Launcher, Marker,
-    NativeProcTable, OnTerm, ProcTable, Scope, Seams, TeardownOptions, Tracker, TrackerOptions,
-    clean_run, discover, teardown,
+    NativeProcTable, Network, OnTerm, ProcTable, Sandbox, SandboxSupport, Scope, Seams,
+    TeardownOptions, Tracker, TrackerOptions, clean_run, discover, teardown,
 };
 
 const TREE: u32 = 1000;
@@ -50,6 +54,7 @@ fn main() -> ExitCode {
             discovery(&mut criterion);
             teardown_engine_fake(&mut criterion);
             ledger_100k(&mut criterion);
+            sandbox_spawn(&mut criterion);
             criterion.final_summary();
             ExitCode::SUCCESS
         }
@@ -163,8 +168,8 @@ fn bare_round(dir: &Path) -> Duration {
     start.elapsed()
 }
 
-fn teardown_1000(c: &mut Criterion) {
-    rustix::process::set_child_subreaper(Some(rustix::process::getpid())).expect("subreaper");
+/// A scratch directory and a two-worker runtime for the tracked benchmarks.
+fn scratch_and_runtime() -> (tempfile::TempDir, tokio::runtime::Runtime) {
     let dir = tempfile::Builder::new()
         .prefix("pt-bench-")
         .tempdir()
@@ -174,6 +179,12 @@ fn teardown_1000(c: &mut Criterion) {
         .enable_all()
         .build()
         .expect("runtime");
+    (dir, rt)
+}
+
+fn teardown_1000(c: &mut Criterion) {
+    rustix::process::set_child_subreaper(Some(rustix::process::getpid())).expect("subreaper");
+    let (dir, rt) = scratch_and_runtime();
     let mut group = c.benchmark_group("teardown_1000");
     group
         .sampling_mode(SamplingMode::Flat)
@@ -349,4 +360,57 @@ fn ledger_100k(c: &mut Criterion) {
         });
     });
     group.finish();
+}
+
+/// Spawns `true` under the shim with `sandbox`, waits for it and tears it down.
+async fn sandboxed_round(tracker: &Tracker, sandbox: &Sandbox) {
+    static EVAL: AtomicU32 = AtomicU32::new(0);
+    let eval = format!("e{}", EVAL.fetch_add(1, Ordering::Relaxed));
+    let mut command = AgentCommand::new("true", Vec::<OsString>::new());
+    command.sandbox = sandbox.clone();
+    let mut agent = tracker.spawn(&eval, command).await.expect("spawn");
+    agent.wait().await.expect("agent exits");
+    let report = agent
+        .teardown(TeardownOptions::with_grace(Duration::from_secs(1)))
+        .await
+        .expect("teardown");
+    assert_eq!(report.survivors, 0);
+}
+
+fn sandbox_spawn(c: &mut Criterion) {
+    let support = SandboxSupport::detect();
+    let (dir, rt) = scratch_and_runtime();
+    let mut options = TrackerOptions::new(unique("s"), dir.path().join("reports"));
+    options.cgroup = CgroupMode::Off;
+    options.shim = Some(Launcher {
+        program: exe(),
+        args: vec!["__shim".into()],
+    });
+    let tracker = Tracker::start(options).expect("tracker");
+    let landlock = Sandbox {
+        writable: Some(vec![dir.path().to_owned()]),
+        ..Sandbox::default()
+    };
+    let mut variants = vec![("unsandboxed", Sandbox::default())];
+    if support.landlock.is_ok() {
+        variants.push(("landlock", landlock.clone()));
+    }
+    if support.landlock.is_ok() && support.network.is_available() {
+        variants.push((
+            "landlock_netns",
+            Sandbox {
+                network: Network::None,
+                ..landlock
+            },
+        ));
+    }
+    let mut group = c.benchmark_group("sandbox_spawn");
+    group.sample_size(50);
+    for (name, sandbox) in variants {
+        group.bench_function(name, |b| {
+            b.iter(|| rt.block_on(sandboxed_round(&tracker, &sandbox)));
+        });
+    }
+    group.finish();
+    tracker.close().expect("close");
 }

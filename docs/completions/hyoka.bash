@@ -696,7 +696,7 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__run)
-            opts="-v -q -h -V --run-id --reports --workspace-root --starter --keep-workspace --timeout --grace --max-turns --max-files --max-output-size --max-session-actions --events --suite --workers --shard --file --build --build-timeout --review --review-timeout --isolate-home --pass-env --json --verbose --quiet --help --version"
+            opts="-v -q -h -V --run-id --reports --workspace-root --starter --keep-workspace --timeout --grace --max-turns --max-files --max-output-size --max-session-actions --events --suite --workers --shard --file --build --build-timeout --review --review-timeout --isolate-home --pass-env --sandbox --network --json --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -783,6 +783,14 @@ _hyoka() {
                     return 0
                     ;;
                 --pass-env)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sandbox)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --network)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

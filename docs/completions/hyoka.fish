@@ -63,6 +63,8 @@ complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l build-timeout -d 'Th
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l review -d 'After the build, run this shell command as the review phase; it may print a JSON verdict `{"pass": bool, "score": number, "notes": "…"}`' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l review-timeout -d 'The review phase\'s timeout. Default: 10m' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l pass-env -d 'With --isolate-home, also pass this environment variable through. Repeatable' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l sandbox -d 'Run every process of the eval in a Landlock sandbox: writes only to the workspace, the isolated home, a private TMPDIR and /dev/null-like devices. `--sandbox` refuses to run where Landlock is missing; `--sandbox=best-effort` runs without it and records that' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l network -d 'The network of every process of the eval: host (the default) or none (a network namespace with only loopback)' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l isolate-home -d 'Give the agent and its phases their own HOME and XDG directories and a cleared environment (PATH, locale, TERM, TZ, USER and --pass-env variables are kept)'
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l json -d 'Print the run summary (run.json) on stdout instead of the human summary'
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'

@@ -79,6 +79,15 @@ pub enum EvalError {
         /// The run directory of the second summary naming it.
         input: PathBuf,
     },
+    /// An eval asks for a sandbox or an isolated network the machine cannot give (checked
+    /// before anything is created).
+    #[error("eval {eval_id}: {reason}")]
+    Sandbox {
+        /// The eval.
+        eval_id: String,
+        /// What is missing, and what to do instead.
+        reason: String,
+    },
     /// Abandoned runs could not be listed or cleaned.
     #[error("{context}: {source}")]
     Clean {
@@ -125,13 +134,14 @@ impl EvalError {
 
     /// Whether the error is bad input that a caller should fix before running again (exit 2
     /// in the CLI): an invalid suite or value, a run id that is live or was never cleaned,
-    /// an invalid id, an unusable reports directory.
+    /// an invalid id, an unusable reports directory, a sandbox the machine cannot give.
     pub fn is_bad_input(&self) -> bool {
         match self {
             Self::Suite { .. }
             | Self::InvalidValue { .. }
             | Self::DuplicateEval { .. }
             | Self::Summary { .. }
+            | Self::Sandbox { .. }
             | Self::Tracker(
                 ProcTrackError::RunLive { .. }
                 | ProcTrackError::UncleanRun { .. }

@@ -25,10 +25,12 @@ use crate::phases::{
 use crate::records::{STATUS_FILE, mark_phase, millis, rfc3339, write_json};
 use crate::report::PhaseStatus;
 use crate::report::{Cleanup, Counts, Limits, Report, Status, Termination};
+use crate::sandbox::{SandboxDecision, SandboxMode, SandboxRecord, Writable, decide};
 use crate::settings::EvalSpec;
 use crate::stop::{Stop, StopReason};
 use crate::timeline::TimelineBuilder;
 use crate::watch::WatchUpdate;
+use hyoka_proctrack::{NetNamespace, Network, Sandbox};
 
 /// Everything that is the same for every eval of a run.
 #[derive(Debug, Clone)]
@@ -77,6 +79,7 @@ pub(crate) fn not_started(ctx: &RunContext, spec: &EvalSpec, reason: StopReason)
         error: Some(format!("not started: {} arrived first", reason.name())),
         phases: Vec::new(),
         review: None,
+        sandbox: None,
     }
 }
 
@@ -132,6 +135,7 @@ pub(crate) async fn run_eval(
     } else {
         None
     };
+    let mut sandbox = eval_sandbox(ctx, spec, workspace.path(), home.as_ref().map(|h| h.path()))?;
     let skipped_links = workspace.skipped_links();
     phases.push(
         setup.finish(
@@ -141,13 +145,26 @@ pub(crate) async fn run_eval(
                 .then(|| format!("{skipped_links} link(s) leading outside were not copied")),
         ),
     );
-    let env = PhaseEnv::new(
+    let mut env = PhaseEnv::new(
         workspace.path(),
         &spec.env,
         home.as_ref().map(|home| home.path()),
         &spec.phases.pass_env,
         &ctx.inherited_env,
     );
+    // The agent's sandbox differs from its phases': its events file, and a read-only
+    // workspace with `sandbox_read_only`.
+    let mut agent_env = env.clone();
+    if let Some(sandbox) = &sandbox {
+        if let Some(tmp) = &sandbox.tmp {
+            env.vars.push(("TMPDIR".into(), tmp.path().into()));
+        }
+        env.sandbox = sandbox.process(true, false);
+        agent_env = PhaseEnv {
+            sandbox: sandbox.process(!spec.sandbox.read_only, true),
+            ..env.clone()
+        };
+    }
     let workspace_path = workspace.path().to_owned();
     let pcx = PhaseContext {
         processes: &*ctx.harness.processes,
@@ -200,7 +217,10 @@ pub(crate) async fn run_eval(
             ctx,
             spec,
             &*workspace,
-            pcx,
+            PhaseContext {
+                env: &agent_env,
+                ..pcx
+            },
             started,
             stop.clone(),
             service_rx,
@@ -285,15 +305,17 @@ pub(crate) async fn run_eval(
     let cleanup_clock = PhaseClock::start(clock, "cleanup");
     let workspace_path = workspace_path.display().to_string();
     let mut cleanup = close_workspace(workspace, status);
-    if let Some(home) = home {
-        match home.close(Status::Passed) {
+    let tmp = sandbox.as_mut().and_then(|s| s.tmp.take());
+    for (what, dir) in [("isolated home", home), ("temp directory", tmp)] {
+        let Some(dir) = dir else { continue };
+        match dir.close(Status::Passed) {
             WorkspaceEnd::Removed | WorkspaceEnd::Kept(_) => {}
             WorkspaceEnd::Incomplete(leftovers) => {
-                tracing::error!("cannot remove the isolated home completely");
+                tracing::error!("cannot remove the {what} completely");
                 cleanup.workspace_leftovers.extend(leftovers);
             }
             WorkspaceEnd::Failed(err) => {
-                tracing::error!(error = %err, "cannot remove the isolated home");
+                tracing::error!(error = %err, "cannot remove the {what}");
                 cleanup.workspace_leftovers.push(err);
             }
         }
@@ -365,6 +387,7 @@ pub(crate) async fn run_eval(
         error: outcome.error,
         phases,
         review: verdict,
+        sandbox: sandbox.map(|s| s.record),
     };
     write_json(&eval_dir.join("action_timeline.json"), &timeline)?;
     write_json(&eval_dir.join("report.json"), &report)?;
@@ -372,24 +395,122 @@ pub(crate) async fn run_eval(
     Ok(report)
 }
 
-/// Creates the eval's isolated home (a marked directory like a workspace, listed in the ledger
-/// so `clean` removes it after a crash) with its XDG directories.
-fn isolated_home(ctx: &RunContext, eval_id: &EvalId) -> Result<Box<dyn EvalWorkspace>, EvalError> {
-    let home_id = EvalId::new(format!("{eval_id}.home"))?;
-    let home = create_recorded(
+/// The sandbox of one eval: what is in force, the paths its processes may write, and its
+/// record.
+pub(crate) struct EvalSandbox {
+    decision: SandboxDecision,
+    writable: Writable,
+    /// The events file the agent appends to (`jsonl`), which it may write too.
+    agent_files: Vec<PathBuf>,
+    record: SandboxRecord,
+    /// The private temp directory (`TMPDIR`), removed with the eval.
+    tmp: Option<Box<dyn EvalWorkspace>>,
+    /// With `network: none`, the namespace every process of the eval shares.
+    namespace: Option<NetNamespace>,
+}
+
+impl EvalSandbox {
+    /// One process's sandbox: with or without the workspace, with or without the agent's
+    /// files, in the eval's network namespace.
+    fn process(&self, workspace: bool, agent: bool) -> Sandbox {
+        let files: Vec<&Path> = if agent {
+            self.agent_files.iter().map(PathBuf::as_path).collect()
+        } else {
+            Vec::new()
+        };
+        Sandbox {
+            namespace: self.namespace.clone(),
+            ..self.decision.sandbox(&self.writable, workspace, &files)
+        }
+    }
+}
+
+/// Decides the eval's sandbox and, with one, creates its private temp directory (marked and
+/// recorded in the ledger before it exists, like the isolated home). `None` when the eval
+/// asks for nothing.
+fn eval_sandbox(
+    ctx: &RunContext,
+    spec: &EvalSpec,
+    workspace: &Path,
+    home: Option<&Path>,
+) -> Result<Option<EvalSandbox>, EvalError> {
+    if !spec.sandbox.is_requested() {
+        return Ok(None);
+    }
+    let refuse = |reason| EvalError::Sandbox {
+        eval_id: spec.eval_id.to_string(),
+        reason,
+    };
+    let decision =
+        decide(&spec.sandbox, &ctx.harness.processes.sandbox_support()).map_err(refuse)?;
+    // One namespace for the whole eval: its services, agent, build and review share a
+    // loopback.
+    let namespace = if decision.network == Network::None {
+        ctx.harness
+            .processes
+            .network_namespace()
+            .map_err(|e| refuse(e.to_string()))?
+    } else {
+        None
+    };
+    let tmp = if spec.sandbox.mode == SandboxMode::Off {
+        None
+    } else {
+        Some(marked_dir(ctx, &spec.eval_id, "tmp")?)
+    };
+    let writable = Writable {
+        workspace: workspace.to_owned(),
+        shared: home
+            .into_iter()
+            .chain(tmp.as_ref().map(|t| t.path()))
+            .map(Path::to_path_buf)
+            .chain(spec.sandbox.write.iter().cloned())
+            .collect(),
+    };
+    let agent_files: Vec<PathBuf> = (spec.events == EventSource::Jsonl)
+        .then(|| ctx.run_dir.join(spec.eval_id.as_str()).join("events.jsonl"))
+        .into_iter()
+        .collect();
+    let files: Vec<&Path> = agent_files.iter().map(PathBuf::as_path).collect();
+    let record = decision.record(&writable, !spec.sandbox.read_only, &files);
+    Ok(Some(EvalSandbox {
+        decision,
+        writable,
+        agent_files,
+        record,
+        tmp,
+        namespace,
+    }))
+}
+
+/// Creates a marked directory of the run for `<eval>.<suffix>` (an isolated home, a temp
+/// directory), listed in the ledger so `clean` removes it after a crash.
+fn marked_dir(
+    ctx: &RunContext,
+    eval_id: &EvalId,
+    suffix: &str,
+) -> Result<Box<dyn EvalWorkspace>, EvalError> {
+    let id = EvalId::new(format!("{eval_id}.{suffix}"))?;
+    create_recorded(
         ctx,
-        home_id.as_str(),
+        id.as_str(),
         &WorkspaceOptions {
             root: ctx.workspace_root.clone(),
             run_id: ctx.run_id.clone(),
-            eval_id: Some(home_id.clone()),
+            eval_id: Some(id.clone()),
             keep: KeepPolicy::Never,
             starter: None,
             inject: Vec::new(),
             instance: ctx.harness.processes.instance(),
             owner: ctx.harness.processes.marker_owner(),
         },
-    )?;
+    )
+}
+
+/// Creates the eval's isolated home (a marked directory like a workspace, listed in the ledger
+/// so `clean` removes it after a crash) with its XDG directories.
+fn isolated_home(ctx: &RunContext, eval_id: &EvalId) -> Result<Box<dyn EvalWorkspace>, EvalError> {
+    let home = marked_dir(ctx, eval_id, "home")?;
     prepare_home(&*home)?;
     Ok(home)
 }

@@ -10,8 +10,9 @@ use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use hyoka_proctrack::{
-    AgentCommand, AgentExit, FAKE_SELF_PID, FakeSystem, Layers, LedgerEntry, OnTerm, ProcRef,
-    ProcTable, ProcTrackError, Scope, Seams, TeardownOptions, TeardownReport, teardown,
+    AgentCommand, AgentExit, FAKE_SELF_PID, FakeSystem, Layers, LedgerEntry, NetIsolation,
+    NetNamespace, OnTerm, ProcRef, ProcTable, ProcTrackError, SandboxSupport, Scope, Seams,
+    TeardownOptions, TeardownReport, teardown,
 };
 use hyoka_workspace::{
     Entry, MarkerOwner, MemWorkspace, Usage, Workspace, WorkspaceError, WorkspaceOptions,
@@ -173,6 +174,7 @@ struct Inner {
     workspaces: Mutex<Vec<Arc<MemEval>>>,
     spawned: Mutex<Vec<(String, AgentCommand)>>,
     recorded: Mutex<Vec<(String, PathBuf)>>,
+    sandbox: Mutex<SandboxSupport>,
 }
 
 impl FakeHost {
@@ -185,6 +187,10 @@ impl FakeHost {
                 workspaces: Mutex::new(Vec::new()),
                 spawned: Mutex::new(Vec::new()),
                 recorded: Mutex::new(Vec::new()),
+                sandbox: Mutex::new(SandboxSupport {
+                    landlock: Ok(hyoka_proctrack::LANDLOCK_TARGET_ABI),
+                    network: NetIsolation::Direct,
+                }),
             }),
             clock: FakeClock::new(wall),
         }
@@ -202,6 +208,12 @@ impl FakeHost {
             workspaces: Arc::new(self.clone()),
             clock: Arc::new(self.clock),
         }
+    }
+
+    /// Makes the host offer `support` for sandboxes (by default Landlock at the target ABI
+    /// and network namespaces).
+    pub fn set_sandbox_support(&self, support: SandboxSupport) {
+        *lock(&self.inner.sandbox) = support;
     }
 
     /// The ids and commands started so far, in order.
@@ -309,6 +321,15 @@ impl Processes for FakeHost {
             exit: exit_rx,
             script,
         }))
+    }
+
+    fn sandbox_support(&self) -> SandboxSupport {
+        lock(&self.inner.sandbox).clone()
+    }
+
+    /// No namespace: fake programs have no network to take away.
+    fn network_namespace(&self) -> Result<Option<NetNamespace>, ProcTrackError> {
+        Ok(None)
     }
 
     async fn probe(&self, command: AgentCommand, _timeout: Duration) -> bool {

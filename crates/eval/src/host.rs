@@ -12,8 +12,9 @@ use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use hyoka_proctrack::{
-    Agent, AgentCommand, AgentExit, Layers, NativeProcTable, NativeSignaller, ProcTable,
-    ProcTrackError, Signal, Signaller, TeardownOptions, TeardownReport, Tracker,
+    Agent, AgentCommand, AgentExit, Layers, NativeProcTable, NativeSignaller, NetNamespace,
+    ProcTable, ProcTrackError, SandboxSupport, Signal, Signaller, TeardownOptions, TeardownReport,
+    Tracker,
 };
 use hyoka_workspace::{
     Closed, MarkerOwner, RunVerdict, TempWorkspace, Workspace, WorkspaceError, WorkspaceOptions,
@@ -73,6 +74,15 @@ pub trait Processes: Send + Sync {
         id: &str,
         command: AgentCommand,
     ) -> Result<Box<dyn Process>, ProcTrackError>;
+    /// What this host offers for sandboxes (Landlock, network namespaces); asked only when
+    /// an eval wants one.
+    fn sandbox_support(&self) -> SandboxSupport;
+    /// A network namespace with only loopback, shared by the processes of one eval under
+    /// `network: none`; `None` when this host spawns nothing real (the fakes).
+    ///
+    /// # Errors
+    /// [`ProcTrackError::Sandbox`] when none can be made.
+    fn network_namespace(&self) -> Result<Option<NetNamespace>, ProcTrackError>;
     /// Runs a service's readiness command to its end; `true` when it exits 0 within
     /// `timeout`. A command that overruns is killed with its process group.
     async fn probe(&self, command: AgentCommand, timeout: Duration) -> bool;
@@ -221,10 +231,24 @@ impl Processes for TrackedProcesses {
         Ok(Box::new(TrackedProcess(agent)))
     }
 
+    fn sandbox_support(&self) -> SandboxSupport {
+        SandboxSupport::detect()
+    }
+
+    fn network_namespace(&self) -> Result<Option<NetNamespace>, ProcTrackError> {
+        NetNamespace::create().map(Some)
+    }
+
     async fn probe(&self, command: AgentCommand, timeout: Duration) -> bool {
         // A probe is short-lived and killed (with its group, through the verified signaller)
-        // when it overruns; it is the one phase process not spawned through the tracker.
-        let child = tokio::process::Command::new(&command.program)
+        // when it overruns; it is the one phase process not spawned through the tracker. It
+        // runs in its eval's sandbox (and network namespace).
+        let mut probe = std::process::Command::new(&command.program);
+        if let Err(err) = command.sandbox.apply_to(&mut probe) {
+            tracing::warn!(error = %err, "cannot sandbox a readiness probe");
+            return false;
+        }
+        let child = tokio::process::Command::from(probe)
             .args(&command.args)
             .current_dir(command.cwd.as_deref().unwrap_or(Path::new(".")))
             .stdin(std::process::Stdio::null())

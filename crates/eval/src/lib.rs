@@ -19,6 +19,10 @@
 //!   workspace's usage feed the sans-IO [`Monitor`] of a [`LimitSet`]; the first limit crossed
 //!   stops the agent ([`Termination`]). The [`Timeline`] (`action_timeline.json`) records it
 //!   all.
+//! - A kernel sandbox per eval ([`SandboxSpec`], decided by [`decide`] against what the
+//!   machine offers): Landlock confines every process's writes to its workspace, isolated
+//!   home, private temp directory and `sandbox_write` paths, and `network: none` gives it a
+//!   network namespace with only loopback; `report.json` records it ([`SandboxRecord`]).
 //! - Seams ([`Harness`]): [`Processes`]/[`Process`] ([`TrackedProcesses`]),
 //!   [`Workspaces`]/[`EvalWorkspace`] ([`TempWorkspaces`]), [`Clock`] ([`SystemClock`]); with
 //!   the `mock` feature `FakeHost`, `FakeProgram` and `FakeClock` run the same policy in
@@ -113,6 +117,7 @@ mod phases;
 mod records;
 mod report;
 mod runner;
+mod sandbox;
 #[cfg(feature = "schema")]
 mod schema;
 mod settings;
@@ -151,6 +156,9 @@ pub use crate::report::{
     RunSummary, Status, Termination, Totals,
 };
 pub use crate::runner::{Containment, NoObserver, Observer, RunOutcome, RunPlan, run, run_tracked};
+pub use crate::sandbox::{
+    SandboxDecision, SandboxMode, SandboxRecord, SandboxSettings, SandboxSpec, decide,
+};
 #[cfg(feature = "schema")]
 pub use crate::schema::schemas;
 pub use crate::settings::{

@@ -12,7 +12,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use hyoka_proctrack::{
-    AgentCommand, AgentExit, Escalation, StdioMode, TeardownOptions, TeardownReport,
+    AgentCommand, AgentExit, Escalation, Sandbox, StdioMode, TeardownOptions, TeardownReport,
 };
 use tokio::io::AsyncReadExt;
 use tokio::sync::{mpsc, oneshot};
@@ -37,6 +37,8 @@ pub(crate) struct PhaseEnv {
     pub(crate) clear: bool,
     /// The variables to set.
     pub(crate) vars: Vec<(OsString, OsString)>,
+    /// The kernel sandbox of every phase process (the agent's may differ).
+    pub(crate) sandbox: Sandbox,
 }
 
 impl PhaseEnv {
@@ -79,6 +81,7 @@ impl PhaseEnv {
         Self {
             clear: home.is_some(),
             vars,
+            sandbox: Sandbox::default(),
         }
     }
 
@@ -99,6 +102,7 @@ impl PhaseEnv {
         command.stdin = StdioMode::Null;
         command.stdout = StdioMode::Piped;
         command.stderr = StdioMode::Piped;
+        command.sandbox = self.sandbox.clone();
         Some(command)
     }
 }
@@ -230,7 +234,7 @@ async fn start_service(
         }
     };
     let pumps = pump_both(agent.as_mut(), &log, None);
-    let ready = wait_ready(agent.as_mut(), processes, clock, spec, ws).await;
+    let ready = wait_ready(agent.as_mut(), processes, clock, spec, ws, &env.sandbox).await;
     if let Err(reason) = ready {
         let _ = agent.teardown(TeardownOptions::with_grace(grace)).await;
         for pump in pumps {
@@ -266,10 +270,11 @@ async fn wait_ready(
     clock: &dyn Clock,
     spec: &ServiceSpec,
     workspace: &dyn EvalWorkspace,
+    sandbox: &Sandbox,
 ) -> Result<(), String> {
     let deadline = clock.now() + spec.timeout;
     loop {
-        if check_ready(&spec.ready, processes, workspace).await {
+        if check_ready(&spec.ready, processes, workspace, sandbox).await {
             return Ok(());
         }
         tokio::select! {
@@ -292,14 +297,33 @@ async fn wait_ready(
 /// How long a readiness command may run.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Whether a service is ready. Checks run where the service runs: in the eval's network
+/// namespace and sandbox, when it has them.
 async fn check_ready(
     ready: &Readiness,
     processes: &dyn Processes,
     workspace: &dyn EvalWorkspace,
+    sandbox: &Sandbox,
 ) -> bool {
     match ready {
         Readiness::Started => true,
         Readiness::File(path) => workspace.exists(path),
+        Readiness::Tcp(address) if sandbox.namespace.is_some() => {
+            let (Some(namespace), Ok(addresses)) = (
+                sandbox.namespace.clone(),
+                tokio::net::lookup_host(address.as_str()).await,
+            ) else {
+                return false;
+            };
+            let addresses: Vec<_> = addresses.collect();
+            tokio::task::spawn_blocking(move || {
+                addresses
+                    .iter()
+                    .any(|a| namespace.connects(*a, Duration::from_secs(1)))
+            })
+            .await
+            .unwrap_or(false)
+        }
         Readiness::Tcp(address) => matches!(
             tokio::time::timeout(
                 Duration::from_secs(1),
@@ -314,6 +338,7 @@ async fn check_ready(
             };
             let mut command = AgentCommand::new(program, rest.iter().cloned());
             command.cwd = Some(workspace.path().to_owned());
+            command.sandbox = sandbox.clone();
             processes.probe(command, PROBE_TIMEOUT).await
         }
     }

@@ -192,6 +192,10 @@ pub struct Report {
     /// The review phase's verdict, when it printed one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub review: Option<ReviewVerdict>,
+    /// The kernel sandbox and network the eval's processes ran with, when it asked for a
+    /// sandbox or for no network.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::sandbox::SandboxRecord>,
 }
 
 /// How a phase ended.

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hyoka_proctrack::{Launcher, Tracker, TrackerOptions};
+use hyoka_proctrack::{Launcher, SandboxSupport, Tracker, TrackerOptions};
 use hyoka_workspace::{KeepPolicy, RunId};
 
 use crate::error::EvalError;
@@ -13,6 +13,7 @@ use crate::eval::{RunContext, not_started, run_eval};
 use crate::host::Harness;
 use crate::records::{millis, rfc3339, write_json};
 use crate::report::{Report, RunSummary};
+use crate::sandbox::decide;
 use crate::settings::{DEFAULT_GRACE, EvalSpec};
 use crate::stop::Stop;
 
@@ -119,7 +120,8 @@ pub struct RunOutcome {
 /// # Errors
 /// [`EvalError::Tracker`] when the run cannot start (its id is live, or an earlier run with
 /// it was never cleaned, or the reports directory is unusable, which is checked before
-/// anything is created); otherwise as [`run`].
+/// anything is created); [`EvalError::Sandbox`] (before anything is created) when an eval
+/// asks for a sandbox the machine cannot give; otherwise as [`run`].
 pub async fn run_tracked(
     plan: &RunPlan,
     containment: Containment,
@@ -127,6 +129,8 @@ pub async fn run_tracked(
     observer: Arc<dyn Observer>,
 ) -> Result<RunOutcome, EvalError> {
     hyoka_proctrack::check_reports_dir(&plan.reports, hyoka_proctrack::ReportsUse::Write)?;
+    // A sandbox the machine cannot give is refused before the run's directory exists.
+    check_sandboxes(plan, SandboxSupport::detect)?;
     let mut options = TrackerOptions::new(plan.run_id.as_str(), &plan.reports);
     options.shim = containment.shim;
     options.shim_grace = containment.shim_grace.unwrap_or(DEFAULT_GRACE);
@@ -159,6 +163,7 @@ pub async fn run(
     stop: Stop,
     observer: Arc<dyn Observer>,
 ) -> Result<RunOutcome, EvalError> {
+    check_sandboxes(plan, || harness.processes.sandbox_support())?;
     let run_dir = plan.run_dir();
     std::fs::create_dir_all(&run_dir).map_err(|e| EvalError::io("create", &run_dir, e))?;
     let ctx = Arc::new(RunContext {
@@ -223,6 +228,26 @@ pub async fn run(
         summary,
         run_dir,
     })
+}
+
+/// Refuses the plan when an eval asks for a sandbox or an isolated network the machine
+/// cannot give. The machine is probed (`support`) only when some eval asks for one.
+fn check_sandboxes(
+    plan: &RunPlan,
+    support: impl FnOnce() -> SandboxSupport,
+) -> Result<(), EvalError> {
+    if !plan.evals.iter().any(|e| e.sandbox.is_requested()) {
+        return Ok(());
+    }
+    let support = support();
+    for spec in &plan.evals {
+        let refuse = |reason| EvalError::Sandbox {
+            eval_id: spec.eval_id.to_string(),
+            reason,
+        };
+        decide(&spec.sandbox, &support).map_err(refuse)?;
+    }
+    Ok(())
 }
 
 /// One eval's task: its run, or its not-started record once a stop was requested.

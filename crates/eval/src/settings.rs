@@ -14,6 +14,7 @@ use hyoka_workspace::{EvalId, Injection};
 use crate::error::EvalError;
 use crate::events::EventSource;
 use crate::limits::{LimitSet, PartialLimits};
+use crate::sandbox::{SandboxSettings, SandboxSpec};
 
 /// The built-in agent timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_mins(10);
@@ -39,6 +40,8 @@ pub struct Settings {
     pub env: Vec<(OsString, OsString)>,
     /// The phases around the agent.
     pub phases: PhaseSettings,
+    /// The kernel sandbox and the network.
+    pub sandbox: SandboxSettings,
 }
 
 /// The phase settings of one level; `None` falls through to the next level.
@@ -127,6 +130,8 @@ pub struct EvalSpec {
     pub events: EventSource,
     /// The phases around the agent.
     pub phases: EvalPhases,
+    /// The kernel sandbox and the network of every process of the eval.
+    pub sandbox: SandboxSpec,
 }
 
 /// The phases around the agent, resolved for one eval.
@@ -254,6 +259,7 @@ impl EvalSpec {
                 .find_map(|l| l.events)
                 .unwrap_or(EventSource::None),
             phases,
+            sandbox: SandboxSpec::resolve(&levels.iter().map(|l| &l.sandbox).collect::<Vec<_>>()),
         }
     }
 }

@@ -26,6 +26,10 @@
 //!     review: { command: [python3, review.py], timeout: 2m }   # may print {"pass": …}
 //!     isolate_home: true       # own HOME and XDG dirs; the environment is cleared …
 //!     pass_env: [ANTHROPIC_API_KEY]   # … except the basics and these
+//!     sandbox: true            # Landlock: writes only to the workspace, home, temp dir
+//!     sandbox_write: [/opt/cache]     # … and these (relative to the suite file)
+//!     sandbox_read_only: false # true: the agent may not write its workspace either
+//!     network: none            # a network namespace with only loopback (default host)
 //! ```
 //!
 //! Parsing runs in two steps so every error can be precise: the YAML is read into a
@@ -41,6 +45,7 @@ use serde::Deserialize;
 
 use crate::error::EvalError;
 use crate::limits::PartialLimits;
+use crate::sandbox::{SandboxMode, SandboxSettings};
 use crate::settings::{
     self, DEFAULT_PHASE_TIMEOUT, DEFAULT_READY_TIMEOUT, EvalSpec, PhaseCommand, PhaseSettings,
     Readiness, ServiceSpec, Settings,
@@ -127,6 +132,10 @@ struct RawSettings {
     review: Option<RawPhase>,
     isolate_home: Option<bool>,
     pass_env: Option<Vec<String>>,
+    sandbox: Option<RawSandbox>,
+    network: Option<String>,
+    sandbox_write: Option<Vec<String>>,
+    sandbox_read_only: Option<bool>,
 }
 
 // The eval's own fields plus the settings fields: serde cannot deny unknown fields through
@@ -148,6 +157,18 @@ struct RawEval {
     review: Option<RawPhase>,
     isolate_home: Option<bool>,
     pass_env: Option<Vec<String>>,
+    sandbox: Option<RawSandbox>,
+    network: Option<String>,
+    sandbox_write: Option<Vec<String>>,
+    sandbox_read_only: Option<bool>,
+}
+
+/// `sandbox: true`, `sandbox: false` or `sandbox: best-effort`.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawSandbox {
+    Bool(bool),
+    Text(String),
 }
 
 impl RawEval {
@@ -164,6 +185,10 @@ impl RawEval {
             review: self.review,
             isolate_home: self.isolate_home,
             pass_env: self.pass_env,
+            sandbox: self.sandbox,
+            network: self.network,
+            sandbox_write: self.sandbox_write,
+            sandbox_read_only: self.sandbox_read_only,
         };
         (self.id, self.command, self.starter, settings)
     }
@@ -444,6 +469,13 @@ fn settings(raw: RawSettings, base: &Path) -> Result<Settings, (&'static str, St
     {
         return Err(("pass_env", format!("invalid variable name {bad:?}")));
     }
+    let sandbox = sandbox_settings(
+        raw.sandbox,
+        raw.network,
+        raw.sandbox_write,
+        raw.sandbox_read_only,
+        base,
+    )?;
     Ok(Settings {
         timeout,
         grace,
@@ -458,6 +490,50 @@ fn settings(raw: RawSettings, base: &Path) -> Result<Settings, (&'static str, St
             isolate_home: raw.isolate_home,
             pass_env: raw.pass_env,
         },
+        sandbox,
+    })
+}
+
+/// The sandbox fields of one level; `sandbox_write` paths are resolved against the suite
+/// file's directory and must exist.
+fn sandbox_settings(
+    mode: Option<RawSandbox>,
+    network: Option<String>,
+    write: Option<Vec<String>>,
+    read_only: Option<bool>,
+    base: &Path,
+) -> Result<SandboxSettings, (&'static str, String)> {
+    let mode = match mode {
+        None => None,
+        Some(RawSandbox::Bool(true)) => Some(SandboxMode::On),
+        Some(RawSandbox::Bool(false)) => Some(SandboxMode::Off),
+        Some(RawSandbox::Text(text)) => Some(text.parse().map_err(|e| ("sandbox", e))?),
+    };
+    let network = network
+        .map(|n| n.parse())
+        .transpose()
+        .map_err(|e| ("network", e))?;
+    let write = write
+        .map(|paths| {
+            paths
+                .into_iter()
+                .map(|p| {
+                    let resolved = base.join(&p);
+                    if resolved.exists() {
+                        Ok(resolved)
+                    } else {
+                        Err(format!("{} does not exist", resolved.display()))
+                    }
+                })
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .transpose()
+        .map_err(|e| ("sandbox_write", e))?;
+    Ok(SandboxSettings {
+        mode,
+        network,
+        write,
+        read_only,
     })
 }
 

@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use hyoka_eval::{EvalError, EventSource, Shard, parse_duration, parse_size};
+use hyoka_eval::{EvalError, EventSource, SandboxMode, Shard, parse_duration, parse_size};
+use hyoka_proctrack::Network;
 use hyoka_workspace::{KeepPolicy, RunId};
 
 mod respawn;
@@ -165,6 +166,17 @@ pub struct RunArgs {
     /// With --isolate-home, also pass this environment variable through. Repeatable.
     #[arg(long, value_name = "VAR")]
     pub pass_env: Vec<String>,
+
+    /// Run every process of the eval in a Landlock sandbox: writes only to the workspace, the
+    /// isolated home, a private TMPDIR and /dev/null-like devices. `--sandbox` refuses to run
+    /// where Landlock is missing; `--sandbox=best-effort` runs without it and records that.
+    #[arg(long, value_name = "MODE", num_args = 0..=1, require_equals = true, default_missing_value = "on")]
+    pub sandbox: Option<SandboxMode>,
+
+    /// The network of every process of the eval: host (the default) or none (a network
+    /// namespace with only loopback).
+    #[arg(long, value_name = "NET")]
+    pub network: Option<Network>,
 
     /// Print the run summary (run.json) on stdout instead of the human summary.
     #[arg(long)]

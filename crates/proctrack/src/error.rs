@@ -78,6 +78,13 @@ pub enum ProcTrackError {
         /// Why (no cgroup2 mount, not writable, …).
         reason: String,
     },
+    /// A sandbox cannot be prepared: a writable path cannot be opened, or the machine lacks
+    /// Landlock or network namespaces (see `SandboxSupport::detect`).
+    #[error("cannot sandbox the agent: {reason}")]
+    Sandbox {
+        /// What is missing or failed.
+        reason: String,
+    },
     /// The process table could not be read.
     #[error("cannot read the process table at {path:?}")]
     ProcTable {

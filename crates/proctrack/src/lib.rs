@@ -22,6 +22,10 @@
 //!   command: it is read through the checks of [`ProcTrackError::Untrusted`], and `clean`
 //!   acts with its owner's power only ([`Authority`]); [`check_reports_dir`] and
 //!   [`read_reports_file`] serve `hyoka-eval` and the CLI.
+//! - The kernel sandbox ([`Sandbox`] on an [`AgentCommand`]): Landlock confines the tree's
+//!   writes to a few paths and a network namespace ([`Network::None`]) takes its network away,
+//!   entered between fork and exec so nothing the agent starts escapes it;
+//!   [`SandboxSupport::detect`] says what the machine offers.
 //! - Seams: [`ProcTable`], [`Signaller`], [`Clock`] with [`NativeProcTable`],
 //!   [`NativeSignaller`], [`SystemClock`]; with the `mock` feature also `FakeSystem`,
 //!   `FakeClock` and the `mockall` mocks `MockProcTable`, `MockSignaller`, `MockClock`.
@@ -140,6 +144,7 @@ mod lock;
 mod orphans;
 mod proc_table;
 mod sampling;
+mod sandbox;
 mod shim;
 mod signal;
 mod spawn;
@@ -173,6 +178,10 @@ pub use crate::lock::{LOCK_FILE, LockState, OwnerLock};
 pub use crate::proc_table::MockProcTable;
 pub use crate::proc_table::{NativeProcTable, ProcTable, Uids};
 pub use crate::sampling::{TreeSample, sample_tree};
+pub use crate::sandbox::{
+    DEVICES, LANDLOCK_TARGET_ABI, MIN_LANDLOCK_ABI, NetIsolation, NetNamespace, Network, Sandbox,
+    SandboxSupport,
+};
 pub use crate::shim::{SHIM_FAILURE, shim_args, shim_main};
 #[cfg(feature = "mock")]
 pub use crate::signal::MockSignaller;

@@ -19,6 +19,7 @@ use crate::cgroup::CgroupLeaf;
 use crate::identity::{ProcRef, validate_id};
 use crate::instance::INSTANCE_ENV;
 use crate::proc_table::{NativeProcTable, ProcTable};
+use crate::sandbox::{Prepared, Sandbox};
 use crate::shim::{ShimReport, parse_report, report_lines, shim_args};
 use crate::signal::reset_signal_state;
 use crate::teardown::TeardownReport;
@@ -69,6 +70,9 @@ pub struct AgentCommand {
     pub stdout: StdioMode,
     /// Standard error.
     pub stderr: StdioMode,
+    /// The kernel sandbox of the whole tree (the shim, the agent and its descendants):
+    /// confined writes, no network. The default restricts nothing.
+    pub sandbox: Sandbox,
 }
 
 impl AgentCommand {
@@ -96,7 +100,9 @@ impl Tracker {
     /// # Errors
     /// [`ProcTrackError::Spawn`] when the program (or the shim) cannot be started: the CLI's
     /// `spawn_failed`; [`ProcTrackError::DuplicateEval`]; [`ProcTrackError::Shim`];
-    /// [`ProcTrackError::Io`] for the ledger or the cgroup.
+    /// [`ProcTrackError::Io`] for the ledger or the cgroup; [`ProcTrackError::Sandbox`] when
+    /// the command's sandbox cannot be prepared (a spawn that fails entering it is a
+    /// [`ProcTrackError::Spawn`]).
     pub async fn spawn(
         &self,
         eval_id: &str,
@@ -183,6 +189,8 @@ impl Tracker {
         command: AgentCommand,
     ) -> Result<Agent, ProcTrackError> {
         let shared = &self.shared;
+        // Built before anything else exists: a sandbox that cannot be had leaves nothing.
+        let sandbox = Prepared::new(&command.sandbox)?;
         let leaf = match shared.create_leaf(eval_id) {
             Some(Ok(leaf)) => Some(leaf),
             Some(Err(e)) if shared.mode == CgroupMode::Required => return Err(e),
@@ -211,12 +219,17 @@ impl Tracker {
         );
         let procs_raw = procs_fd.as_ref().map(AsRawFd::as_raw_fd);
         let report_raw = report_write.as_ref().map(AsRawFd::as_raw_fd);
+        let sandbox = std::sync::Arc::new(sandbox);
+        let kept = std::sync::Arc::clone(&sandbox);
         // SAFETY: the closure runs between fork and exec and only makes async-signal-safe
-        // system calls (write, setsid, prctl, getppid, fcntl) on descriptors the parent keeps
-        // open until `spawn` returns; it allocates nothing on success.
+        // system calls (write, setsid, prctl, getppid, fcntl, and the sandbox's unshare, open,
+        // ioctl and landlock calls) on descriptors and memory the parent keeps until `spawn`
+        // returns; it allocates nothing on success.
         unsafe {
-            cmd.as_std_mut()
-                .pre_exec(move || pre_exec(procs_raw, report_raw, parent));
+            cmd.as_std_mut().pre_exec(move || {
+                pre_exec(procs_raw, report_raw, parent)?;
+                sandbox.enter()
+            });
         }
         let handle = tokio::runtime::Handle::try_current().map_err(|e| ProcTrackError::Task {
             reason: e.to_string(),
@@ -235,6 +248,7 @@ impl Tracker {
         .await?;
         drop(report_write);
         drop(procs_fd);
+        drop(kept);
         let mut child = match spawned {
             Ok(child) => child,
             Err(source) => {

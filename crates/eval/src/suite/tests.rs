@@ -54,3 +54,44 @@ fn specs_apply_the_levels_and_the_shard() {
         .collect();
     assert_eq!(second, ["b"]);
 }
+
+#[test]
+fn sandbox_fields_resolve_and_bad_ones_are_refused() {
+    let yaml = "defaults: { sandbox: true, network: none }\n\
+                evals:\n  - id: a\n    command: [x]\n\
+                \n  - id: b\n    command: [y]\n    sandbox: best-effort\n    sandbox_write: [/tmp]\n    sandbox_read_only: true\n\
+                \n  - id: c\n    command: [z]\n    sandbox: false\n    network: host\n";
+    let suite = Suite::from_yaml(yaml, Path::new("s.yaml")).unwrap();
+    let specs = suite.specs(&Settings::default(), None);
+    let got: Vec<(&str, &str, bool, usize)> = specs
+        .iter()
+        .map(|s| {
+            (
+                s.sandbox.mode.as_str(),
+                s.sandbox.network.as_str(),
+                s.sandbox.read_only,
+                s.sandbox.write.len(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("on", "none", false, 0),
+            ("best-effort", "none", true, 1),
+            ("off", "host", false, 0),
+        ]
+    );
+    check_error(
+        "evals:\n  - id: a\n    command: [x]\n    sandbox: maybe\n",
+        "eval \"a\" (evals[0]), field sandbox: invalid sandbox \"maybe\"",
+    );
+    check_error(
+        "evals:\n  - id: a\n    command: [x]\n    network: wifi\n",
+        "field network: invalid network \"wifi\"",
+    );
+    check_error(
+        "defaults: { sandbox_write: [/nonexistent/hyoka-cache] }\nevals:\n  - id: a\n    command: [x]\n",
+        "defaults, field sandbox_write: /nonexistent/hyoka-cache does not exist",
+    );
+}

@@ -12,5 +12,6 @@ mod ids;
 mod limits;
 mod phases;
 mod runs;
+mod sandbox;
 mod stops;
 mod support;

@@ -1,7 +1,7 @@
 //! `hyoka doctor`: which containment layers this machine gives, what falls back to what, and
 //! what to do about it.
 
-use hyoka_proctrack::Capabilities;
+use hyoka_proctrack::{Capabilities, NetIsolation, SandboxSupport};
 use serde::Serialize;
 
 use crate::args::DoctorArgs;
@@ -25,11 +25,13 @@ struct Check {
 }
 
 pub(crate) async fn exec(args: &DoctorArgs) -> Result<ExitStatus, Fail> {
-    let caps = tokio::task::spawn_blocking(Capabilities::detect)
-        .await
-        .map_err(|e| Fail::failure(format!("cannot probe the machine: {e}")))?;
+    let (caps, sandbox) =
+        tokio::task::spawn_blocking(|| (Capabilities::detect(), SandboxSupport::detect()))
+            .await
+            .map_err(|e| Fail::failure(format!("cannot probe the machine: {e}")))?;
     let tmux = hyoka_respawn::TmuxTerminal::version().await;
-    let checks = checks(&caps, tmux.as_deref());
+    let mut checks = checks(&caps, tmux.as_deref());
+    checks.extend(sandbox_checks(&sandbox));
     if args.json {
         outln!(
             "{}",
@@ -148,4 +150,47 @@ fn checks(caps: &Capabilities, tmux: Option<&str>) -> Vec<Check> {
         }),
     });
     checks
+}
+
+fn sandbox_checks(support: &SandboxSupport) -> [Check; 2] {
+    let landlock = Check {
+        name: "landlock",
+        available: support.landlock.is_ok(),
+        found: match &support.landlock {
+            Ok(abi) => format!(
+                "ABI {abi} (sandboxes run at ABI {})",
+                support.landlock_in_force().unwrap_or(*abi)
+            ),
+            Err(why) => why.clone(),
+        },
+        effect: if support.landlock.is_ok() {
+            "`--sandbox`: the agent's whole tree writes only to its workspace, home and temp directory"
+                .to_owned()
+        } else {
+            "`--sandbox` refuses to run; `--sandbox=best-effort` runs without it".to_owned()
+        },
+        advice: support
+            .landlock
+            .is_err()
+            .then(|| "use Linux 6.2 or newer with landlock in the lsm= boot parameter".to_owned()),
+    };
+    let (available, found) = match &support.network {
+        NetIsolation::Direct => (true, "made directly (CAP_SYS_ADMIN)".to_owned()),
+        NetIsolation::UserNamespace => (true, "made through a user namespace".to_owned()),
+        NetIsolation::Unavailable(why) => (false, why.clone()),
+    };
+    let network = Check {
+        name: "netns",
+        available,
+        found,
+        effect: if available {
+            "`--network none`: the tree gets a network namespace with only loopback".to_owned()
+        } else {
+            "`--network none` refuses to run".to_owned()
+        },
+        advice: (!available).then(|| {
+            "run as root, or allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1)".to_owned()
+        }),
+    };
+    [landlock, network]
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use hyoka_eval::{
     Containment, EvalSpec, Observer, PartialLimits, PhaseCommand, PhaseSettings, Report, RunPlan,
-    RunSummary, Settings, Status, Suite, injection, valid_env_name,
+    RunSummary, SandboxSettings, Settings, Status, Suite, injection, valid_env_name,
 };
 use hyoka_workspace::EvalId;
 
@@ -69,6 +69,11 @@ fn plan(args: &RunArgs) -> Result<RunPlan, Fail> {
         },
         env: Vec::new(),
         phases: cli_phases(args)?,
+        sandbox: SandboxSettings {
+            mode: args.sandbox,
+            network: args.network,
+            ..SandboxSettings::default()
+        },
     };
     let (evals, name_with_eval) = if let Some(path) = &args.suite {
         let text = std::fs::read_to_string(path)

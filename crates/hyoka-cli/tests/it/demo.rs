@@ -46,7 +46,15 @@ fn doctor_reports_every_layer_as_json_and_text() {
         .collect();
     assert_eq!(
         names,
-        ["cgroup v2", "subreaper", "pidfd", "tmux", "inotify"]
+        [
+            "cgroup v2",
+            "subreaper",
+            "pidfd",
+            "tmux",
+            "inotify",
+            "landlock",
+            "netns"
+        ]
     );
     for check in checks.as_array().unwrap() {
         assert!(check["available"].is_boolean());

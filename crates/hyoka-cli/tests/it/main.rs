@@ -22,6 +22,7 @@ mod phases;
 mod refusals;
 mod respawn;
 mod run;
+mod sandbox;
 mod signals;
 mod suite;
 mod supervision;

@@ -23,6 +23,7 @@ mod concurrency;
 mod containment;
 mod roles;
 mod runner;
+mod sandbox;
 mod shim;
 mod support;
 
@@ -30,7 +31,9 @@ fn main() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().collect();
     match args.get(1).and_then(|a| a.to_str()) {
         Some("__shim") => hyoka_proctrack::shim_main(args.into_iter().skip(2)),
-        Some("--hyoka-role") => roles::run(&args[2..]),
+        Some("--hyoka-role") => {
+            roles::sandbox(&args[2..]).unwrap_or_else(|| roles::run(&args[2..]))
+        }
         _ => {
             let caps = hyoka_proctrack::Capabilities::detect();
             if !args.iter().any(|a| a == "--list") {
@@ -64,6 +67,7 @@ fn all_tests() -> Vec<runner::Test> {
         shim::TESTS,
         clean::TESTS,
         concurrency::TESTS,
+        sandbox::TESTS,
     ]
     .concat()
 }

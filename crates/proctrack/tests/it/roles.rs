@@ -4,6 +4,7 @@
 //! up, so tests wait on markers, never on fixed sleeps.
 
 use std::ffi::OsString;
+use std::fmt::Write as _;
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -201,6 +202,91 @@ fn agent(dir: &Path, mode: &str, scenario: &str, n: &str) -> ExitCode {
     } else {
         forever()
     }
+}
+
+/// The roles of the sandbox tests (`--hyoka-role <role> <dir> …`); `None` for any other role.
+pub(crate) fn sandbox(args: &[OsString]) -> Option<ExitCode> {
+    let args: Vec<String> = args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let (name, dir) = (args.first()?.clone(), PathBuf::from(args.get(1)?));
+    sandbox_role(&name, &dir, &args)
+}
+
+/// The roles of the sandbox tests; `None` for any other role.
+#[expect(
+    clippy::zombie_processes,
+    reason = "the daemon is orphaned on purpose: detaching is what it tests"
+)]
+fn sandbox_role(name: &str, dir: &Path, args: &[String]) -> Option<ExitCode> {
+    let arg = |i: usize| args.get(i).cloned().unwrap_or_default();
+    let dir = dir.to_path_buf();
+    Some(match name {
+        "try-write" => {
+            try_write(&dir, &arg(2), &args[3..]);
+            if arg(2) == "daemon" {
+                ready(&dir, "daemon");
+                return Some(forever());
+            }
+            ExitCode::SUCCESS
+        }
+        "sandboxed" => {
+            // The agent tries its writes, then starts a daemon that detaches (a middle process
+            // that exits, a new session, a cleared environment) and tries them again.
+            try_write(&dir, "agent", &args[2..]);
+            let mut mid = role("daemon-writer", &dir, &[]);
+            mid.args(&args[2..]);
+            let _ = mid.status();
+            crate::support::wait_file(&dir.join("daemon"), Duration::from_mins(1));
+            ExitCode::SUCCESS
+        }
+        "daemon-writer" => {
+            let mut daemon = role("try-write", &dir, &["daemon"]);
+            daemon.args(&args[1..]).env_clear().current_dir("/");
+            // SAFETY: `setsid` is async-signal-safe.
+            unsafe {
+                daemon.pre_exec(|| rustix::process::setsid().map(drop).map_err(Into::into));
+            }
+            daemon.spawn().expect("spawn daemon");
+            ExitCode::SUCCESS
+        }
+        "listen" => {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+            let port = listener.local_addr().expect("address").port();
+            let tmp = dir.join(".listen.port");
+            std::fs::write(&tmp, port.to_string()).expect("write port");
+            std::fs::rename(&tmp, dir.join("listen.port")).expect("publish port");
+            for stream in listener.incoming() {
+                drop(stream);
+            }
+            ExitCode::SUCCESS
+        }
+        "connect" => {
+            let result =
+                match std::net::TcpStream::connect(("127.0.0.1", arg(2).parse().unwrap_or(0))) {
+                    Ok(_) => "ok".to_owned(),
+                    Err(e) => e.raw_os_error().unwrap_or(-1).to_string(),
+                };
+            std::fs::write(dir.join("connect.result"), result).expect("write result");
+            ExitCode::SUCCESS
+        }
+        _ => return None,
+    })
+}
+
+/// Tries to create each of `paths`, and writes `<dir>/<label>.result`: one line per path,
+/// `ok` or the errno.
+fn try_write(dir: &Path, label: &str, paths: &[String]) {
+    let mut lines = String::new();
+    for path in paths {
+        let outcome = match std::fs::write(path, label) {
+            Ok(()) => "ok".to_owned(),
+            Err(e) => e.raw_os_error().unwrap_or(-1).to_string(),
+        };
+        let _ = writeln!(lines, "{path} {outcome}");
+    }
+    std::fs::write(dir.join(format!("{label}.result")), lines).expect("write result");
 }
 
 /// A command that runs this binary in `role` with `dir` and `args`.

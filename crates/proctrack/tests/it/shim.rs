@@ -38,7 +38,7 @@ fn role_command(role: &str, args: &[&str]) -> AgentCommand {
     AgentCommand::new(std::env::current_exe().unwrap(), a)
 }
 
-fn both() -> [Config; 2] {
+pub(crate) fn both() -> [Config; 2] {
     [
         Config {
             cgroup: false,
