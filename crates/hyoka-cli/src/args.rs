@@ -181,6 +181,15 @@ pub struct CleanArgs {
     #[arg(long)]
     pub dry_run: bool,
 
+    /// Also remove workspaces kept by --keep-workspace (only those provably hyoka's whose
+    /// run is over). Without it they are listed as kept and left alone.
+    #[arg(long)]
+    pub kept: bool,
+
+    /// With --kept: only kept workspaces made longer ago than this (30m, 7d).
+    #[arg(long, value_name = "DUR", requires = "kept", value_parser = parse_duration, allow_hyphen_values = true)]
+    pub older_than: Option<Duration>,
+
     /// How long processes get between SIGTERM and SIGKILL.
     #[arg(long, value_name = "DUR", default_value = "5s", value_parser = parse_duration, allow_hyphen_values = true)]
     pub grace: Duration,

@@ -27,6 +27,7 @@ use crate::args::Command;
 /// one `error:` line.
 pub fn main(cli: Cli) -> ExitStatus {
     init_logging(cli.verbose, cli.quiet);
+    let verbose = cli.verbose > 0;
     let result = match cli.command {
         // The simulated agent is synchronous and must not start a runtime it does not need.
         Command::SimAgent(args) => cmd::sim_agent::exec(&args),
@@ -35,7 +36,7 @@ pub fn main(cli: Cli) -> ExitStatus {
             .enable_all()
             .build()
         {
-            Ok(runtime) => runtime.block_on(dispatch(command)),
+            Ok(runtime) => runtime.block_on(dispatch(command, verbose)),
             Err(err) => Err(Fail::failure(format!("cannot start the runtime: {err}"))),
         },
     };
@@ -48,10 +49,10 @@ pub fn main(cli: Cli) -> ExitStatus {
     }
 }
 
-async fn dispatch(command: Command) -> Result<ExitStatus, Fail> {
+async fn dispatch(command: Command, verbose: bool) -> Result<ExitStatus, Fail> {
     match command {
         Command::Run(args) => cmd::run::exec(args).await,
-        Command::Clean(args) => cmd::cleanup::exec(args).await,
+        Command::Clean(args) => cmd::cleanup::exec(args, verbose).await,
         Command::Ps(args) => cmd::ps::exec(&args),
         Command::Detect(args) => cmd::detect::exec(&args),
         Command::Demo(args) => cmd::demo::exec(args).await,

@@ -26,10 +26,7 @@ use hyoka_proctrack::{
     Signaller, SystemClock, TeardownOptions, TeardownReport, Tracker, TrackerOptions, TreeSample,
     teardown,
 };
-use hyoka_workspace::{
-    Closed, EvalId, KeepPolicy, MarkerOwner, RunId, RunVerdict, TempWorkspace, WorkspaceError,
-    WorkspaceOptions,
-};
+use hyoka_workspace::{EvalId, KeepPolicy, MarkerOwner, RunId, TempWorkspace, WorkspaceOptions};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::driver::{AiCheckers, Driver, DriverInputs, DriverOptions, Observer, Report, now};
@@ -548,25 +545,16 @@ impl SocketDir {
             root: temp_dir.to_owned(),
             run_id: RunId::new(run_id).map_err(fail)?,
             eval_id: Some(EvalId::new(SOCKET_EVAL).map_err(fail)?),
-            keep: KeepPolicy::Always,
+            keep: KeepPolicy::Never,
             starter: None,
             inject: Vec::new(),
             instance: Some(tracker.instance().to_string()),
             owner: Some(MarkerOwner::pid(tracker.owner().pid())),
         };
-        let made = TempWorkspace::create_recorded(&options, |path| {
-            tracker.record_workspace(SOCKET_EVAL, path)
-        })
-        .and_then(|ws| ws.close(RunVerdict::Success))
-        .map_err(fail)?;
-        match made {
-            Closed::Kept(path) => Ok(path),
-            _ => Err(fail(WorkspaceError::Io {
-                op: "keep",
-                path: temp_dir.to_owned(),
-                source: std::io::Error::other("the hook socket directory was not kept"),
-            })),
-        }
+        // Detached, not kept: the session removes it, and `hyoka clean` after a crash.
+        TempWorkspace::create_recorded(&options, |path| tracker.record_workspace(SOCKET_EVAL, path))
+            .map(TempWorkspace::detach)
+            .map_err(fail)
     }
 }
 

@@ -1,14 +1,14 @@
 //! `hyoka run`: one command, or the evals of a suite, in isolated workspaces, with records.
 
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use hyoka_eval::{
-    Containment, EvalSpec, Observer, PartialLimits, PhaseCommand, PhaseSettings, Report, RunPlan,
-    RunSummary, Settings, Status, Suite, injection, valid_env_name,
+    Containment, EvalSpec, Observer, PartialLimits, PhaseCommand, PhaseSettings, Report,
+    RunOutcome, RunPlan, RunSummary, Settings, Status, Suite, injection, valid_env_name,
 };
 use hyoka_workspace::EvalId;
 
@@ -30,7 +30,7 @@ pub(crate) async fn exec(args: RunArgs) -> Result<ExitStatus, Fail> {
     let outcome = hyoka_eval::run_tracked(&plan, containment, stop.clone(), progress)
         .await
         .map_err(crate::harness::run_failure)?;
-    print_summary(&outcome.summary, &outcome.run_dir, json);
+    print_summary(&outcome, json);
     Ok(match stop.reason() {
         Some(reason) => crate::interrupt::exit_status(reason),
         None if outcome.summary.status == Status::Passed => ExitStatus::Success,
@@ -190,7 +190,8 @@ impl Observer for Progress {
     }
 }
 
-fn print_summary(summary: &RunSummary, run_dir: &Path, json: bool) {
+fn print_summary(outcome: &RunOutcome, json: bool) {
+    let summary = &outcome.summary;
     if json {
         outln!(
             "{}",
@@ -227,5 +228,10 @@ fn print_summary(summary: &RunSummary, run_dir: &Path, json: bool) {
             summary.evals.len() - shown
         );
     }
-    outln!("reports: {}", run_dir.display());
+    for report in &outcome.reports {
+        if let Some(path) = &report.cleanup.workspace_kept_at {
+            outln!("kept workspace ({}): {path}", report.eval_id);
+        }
+    }
+    outln!("reports: {}", outcome.run_dir.display());
 }

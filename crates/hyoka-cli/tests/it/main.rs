@@ -17,6 +17,7 @@ mod codegen;
 mod demo;
 mod detect;
 mod escape;
+mod kept;
 mod limits;
 mod phases;
 mod refusals;
