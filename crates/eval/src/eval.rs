@@ -13,7 +13,7 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 use tokio::time::Instant;
 
-use crate::capped_log::{CappedLog, OUTPUT_CAP};
+use crate::capped_log::{CappedLog, OUTPUT_CAP, drain};
 use crate::error::EvalError;
 use crate::events::{AgentEvent, EventSource, LineSplitter, StreamJsonParser, parse_jsonl_event};
 use crate::host::{EvalWorkspace, Harness, Pipe, WorkspaceEnd};
@@ -558,7 +558,11 @@ async fn run_agent(
     });
     drop(agent_tx);
 
-    let deadline = (!spec.timeout.is_zero()).then(|| clock.now() + spec.timeout);
+    // A timeout too long for the clock never ends (durations are range-checked where they
+    // are parsed; an embedder's are not).
+    let deadline = (!spec.timeout.is_zero())
+        .then(|| clock.now().checked_add(spec.timeout))
+        .flatten();
     let mut service_error = None;
     let mut refresh = tokio::time::interval(REFRESH_EVERY);
     refresh.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -644,14 +648,20 @@ async fn run_agent(
         End::Stopped(_) => agent.exit(),
     };
     let (mut unknown_lines, mut malformed_lines) = (0, 0);
-    for pump in [stdout, stderr].into_iter().flatten() {
-        match pump.await {
-            Ok(Ok((unknown, malformed))) => {
+    // Bounded: a process outside the tree may hold the agent's pipes open forever.
+    let (pumped, held) = drain([stdout, stderr].into_iter().flatten()).await;
+    if held {
+        let why = "output held open by a process outside the agent's tree: stopped reading it";
+        tracing::warn!("{why}");
+        timeline.signal(clock.now(), why.to_owned());
+    }
+    for result in pumped {
+        match result {
+            Ok((unknown, malformed)) => {
                 unknown_lines += unknown;
                 malformed_lines += malformed;
             }
-            Ok(Err(err)) => tracing::warn!(error = %err, "reading agent output failed"),
-            Err(err) => tracing::warn!(error = %err, "output pump panicked"),
+            Err(err) => tracing::warn!(error = %err, "reading agent output failed"),
         }
     }
     let _ = done_tx.send(true);
@@ -732,7 +742,8 @@ async fn run_agent(
     }
 }
 
-async fn sleep_until(deadline: Option<Instant>) {
+/// Sleeps until `deadline`, or forever without one.
+pub(crate) async fn sleep_until(deadline: Option<Instant>) {
     match deadline {
         Some(deadline) => tokio::time::sleep_until(deadline).await,
         None => std::future::pending().await,

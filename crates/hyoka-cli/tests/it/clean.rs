@@ -3,7 +3,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 
-use crate::support::{Scratch, escapee_pids, hyoka, hyoka_path, pid_alive, stderr, wait_until};
+use crate::support::{
+    ReapOnDrop, Scratch, escapee_pids, hyoka, hyoka_path, pid_alive, stderr, wait_until,
+};
 
 /// The pid of the escapee with `role` (the file lists them in the order they started).
 fn escapee(file: &Path, role: &str) -> u32 {
@@ -351,16 +353,6 @@ impl Drop for KillOnDrop {
         if let Some(pid) = rustix::process::Pid::from_raw(i32::try_from(self.0).unwrap()) {
             let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
         }
-    }
-}
-
-/// Kills and reaps a child the test started itself when the test ends.
-struct ReapOnDrop(Child);
-
-impl Drop for ReapOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
     }
 }
 

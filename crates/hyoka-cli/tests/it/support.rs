@@ -210,3 +210,13 @@ pub(crate) fn wait_for_ledger(ledger: &Path, pids: &[u32]) {
         })
     });
 }
+
+/// Kills and reaps a child the test started itself when the test ends, however it ends.
+pub(crate) struct ReapOnDrop(pub(crate) std::process::Child);
+
+impl Drop for ReapOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
