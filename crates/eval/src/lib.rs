@@ -163,5 +163,5 @@ pub use crate::stop::{Stop, StopLevel, StopReason, Stopper};
 #[cfg(feature = "yaml")]
 pub use crate::suite::{Suite, SuiteEval};
 pub use crate::timeline::{EventType, MAX_EVENTS, Summary, Timeline, TimelineEvent};
-pub use crate::units::{parse_duration, parse_size};
+pub use crate::units::{MAX_DURATION, parse_duration, parse_size};
 pub use crate::watch::{FileChange, WatchUpdate, inotify_limits};
