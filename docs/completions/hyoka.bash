@@ -46,9 +46,6 @@ _hyoka() {
             hyoka,run)
                 cmd="hyoka__subcmd__run"
                 ;;
-            hyoka,sim-agent)
-                cmd="hyoka__subcmd__sim__subcmd__agent"
-                ;;
             hyoka__subcmd__help,clean)
                 cmd="hyoka__subcmd__help__subcmd__clean"
                 ;;
@@ -79,9 +76,6 @@ _hyoka() {
             hyoka__subcmd__help,run)
                 cmd="hyoka__subcmd__help__subcmd__run"
                 ;;
-            hyoka__subcmd__help,sim-agent)
-                cmd="hyoka__subcmd__help__subcmd__sim__subcmd__agent"
-                ;;
             hyoka__subcmd__help__subcmd__report,merge)
                 cmd="hyoka__subcmd__help__subcmd__report__subcmd__merge"
                 ;;
@@ -104,7 +98,7 @@ _hyoka() {
 
     case "${cmd}" in
         hyoka)
-            opts="-v -q -h -V --verbose --quiet --help --version run clean ps detect demo doctor report sim-agent respawn hook help"
+            opts="-v -q -h -V --verbose --quiet --help --version run clean ps detect demo doctor report respawn hook help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -118,7 +112,7 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__clean)
-            opts="-v -q -h -V --reports --workspace-root --dry-run --grace --json --verbose --quiet --help --version"
+            opts="-v -q -h -V --reports --workspace-root --dry-run --kept --older-than --grace --json --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -129,6 +123,10 @@ _hyoka() {
                     return 0
                     ;;
                 --workspace-root)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --older-than)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -218,7 +216,7 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__help)
-            opts="run clean ps detect demo doctor report sim-agent respawn hook help"
+            opts="run clean ps detect demo doctor report respawn hook help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -372,20 +370,6 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__help__subcmd__run)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        hyoka__subcmd__help__subcmd__sim__subcmd__agent)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -695,72 +679,6 @@ _hyoka() {
                     return 0
                     ;;
                 --pass-env)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        hyoka__subcmd__sim__subcmd__agent)
-            opts="-v -q -h -V --files --file-size --turns --turn-delay --linger --exit-code --escapees --pid-file --role --interactive --work --start-working --plan-on --permission-on --record --verbose --quiet --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                --files)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --file-size)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --turns)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --turn-delay)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --linger)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --exit-code)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --pid-file)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --role)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --work)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --start-working)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --plan-on)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --permission-on)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --record)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -35,7 +35,6 @@ complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "detect" -d 'Judge a rec
 complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "demo" -d 'Show what hyoka does, end to end, against the built-in simulated agent'
 complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "doctor" -d 'Show which containment layers this machine gives and what falls back to what'
 complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "report" -d 'Work with run reports'
-complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "sim-agent" -d 'The built-in simulated agent used by the demo and the tests'
 complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "respawn" -d 'Run an interactive agent under the respawn controller: cycle it when it is idle'
 complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "hook" -d 'Forward a Claude Code hook (payload on stdin) to the running respawn controller'
 complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -68,8 +67,10 @@ complete -c hyoka -n "__fish_hyoka_using_subcommand run" -s h -l help -d 'Print 
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -s V -l version -d 'Print version'
 complete -c hyoka -n "__fish_hyoka_using_subcommand clean" -l reports -d 'Where the runs\' reports (and ledgers) are' -r -F
 complete -c hyoka -n "__fish_hyoka_using_subcommand clean" -l workspace-root -d 'Where marked workspaces are looked for. Default: the system temp directory' -r -F
+complete -c hyoka -n "__fish_hyoka_using_subcommand clean" -l older-than -d 'With --kept: only kept workspaces made longer ago than this (30m, 7d)' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand clean" -l grace -d 'How long processes get between SIGTERM and SIGKILL' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand clean" -l dry-run -d 'Report what would be done, and change nothing at all'
+complete -c hyoka -n "__fish_hyoka_using_subcommand clean" -l kept -d 'Also remove workspaces kept by --keep-workspace (only those provably hyoka\'s whose run is over). Without it they are listed as kept and left alone'
 complete -c hyoka -n "__fish_hyoka_using_subcommand clean" -l json -d 'Machine-readable output on stdout'
 complete -c hyoka -n "__fish_hyoka_using_subcommand clean" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c hyoka -n "__fish_hyoka_using_subcommand clean" -s q -l quiet -d 'Only errors on stderr'
@@ -119,25 +120,6 @@ complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subc
 complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from merge" -s V -l version -d 'Print version'
 complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from help" -f -a "merge" -d 'Merge the run.json files of a suite\'s shards into one summary'
 complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l files -d 'Files to write into the current directory' -r
-complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l file-size -d 'Bytes per file' -r
-complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l turns -d 'Turns (assistant messages) to emit' -r
-complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l turn-delay -d 'Pause between turns (0 for none)' -r
-complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l linger -d 'Sleep this long before exiting (to exercise timeouts)' -r
-complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l exit-code -d 'Exit with this code' -r
-complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l pid-file -d 'Append `<role> <pid>` for each escapee to this file (absolute path)' -r -F
-complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l role -d 'Internal: the role of an escapee process' -r
-complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l work -d 'Interactive: how long the work on each prompt lasts' -r
-complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l start-working -d 'Interactive: start busy with a task of this length (0 starts idle)' -r
-complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l plan-on -d 'Interactive: end the Nth prompt in a plan-approval menu (0: the start task)' -r
-complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l permission-on -d 'Interactive: stop the Nth prompt at a permission prompt (0: the start task)' -r
-complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l record -d 'Interactive: append one JSON line per input received to FILE' -r -F
-complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l escapees -d 'Leave processes behind on purpose: a background sleeper, a child in a new session that ignores SIGTERM and SIGHUP, and a double-forked daemon with an empty environment and cwd `/`. Each lives at most a minute'
-complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l interactive -d 'Draw Claude-Code-like screens on the terminal and react to typed input'
-complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
-complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -s q -l quiet -d 'Only errors on stderr'
-complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -s h -l help -d 'Print help'
-complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -s V -l version -d 'Print version'
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l backend -d 'Where the agent runs: pty or tmux' -r -f -a "pty\t'A pseudo-terminal owned by hyoka (the embedded default)'
 tmux\t'A session on a private tmux server: it survives a restart of hyoka and can be re-attached with `--tmux-session`'"
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l events -d 'Append one JSON line per controller event to FILE' -r -F
@@ -176,15 +158,14 @@ complete -c hyoka -n "__fish_hyoka_using_subcommand hook" -s v -l verbose -d 'Mo
 complete -c hyoka -n "__fish_hyoka_using_subcommand hook" -s q -l quiet -d 'Only errors on stderr'
 complete -c hyoka -n "__fish_hyoka_using_subcommand hook" -s h -l help -d 'Print help'
 complete -c hyoka -n "__fish_hyoka_using_subcommand hook" -s V -l version -d 'Print version'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report sim-agent respawn hook help" -f -a "run" -d 'Run an agent command (or a suite of evals) in isolated workspaces and report'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report sim-agent respawn hook help" -f -a "clean" -d 'Stop what abandoned runs left behind (processes, cgroups, workspaces)'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report sim-agent respawn hook help" -f -a "ps" -d 'List live runs, their evals, workspaces and processes'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report sim-agent respawn hook help" -f -a "detect" -d 'Judge a recorded agent session: working, idle or blocked, with the evidence'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report sim-agent respawn hook help" -f -a "demo" -d 'Show what hyoka does, end to end, against the built-in simulated agent'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report sim-agent respawn hook help" -f -a "doctor" -d 'Show which containment layers this machine gives and what falls back to what'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report sim-agent respawn hook help" -f -a "report" -d 'Work with run reports'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report sim-agent respawn hook help" -f -a "sim-agent" -d 'The built-in simulated agent used by the demo and the tests'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report sim-agent respawn hook help" -f -a "respawn" -d 'Run an interactive agent under the respawn controller: cycle it when it is idle'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report sim-agent respawn hook help" -f -a "hook" -d 'Forward a Claude Code hook (payload on stdin) to the running respawn controller'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report sim-agent respawn hook help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook help" -f -a "run" -d 'Run an agent command (or a suite of evals) in isolated workspaces and report'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook help" -f -a "clean" -d 'Stop what abandoned runs left behind (processes, cgroups, workspaces)'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook help" -f -a "ps" -d 'List live runs, their evals, workspaces and processes'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook help" -f -a "detect" -d 'Judge a recorded agent session: working, idle or blocked, with the evidence'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook help" -f -a "demo" -d 'Show what hyoka does, end to end, against the built-in simulated agent'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook help" -f -a "doctor" -d 'Show which containment layers this machine gives and what falls back to what'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook help" -f -a "report" -d 'Work with run reports'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook help" -f -a "respawn" -d 'Run an interactive agent under the respawn controller: cycle it when it is idle'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook help" -f -a "hook" -d 'Forward a Claude Code hook (payload on stdin) to the running respawn controller'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c hyoka -n "__fish_hyoka_using_subcommand help; and __fish_seen_subcommand_from report" -f -a "merge" -d 'Merge the run.json files of a suite\'s shards into one summary'

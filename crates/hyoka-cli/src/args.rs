@@ -51,9 +51,6 @@ pub enum Command {
     /// Work with run reports.
     #[command(subcommand)]
     Report(ReportCommand),
-    /// The built-in simulated agent used by the demo and the tests.
-    #[command(hide = true)]
-    SimAgent(SimAgentArgs),
     /// Run an interactive agent under the respawn controller: cycle it when it is idle.
     Respawn(RespawnArgs),
     /// Forward a Claude Code hook (payload on stdin) to the running respawn controller.
@@ -62,7 +59,9 @@ pub enum Command {
 
 /// `hyoka run`.
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("what").required(true).args(["suite", "command"])))]
+#[command(
+    override_usage = "hyoka run [OPTIONS] -- COMMAND [ARGS]...\n       hyoka run [OPTIONS] --suite FILE"
+)]
 pub struct RunArgs {
     /// The run id: [A-Za-z0-9][A-Za-z0-9._-]{0,63}. Default: YYYYMMDD-HHMMSS-xxxxxx.
     #[arg(long, value_name = "ID", value_parser = parse_run_id)]
@@ -123,7 +122,7 @@ pub struct RunArgs {
     pub workers: u16,
 
     /// Run only shard I of N of the suite (1-based; evals dealt round-robin).
-    #[arg(long, value_name = "I/N", value_parser = parse_shard, requires = "suite")]
+    #[arg(long, value_name = "I/N", value_parser = parse_shard)]
     pub shard: Option<Shard>,
 
     /// Inject a file or directory into the workspace after the starter: SRC or SRC:DEST
@@ -162,7 +161,7 @@ pub struct RunArgs {
     pub json: bool,
 
     /// The agent command and its arguments, after `--`.
-    #[arg(last = true, value_name = "COMMAND")]
+    #[arg(last = true, value_name = "COMMAND", conflicts_with = "suite")]
     pub command: Vec<OsString>,
 }
 
@@ -295,8 +294,11 @@ pub struct DemoArgs {
     pub json: bool,
 }
 
-/// `hyoka sim-agent`: a deterministic stand-in for a coding agent.
-#[derive(Debug, Args)]
+/// `hyoka sim-agent`: the built-in simulated agent used by the demo and the tests, a
+/// deterministic stand-in for a coding agent. It is parsed apart from [`Cli`] (see
+/// `main.rs`), so neither the help, the man pages nor the completions offer it.
+#[derive(Debug, Parser)]
+#[command(name = "hyoka sim-agent", version)]
 pub struct SimAgentArgs {
     /// Files to write into the current directory.
     #[arg(long, default_value_t = 3)]

@@ -108,6 +108,9 @@ pub(crate) async fn exec(args: RespawnArgs) -> Result<ExitStatus, Fail> {
     let interactive = mirror && tty::interactive();
     let size = if mirror { tty::size() } else { None }.unwrap_or_default();
     let model = detector_model(&args, size)?;
+    // Before the agent starts: a signal from then on stops the session, not hyoka alone.
+    let (stop, signal_task) = crate::interrupt::install("the session")
+        .map_err(|e| Fail::failure(format!("cannot install signal handlers: {e}")))?;
     let session = match Session::start(options(&args, size)).await {
         Ok(session) => session,
         Err(err) => {
@@ -115,11 +118,10 @@ pub(crate) async fn exec(args: RespawnArgs) -> Result<ExitStatus, Fail> {
             if let Some(path) = &args.events {
                 let _ = std::fs::remove_file(path);
             }
+            signal_task.abort();
             return Err(start_failure(&args, err));
         }
     };
-    let (stop, signal_task) = crate::interrupt::install()
-        .map_err(|e| Fail::failure(format!("cannot install signal handlers: {e}")))?;
     let (user, keys, detach, resize) = user_terminal(interactive);
     let checkers = ai_checkers(&args, &session);
     let parts = Supervised {

@@ -20,7 +20,7 @@ use crate::out::outln;
 pub(crate) async fn exec(args: RunArgs) -> Result<ExitStatus, Fail> {
     let json = args.json;
     let plan = plan(&args)?;
-    let (stop, _signals) = crate::interrupt::install()
+    let (stop, _signals) = crate::interrupt::install("every eval")
         .map_err(|e| Fail::failure(format!("cannot install signal handlers: {e}")))?;
     let containment = Containment {
         shim: Some(crate::harness::shim()?),
@@ -49,6 +49,11 @@ fn plan(args: &RunArgs) -> Result<RunPlan, Fail> {
     if let Some(starter) = &args.starter {
         require_dir(starter, "starter")?;
     }
+    if args.shard.is_some() && args.suite.is_none() {
+        return Err(Fail::usage(
+            "--shard needs --suite: only a suite's evals are sharded",
+        ));
+    }
     check_reports_dir(&args.reports)?;
     let run_dir = args.reports.join(run_id.as_str());
     if run_dir.exists() {
@@ -76,8 +81,16 @@ fn plan(args: &RunArgs) -> Result<RunPlan, Fail> {
         let suite = Suite::from_yaml(&text, path).map_err(|e| Fail::usage(e.to_string()))?;
         (suite.specs(&cli, args.shard), true)
     } else {
-        if args.command.first().is_none_or(|p| p.is_empty()) {
-            return Err(Fail::usage("the command after `--` is empty"));
+        match args.command.first() {
+            None => {
+                return Err(Fail::usage(
+                    "no agent command: hyoka run [OPTIONS] -- COMMAND [ARGS]... (or --suite FILE)",
+                ));
+            }
+            Some(program) if program.is_empty() => {
+                return Err(Fail::usage("the command after `--` is empty"));
+            }
+            Some(_) => {}
         }
         let eval = EvalSpec::resolve(
             EvalId::main(),

@@ -27,3 +27,4 @@ mod signals;
 mod suite;
 mod support;
 mod trust;
+mod ux;

@@ -143,7 +143,11 @@ fn a_huge_clean_grace_is_refused_and_changes_nothing() {
             "{}",
             stderr(&out)
         );
-        assert_eq!(std::fs::read(&ledger).unwrap(), before, "{grace}: clean acted");
+        assert_eq!(
+            std::fs::read(&ledger).unwrap(),
+            before,
+            "{grace}: clean acted"
+        );
     }
     let out = s.hyoka("clean").args(["--grace", "1s"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
