@@ -229,7 +229,7 @@ fn huge_durations_are_refused_before_anything_is_created() {
         "--completion-confirm",
         "--check-timeout",
     ] {
-        let out = crate::support::hyoka()
+        let out = hyoka()
             .args(["respawn", "--headless", "--reports"])
             .arg(s.reports())
             .args([flag, huge, "--", "true"])

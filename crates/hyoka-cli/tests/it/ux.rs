@@ -139,3 +139,58 @@ fn the_simulated_agent_needs_no_temporary_directory() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// Regression test for issue 12: a suite's `command: echo hi` and `build: "make"` were
+/// refused with "expected sequence start" / "expected mapping start". A string is a shell
+/// command (`sh -c`, as `--build CMD`); any other shape is refused naming the shapes
+/// expected.
+#[test]
+fn suite_commands_may_be_shell_strings() {
+    let s = Scratch::new();
+    let suite = s.path().join("suite.yaml");
+    std::fs::write(
+        &suite,
+        "evals:\n  - id: shell\n    command: echo hi > out.txt && test -n \"$HYOKA_RUN_ID\"\n    build: \"grep -q hi out.txt\"\n    review: { command: \"echo '{\\\"pass\\\": true}'\", timeout: 1m }\n",
+    )
+    .unwrap();
+    let out = s
+        .hyoka("run")
+        .args(["--run-id", "strings", "--suite"])
+        .arg(&suite)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report = s.report("strings", "shell");
+    assert_eq!(
+        (&report["command"][0], &report["command"][1]),
+        (&"sh".into(), &"-c".into())
+    );
+    let phases: Vec<(&str, &str)> = report["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["name"].as_str().unwrap(), p["status"].as_str().unwrap()))
+        .collect();
+    assert!(phases.contains(&("build", "passed")), "{phases:?}");
+    assert_eq!(report["review"]["pass"], true);
+    s.assert_no_workspaces();
+    for (yaml, expected) in [
+        (
+            "evals:\n  - { id: a, command: { run: x } }\n",
+            "an argv list like [cargo, build] or a shell command string",
+        ),
+        (
+            "evals:\n  - { id: a, command: [\"true\"], build: 5 }\n",
+            "{command: [...], timeout: ...} or a shell command string",
+        ),
+        (
+            "evals:\n  - { id: a, command: \"  \" }\n",
+            "the command is empty",
+        ),
+    ] {
+        std::fs::write(&suite, yaml).unwrap();
+        let out = s.hyoka("run").arg("--suite").arg(&suite).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{yaml}: {}", stderr(&out));
+        assert!(stderr(&out).contains(expected), "{yaml}: {}", stderr(&out));
+    }
+}
