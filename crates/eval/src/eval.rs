@@ -22,7 +22,8 @@ use crate::phases::{
     PhaseClock, PhaseContext, PhaseEnv, exit_text, prepare_home, run_phase, skipped,
     start_services, stop_services,
 };
-use crate::records::{STATUS_FILE, mark_phase, millis, rfc3339, write_json};
+use crate::ps::LiveStatus;
+use crate::records::{STATUS_FILE, millis, rfc3339, write_json};
 use crate::report::PhaseStatus;
 use crate::report::{Cleanup, Counts, Limits, Report, Status, Termination};
 use crate::settings::EvalSpec;
@@ -111,7 +112,8 @@ pub(crate) async fn run_eval(
     let started = clock.now();
     let mut phases = Vec::new();
 
-    mark_phase(&eval_dir, "setup", clock.wall());
+    let live = LiveStatus::new(&eval_dir, started_at);
+    live.phase("setup", clock.wall());
     let setup = PhaseClock::start(clock, "setup");
     let mut workspace = create_recorded(
         ctx,
@@ -164,7 +166,7 @@ pub(crate) async fn run_eval(
     let mut services = Vec::new();
     let mut service_failure = None;
     if !spec.phases.services.is_empty() {
-        mark_phase(&eval_dir, "services", clock.wall());
+        live.phase("services", clock.wall());
         let phase = PhaseClock::start(clock, "services");
         let started_services =
             start_services(pcx, &*workspace, &spec.phases.services, &service_tx).await;
@@ -195,13 +197,13 @@ pub(crate) async fn run_eval(
             TimelineBuilder::new(started),
         )
     } else {
-        mark_phase(&eval_dir, "agent", clock.wall());
+        live.phase("agent", clock.wall());
         let outcome = run_agent(
             ctx,
             spec,
             &*workspace,
             pcx,
-            started,
+            (started, &live),
             stop.clone(),
             service_rx,
         )
@@ -249,7 +251,7 @@ pub(crate) async fn run_eval(
             phases.push(skipped(clock, name, why));
             continue;
         }
-        mark_phase(&eval_dir, name, clock.wall());
+        live.phase(name, clock.wall());
         outcome
             .timeline
             .phase(clock.now(), format!("{name} started"));
@@ -281,7 +283,7 @@ pub(crate) async fn run_eval(
         _ => Status::Failed,
     };
 
-    mark_phase(&eval_dir, "cleanup", clock.wall());
+    live.phase("cleanup", clock.wall());
     let cleanup_clock = PhaseClock::start(clock, "cleanup");
     let workspace_path = workspace_path.display().to_string();
     let mut cleanup = close_workspace(workspace, status);
@@ -476,7 +478,7 @@ async fn run_agent(
     spec: &EvalSpec,
     workspace: &dyn EvalWorkspace,
     pcx: PhaseContext<'_>,
-    started: Instant,
+    (started, live): (Instant, &LiveStatus),
     mut stop: Stop,
     mut service_exits: tokio::sync::mpsc::UnboundedReceiver<(String, Option<AgentExit>)>,
 ) -> AgentOutcome {
@@ -604,8 +606,9 @@ async fn run_agent(
             }
             _ = refresh.tick() => {
                 // Keeps the ledger current, so a crash of hyoka leaves `clean` everything it
-                // needs.
+                // needs, and `hyoka ps` the counts.
                 agent.refresh();
+                live.counts(monitor.counts());
             }
         }
     };

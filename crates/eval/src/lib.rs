@@ -110,6 +110,7 @@ mod host;
 mod limits;
 mod merge;
 mod phases;
+mod ps;
 mod records;
 mod report;
 mod runner;
@@ -143,9 +144,8 @@ pub use crate::limits::{
     LimitSet, Monitor, PartialLimits,
 };
 pub use crate::merge::{merge_summaries, read_summary};
-pub use crate::records::{
-    LiveRun, PhaseNow, STATUS_FILE, current_phase, live_runs, millis, rfc3339, write_json,
-};
+pub use crate::ps::{LiveRun, PhaseNow, current_phase, live_runs, render_live_runs};
+pub use crate::records::{STATUS_FILE, millis, rfc3339, write_json};
 pub use crate::report::{
     Cleanup, Counts, EvalSummary, Limits, PhaseRecord, PhaseStatus, Report, ReviewVerdict,
     RunSummary, Status, Termination, Totals,

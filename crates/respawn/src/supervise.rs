@@ -22,9 +22,9 @@ use std::time::{Duration, Instant};
 
 use hyoka_idle_detect::{CommandChecker, CommandCheckerOptions, ProcessActivity};
 use hyoka_proctrack::{
-    Agent, Marker, NativeProcTable, NativeSignaller, ProcRef, ProcTable, Scope, Seams, Signal,
-    Signaller, SystemClock, TeardownOptions, TeardownReport, Tracker, TrackerOptions, TreeSample,
-    teardown,
+    Agent, CgroupMode, Marker, NativeProcTable, NativeSignaller, ProcRef, ProcTable, Scope, Seams,
+    Signal, Signaller, SystemClock, TeardownOptions, TeardownReport, Tracker, TrackerOptions,
+    TreeSample, teardown,
 };
 use hyoka_workspace::{EvalId, KeepPolicy, MarkerOwner, RunId, TempWorkspace, WorkspaceOptions};
 use tokio::sync::{mpsc, oneshot};
@@ -124,6 +124,8 @@ impl std::fmt::Debug for Session {
 /// when nothing survives.
 struct Tracked {
     adopted: Option<(Tracker, Arc<Mutex<Agent>>)>,
+    /// A tmux session's owner lock and empty ledger.
+    liveness: Option<Tracker>,
     ledger_dir: Option<PathBuf>,
 }
 
@@ -157,10 +159,26 @@ impl Session {
         } else {
             None
         };
-        let ledger_dir = tracker.as_ref().map(|t| t.run_dir().to_owned());
+        // A tmux session is meant to outlive its controller, so nothing of it is adopted (and
+        // `hyoka clean` never stops it); its owner lock and an empty ledger only say, for
+        // `hyoka ps`, that a controller drives it.
+        let liveness = if backend == Backend::Pty {
+            None
+        } else {
+            let options = TrackerOptions {
+                cgroup: CgroupMode::Off,
+                subreaper: false,
+                ..TrackerOptions::new(run_id.as_str(), &reports)
+            };
+            Some(Tracker::start(options).map_err(|source| RespawnError::Track { source })?)
+        };
+        let ledger_dir = tracker
+            .as_ref()
+            .or(liveness.as_ref())
+            .map(|t| t.run_dir().to_owned());
         // Nothing started: the ledger has nothing to repair.
         let abandon = |tracker: Option<Tracker>| {
-            if let Some(tracker) = tracker
+            if let Some(tracker) = tracker.or(liveness.clone())
                 && tracker.close().is_ok()
                 && let Some(dir) = &ledger_dir
             {
@@ -202,6 +220,9 @@ impl Session {
             }
         };
         let child_pid = terminal.child_pid().and_then(|pid| i32::try_from(pid).ok());
+        if let Some(dir) = &ledger_dir {
+            record_status(dir, &backend, &session, terminal.child_pid());
+        }
         let root = child_pid
             .and_then(|pid| NativeProcTable::new().process(pid))
             .map(|info| info.proc_ref());
@@ -232,6 +253,7 @@ impl Session {
             grace,
             tracked: Tracked {
                 adopted,
+                liveness,
                 ledger_dir,
             },
         })
@@ -407,6 +429,12 @@ impl Driven {
             }
             None => sweep(&run_id, root, grace).await,
         };
+        if let Some(tracker) = tracked.liveness
+            && let Err(err) = tracker.close()
+        {
+            tracing::error!(error = %err, "cannot close the session's ledger");
+            closed = false;
+        }
         // The ledger exists only so `hyoka clean` can repair a crash.
         if closed
             && nothing_left(&report)
@@ -574,9 +602,42 @@ fn nothing_left(report: &TeardownReport) -> bool {
     report.survivors == 0 && report.survivors_unknown.is_none()
 }
 
-/// Removes a cleanly closed session's ledger directory (the ledger and the owner lock; a
-/// directory holding anything else is left alone).
+/// Writes `<run_dir>/session/status.json`, which `hyoka ps` shows: a respawn session, its
+/// backend (and tmux session), its agent's pid (a tmux pane's process) and since when.
+fn record_status(run_dir: &Path, backend: &Backend, session: &str, pid: Option<u32>) {
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the session's start, recorded for people; nothing decides on it"
+    )]
+    let now = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
+    let (backend, tmux_session) = match backend {
+        Backend::Pty => ("pty", None),
+        Backend::Tmux { .. } => ("tmux", Some(session)),
+    };
+    let status = serde_json::json!({
+        "phase": "session", "since": now, "started": now, "backend": backend,
+        "tmux_session": tmux_session, "pid": pid,
+    });
+    let dir = run_dir.join(SESSION_EVAL);
+    let written = std::fs::create_dir_all(&dir)
+        .map_err(|e| e.to_string())
+        .and_then(|()| {
+            hyoka_proctrack::write_atomic(&dir.join(STATUS_FILE), status.to_string().as_bytes())
+                .map_err(|e| e.to_string())
+        });
+    if let Err(err) = written {
+        tracing::debug!(error = %err, "cannot record the session's status");
+    }
+}
+
+/// The file a session's status is in (`hyoka-eval`'s `STATUS_FILE`).
+const STATUS_FILE: &str = "status.json";
+
+/// Removes a cleanly closed session's ledger directory (the ledger, the owner lock and the
+/// session's status; a directory holding anything else is left alone).
 fn remove_ledger_dir(dir: &Path) {
+    let _ = std::fs::remove_file(dir.join(SESSION_EVAL).join(STATUS_FILE));
+    let _ = std::fs::remove_dir(dir.join(SESSION_EVAL));
     for name in [hyoka_proctrack::LEDGER_FILE, hyoka_proctrack::LOCK_FILE] {
         if let Err(err) = std::fs::remove_file(dir.join(name))
             && err.kind() != std::io::ErrorKind::NotFound

@@ -20,6 +20,7 @@ mod escape;
 mod kept;
 mod limits;
 mod phases;
+mod ps;
 mod refusals;
 mod respawn;
 mod run;
