@@ -216,27 +216,7 @@ pub(crate) fn write(
     dir_path: &Path,
     marker: &Marker,
 ) -> Result<(), WorkspaceError> {
-    let payload = marker.encode()?;
-    match rustix::fs::fsetxattr(&dir, MARKER_XATTR, payload.as_bytes(), XattrFlags::empty()) {
-        Ok(()) => Ok(()),
-        Err(Errno::NOTSUP | Errno::PERM) => {
-            let fd = rustix::fs::openat(
-                &dir,
-                MARKER_FILE,
-                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                Mode::RUSR,
-            )
-            .map_err(|e| {
-                WorkspaceError::io("write marker", dir_path.join(MARKER_FILE), e.into())
-            })?;
-            rustix::io::write(&fd, payload.as_bytes())
-                .map(drop)
-                .map_err(|e| {
-                    WorkspaceError::io("write marker", dir_path.join(MARKER_FILE), e.into())
-                })
-        }
-        Err(e) => Err(WorkspaceError::io("mark", dir_path, e.into())),
-    }
+    set(dir, dir_path, marker, false)
 }
 
 /// Replaces the marker of the directory `dir` with `marker` (attribute, or the fallback
@@ -246,18 +226,37 @@ pub(crate) fn rewrite(
     dir_path: &Path,
     marker: &Marker,
 ) -> Result<(), WorkspaceError> {
+    set(dir, dir_path, marker, true)
+}
+
+fn set(
+    dir: impl AsFd,
+    dir_path: &Path,
+    marker: &Marker,
+    replace: bool,
+) -> Result<(), WorkspaceError> {
     let payload = marker.encode()?;
+    let file_error =
+        |e: Errno| WorkspaceError::io("write marker", dir_path.join(MARKER_FILE), e.into());
     match rustix::fs::fsetxattr(&dir, MARKER_XATTR, payload.as_bytes(), XattrFlags::empty()) {
         Ok(()) => Ok(()),
         Err(Errno::NOTSUP | Errno::PERM) => {
-            match rustix::fs::unlinkat(&dir, MARKER_FILE, AtFlags::empty()) {
-                Ok(()) | Err(Errno::NOENT) => write(dir, dir_path, marker),
-                Err(e) => Err(WorkspaceError::io(
-                    "rewrite marker",
-                    dir_path.join(MARKER_FILE),
-                    e.into(),
-                )),
+            if replace {
+                match rustix::fs::unlinkat(&dir, MARKER_FILE, AtFlags::empty()) {
+                    Ok(()) | Err(Errno::NOENT) => {}
+                    Err(e) => return Err(file_error(e)),
+                }
             }
+            let fd = rustix::fs::openat(
+                &dir,
+                MARKER_FILE,
+                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::RUSR,
+            )
+            .map_err(file_error)?;
+            rustix::io::write(&fd, payload.as_bytes())
+                .map(drop)
+                .map_err(file_error)
         }
         Err(e) => Err(WorkspaceError::io("mark", dir_path, e.into())),
     }

@@ -2,7 +2,7 @@
 //! them as kept and never removes them (also after a crash), `hyoka clean --kept` does.
 
 use std::path::PathBuf;
-use std::process::{Output, Stdio};
+use std::process::Output;
 
 use crate::support::{Scratch, pid_alive, read_pid, send, stderr, wait_for_ledger};
 
@@ -160,21 +160,17 @@ fn a_crashed_always_run_is_repaired_and_its_workspace_kept() {
         "echo crashed > notes.txt; sleep 600 & echo $! > {}; wait",
         ready.display()
     );
-    let mut run = s
-        .hyoka("run")
-        .args([
+    let mut run = s.spawn_run(
+        &[
             "--run-id",
             "crashed",
             "--keep-workspace",
             "always",
             "--grace",
             "1s",
-        ])
-        .args(["--", "sh", "-c", &script])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        ],
+        &script,
+    );
     let sleeper = read_pid(&ready);
     wait_for_ledger(&s.reports().join("crashed/pids.txt"), &[sleeper]);
     send(&run, rustix::process::Signal::KILL);

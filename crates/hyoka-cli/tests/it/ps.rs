@@ -2,12 +2,13 @@
 //! and counts per eval, respawn sessions on both backends, and runs whose owner is gone
 //! while their processes are still being torn down.
 
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Output, Stdio};
 
 use serde_json::Value;
 
 use crate::support::{
-    Scratch, hyoka, hyoka_path, pid_alive, read_pid, send, stderr, wait_for_ledger, wait_until,
+    Scratch, hyoka, hyoka_path, pid_alive, read_pid, send, stderr, tmux_installed, wait_for_ledger,
+    wait_until,
 };
 
 fn ps(s: &Scratch, json: bool) -> Output {
@@ -23,15 +24,6 @@ fn ps(s: &Scratch, json: bool) -> Output {
 
 fn text(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn tmux_installed() -> bool {
-    Command::new("tmux")
-        .arg("-V")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
 }
 
 /// A respawn session of `sh -c 'echo $$ > <ready>; exec sleep 60'` on `backend`, and its
@@ -75,21 +67,17 @@ fn ps_shows_what_is_live_now() {
         ready = ready.display(),
         ledger = ledger.display(),
     );
-    let run = s
-        .hyoka("run")
-        .args([
+    let run = s.spawn_run(
+        &[
             "--run-id",
             "live",
             "--events",
             "stream-json",
             "--grace",
             "1s",
-        ])
-        .args(["--", "sh", "-c", &script])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        ],
+        &script,
+    );
     let agent = read_pid(&ready);
     wait_for_ledger(&ledger, &[agent]);
     let mut sessions = vec![session(&s, "pty")];
@@ -176,14 +164,7 @@ fn ps_shows_a_run_being_torn_down_after_its_owner_is_killed() {
         "trap '' TERM; echo $$ > {}; while :; do sleep 0.1; done",
         ready.display()
     );
-    let mut run = s
-        .hyoka("run")
-        .args(["--run-id", "orphaned", "--grace", "60s"])
-        .args(["--", "sh", "-c", &script])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut run = s.spawn_run(&["--run-id", "orphaned", "--grace", "60s"], &script);
     let agent = read_pid(&ready);
     wait_for_ledger(&s.reports().join("orphaned/pids.txt"), &[agent]);
     send(&run, rustix::process::Signal::KILL);

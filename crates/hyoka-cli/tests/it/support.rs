@@ -220,3 +220,27 @@ impl Drop for ReapOnDrop {
         let _ = self.0.wait();
     }
 }
+
+/// Whether tmux is installed (tests of the tmux backend skip without it).
+pub(crate) fn tmux_installed() -> bool {
+    Command::new("tmux")
+        .arg("-V")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+impl Scratch {
+    /// `hyoka run --reports … --workspace-root … <args> -- sh -c <script>` in the background,
+    /// its output discarded.
+    pub(crate) fn spawn_run(&self, args: &[&str], script: &str) -> std::process::Child {
+        self.hyoka("run")
+            .args(args)
+            .args(["--", "sh", "-c", script])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    }
+}
