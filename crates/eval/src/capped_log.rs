@@ -22,20 +22,23 @@ pub(crate) const DRAIN_DEADLINE: std::time::Duration = std::time::Duration::from
 pub(crate) async fn drain<T: Send + 'static>(
     pumps: impl IntoIterator<Item = tokio::task::JoinHandle<T>>,
 ) -> (Vec<T>, bool) {
-    let deadline = tokio::time::Instant::now() + DRAIN_DEADLINE;
+    let mut pumps: Vec<_> = pumps.into_iter().collect();
     let mut done = Vec::new();
-    let mut held = false;
-    for mut pump in pumps {
-        match tokio::time::timeout_at(deadline, &mut pump).await {
-            Ok(Ok(value)) => done.push(value),
-            Ok(Err(err)) => tracing::warn!(error = %err, "an output pump failed"),
-            Err(_) => {
-                pump.abort();
-                held = true;
+    let all = tokio::time::timeout(DRAIN_DEADLINE, async {
+        for pump in &mut pumps {
+            match pump.await {
+                Ok(value) => done.push(value),
+                Err(err) => tracing::warn!(error = %err, "an output pump failed"),
             }
         }
+    })
+    .await
+    .is_ok();
+    // Stops those still reading; a finished task is not affected.
+    for pump in &pumps {
+        pump.abort();
     }
-    (done, held)
+    (done, !all)
 }
 
 /// A shared, capped log file that several pipes write into.

@@ -252,14 +252,15 @@ impl CleanupReport {
     pub fn render(&self, verbose: bool) -> String {
         let mut out = String::new();
         let mut shown: Vec<&str> = Vec::new();
-        for run in &self.runs {
-            let workspaces: Vec<&WorkspaceCleanup> = self
-                .workspaces
+        let of_run = |run_id: &str| -> Vec<&WorkspaceCleanup> {
+            self.workspaces
                 .iter()
-                .filter(|w| w.run_id == run.run_id)
-                .collect();
+                .filter(|w| w.run_id == run_id)
+                .collect()
+        };
+        for run in &self.runs {
             shown.push(&run.run_id);
-            self.render_run(&mut out, run, &workspaces, verbose);
+            self.render_run(&mut out, run, &of_run(&run.run_id), verbose);
         }
         // Workspaces of runs whose reports are not here, found in the workspace root.
         for workspace in &self.workspaces {
@@ -268,11 +269,7 @@ impl CleanupReport {
                 continue;
             }
             shown.push(run_id);
-            let same: Vec<&WorkspaceCleanup> = self
-                .workspaces
-                .iter()
-                .filter(|w| w.run_id == run_id)
-                .collect();
+            let same = of_run(run_id);
             if !verbose
                 && same
                     .iter()
@@ -280,13 +277,9 @@ impl CleanupReport {
             {
                 continue;
             }
-            let _ = writeln!(
-                out,
-                "run {run_id} (found in the workspace root): {}",
-                self.workspace_counts(&same)
-                    .unwrap_or_else(|| "nothing to do".to_owned())
-            );
-            self.render_workspaces(&mut out, &same);
+            let counts = workspace_counts(&same).unwrap_or_else(|| "nothing to do".to_owned());
+            let _ = writeln!(out, "run {run_id} (found in the workspace root): {counts}");
+            render_workspaces(&mut out, &same);
         }
         if out.is_empty() {
             out.push_str("nothing to clean\n");
@@ -325,41 +318,12 @@ impl CleanupReport {
         if quiet && !verbose && run.already_cleaned {
             return;
         }
-        let mut parts = Vec::new();
-        if !run.found.is_empty() {
-            let n = if self.dry_run {
-                run.found.len()
-            } else {
-                run.killed
-            };
-            parts.push(format!(
-                "{} {n} process(es)",
-                self.verb("stopped", "would stop")
-            ));
-        }
-        if run.survivors > 0 {
-            parts.push(format!("{} SURVIVED", run.survivors));
-        }
-        if strangers > 0 {
-            parts.push(format!(
-                "{strangers} ledger process(es) not the run's (pid reused, another user's or older), left alone"
-            ));
-        }
-        if !run.problems.is_empty() {
-            parts.push(format!(
-                "{} hostile ledger line(s) ignored",
-                run.problems.len()
-            ));
-        }
-        parts.extend(self.workspace_counts(workspaces));
-        if parts.is_empty() {
-            parts.push(match (run.already_cleaned, run.marked_cleaned) {
-                (true, _) => "already cleaned, nothing to do".to_owned(),
-                (false, true) => "nothing left behind; marked cleaned".to_owned(),
-                (false, false) => "nothing left behind".to_owned(),
-            });
-        }
-        let _ = writeln!(out, "run {}: {}", run.run_id, parts.join(", "));
+        let _ = writeln!(
+            out,
+            "run {}: {}",
+            run.run_id,
+            self.headline(run, strangers, workspaces)
+        );
         for process in &run.found {
             let fate = match process.outcome {
                 None => "would stop",
@@ -382,76 +346,112 @@ impl CleanupReport {
                 SkipReason::BeforeRun => "started before the run",
                 SkipReason::OtherUser => "another user's",
             };
+            let entry = &skipped.entry;
             let _ = writeln!(
                 out,
                 "  process {} ({}): left alone, {why}",
-                skipped.entry.pid, skipped.entry.comm
+                entry.pid, entry.comm
             );
         }
-        for cgroup in &run.cgroups {
+        for cgroup in run.cgroups.iter().filter(|c| c.found || verbose) {
             let what = match (cgroup.found, cgroup.removed, self.dry_run) {
                 (true, _, true) => "would be killed and removed",
                 (true, true, false) => "killed and removed",
                 (true, false, false) => "still present",
                 (false, _, _) => "already gone",
             };
-            if cgroup.found || verbose {
-                let _ = writeln!(out, "  cgroup {}: {what}", cgroup.leaf.path.display());
-            }
+            let _ = writeln!(out, "  cgroup {}: {what}", cgroup.leaf.path.display());
         }
         for problem in &run.problems {
-            let _ = writeln!(
-                out,
-                "  ledger line {}: {} ({:?})",
-                problem.line, problem.reason, problem.text
-            );
+            let (line, reason, text) = (problem.line, problem.reason, &problem.text);
+            let _ = writeln!(out, "  ledger line {line}: {reason} ({text:?})");
         }
-        self.render_workspaces(out, workspaces);
+        render_workspaces(out, workspaces);
     }
 
-    fn render_workspaces(&self, out: &mut String, workspaces: &[&WorkspaceCleanup]) {
-        for workspace in workspaces {
-            let what = match workspace.action {
-                WorkspaceAction::Kept => {
-                    "kept for you (`hyoka clean --kept` removes kept workspaces)".to_owned()
-                }
-                action => action.as_str().replace('_', " "),
+    /// `stopped 3 process(es), removed 1 workspace`, or what else there is to say.
+    fn headline(
+        &self,
+        run: &CleanReport,
+        strangers: usize,
+        workspaces: &[&WorkspaceCleanup],
+    ) -> String {
+        let mut parts = Vec::new();
+        if !run.found.is_empty() {
+            let (verb, n) = if self.dry_run {
+                ("would stop", run.found.len())
+            } else {
+                ("stopped", run.killed)
             };
-            let detail = workspace
-                .detail
-                .as_ref()
-                .map_or_else(String::new, |d| format!(": {d}"));
-            let _ = writeln!(
-                out,
-                "  workspace {}: {what}{detail}",
-                workspace.path.display()
+            parts.push(format!("{verb} {n} process(es)"));
+        }
+        if run.survivors > 0 {
+            parts.push(format!("{} SURVIVED", run.survivors));
+        }
+        if strangers > 0 {
+            parts.push(format!(
+                "{strangers} ledger process(es) not the run's (pid reused, another user's or older), left alone"
+            ));
+        }
+        if !run.problems.is_empty() {
+            parts.push(format!(
+                "{} hostile ledger line(s) ignored",
+                run.problems.len()
+            ));
+        }
+        parts.extend(workspace_counts(workspaces));
+        if parts.is_empty() {
+            parts.push(
+                match (run.already_cleaned, run.marked_cleaned) {
+                    (true, _) => "already cleaned, nothing to do",
+                    (false, true) => "nothing left behind; marked cleaned",
+                    (false, false) => "nothing left behind",
+                }
+                .to_owned(),
             );
         }
+        parts.join(", ")
     }
+}
 
-    /// `removed 1 workspace, kept 2 workspaces`, or `None` when there is nothing to say.
-    fn workspace_counts(&self, workspaces: &[&WorkspaceCleanup]) -> Option<String> {
-        let count =
-            |action: WorkspaceAction| workspaces.iter().filter(|w| w.action == action).count();
-        let parts: Vec<String> = [
-            (WorkspaceAction::Removed, "removed"),
-            (WorkspaceAction::WouldRemove, "would remove"),
-            (WorkspaceAction::Kept, "kept"),
-            (WorkspaceAction::KeptLive, "kept in use"),
-            (WorkspaceAction::Refused, "refused"),
-            (WorkspaceAction::Incomplete, "could not fully remove"),
-        ]
-        .into_iter()
-        .filter_map(|(action, verb)| match count(action) {
+fn render_workspaces(out: &mut String, workspaces: &[&WorkspaceCleanup]) {
+    for workspace in workspaces {
+        let what = match workspace.action {
+            WorkspaceAction::Kept => {
+                "kept for you (`hyoka clean --kept` removes kept workspaces)".to_owned()
+            }
+            action => action.as_str().replace('_', " "),
+        };
+        let detail = workspace
+            .detail
+            .as_ref()
+            .map_or_else(String::new, |d| format!(": {d}"));
+        let _ = writeln!(
+            out,
+            "  workspace {}: {what}{detail}",
+            workspace.path.display()
+        );
+    }
+}
+
+/// `removed 1 workspace, kept 2 workspaces`, or `None` when there is nothing to say.
+fn workspace_counts(workspaces: &[&WorkspaceCleanup]) -> Option<String> {
+    let parts: Vec<String> = [
+        (WorkspaceAction::Removed, "removed"),
+        (WorkspaceAction::WouldRemove, "would remove"),
+        (WorkspaceAction::Kept, "kept"),
+        (WorkspaceAction::KeptLive, "kept in use"),
+        (WorkspaceAction::Refused, "refused"),
+        (WorkspaceAction::Incomplete, "could not fully remove"),
+    ]
+    .into_iter()
+    .filter_map(
+        |(action, verb)| match workspaces.iter().filter(|w| w.action == action).count() {
             0 => None,
             1 => Some(format!("{verb} 1 workspace")),
             n => Some(format!("{verb} {n} workspaces")),
-        })
-        .collect();
-        (!parts.is_empty()).then(|| parts.join(", "))
-    }
-
-    fn verb(&self, done: &'static str, would: &'static str) -> &'static str {
-        if self.dry_run { would } else { done }
-    }
+        },
+    )
+    .collect();
+    (!parts.is_empty()).then(|| parts.join(", "))
 }

@@ -7,7 +7,7 @@ use crate::error::EvalError;
 /// The longest duration [`parse_duration`] accepts: ten years. Every timeout, grace period
 /// and delay hyoka takes is far shorter (a timeout of `0` disables it), and a longer one
 /// only comes from a typo or a probe; refusing it up front keeps every deadline computable.
-pub const MAX_DURATION: Duration = Duration::from_secs(10 * 365 * 24 * 60 * 60);
+pub const MAX_DURATION: Duration = Duration::from_hours(10 * 365 * 24);
 
 /// Parses a humantime duration (`30s`, `10m`, `1h 30m`, `250ms`) of at most
 /// [`MAX_DURATION`]. A bare `0` is zero.

@@ -151,27 +151,7 @@ impl Session {
             Backend::Tmux { session } => session.clone(),
             Backend::Pty => None,
         };
-        let tracker = if backend == Backend::Pty {
-            Some(
-                Tracker::start(TrackerOptions::new(run_id.as_str(), &reports))
-                    .map_err(|source| RespawnError::Track { source })?,
-            )
-        } else {
-            None
-        };
-        // A tmux session is meant to outlive its controller, so nothing of it is adopted (and
-        // `hyoka clean` never stops it); its owner lock and an empty ledger only say, for
-        // `hyoka ps`, that a controller drives it.
-        let liveness = if backend == Backend::Pty {
-            None
-        } else {
-            let options = TrackerOptions {
-                cgroup: CgroupMode::Off,
-                subreaper: false,
-                ..TrackerOptions::new(run_id.as_str(), &reports)
-            };
-            Some(Tracker::start(options).map_err(|source| RespawnError::Track { source })?)
-        };
+        let (tracker, liveness) = trackers(&backend, &run_id, &reports)?;
         let ledger_dir = tracker
             .as_ref()
             .or(liveness.as_ref())
@@ -600,6 +580,29 @@ impl Drop for SocketDir {
 /// not prove keeps the ledger for `hyoka clean`, as it withholds the ledger's cleaned mark).
 fn nothing_left(report: &TeardownReport) -> bool {
     report.survivors == 0 && report.survivors_unknown.is_none()
+}
+
+/// The tracker of a PTY session; or, for a tmux session, which is meant to outlive its
+/// controller so nothing of it is ever adopted (and `hyoka clean` never stops it), one whose
+/// owner lock and empty ledger only say, for `hyoka ps`, that a controller drives it.
+fn trackers(
+    backend: &Backend,
+    run_id: &str,
+    reports: &Path,
+) -> Result<(Option<Tracker>, Option<Tracker>), RespawnError> {
+    let track = |options| Tracker::start(options).map_err(|source| RespawnError::Track { source });
+    let options = TrackerOptions::new(run_id, reports);
+    Ok(match backend {
+        Backend::Pty => (Some(track(options)?), None),
+        Backend::Tmux { .. } => {
+            let options = TrackerOptions {
+                cgroup: CgroupMode::Off,
+                subreaper: false,
+                ..options
+            };
+            (None, Some(track(options)?))
+        }
+    })
 }
 
 /// Writes `<run_dir>/session/status.json`, which `hyoka ps` shows: a respawn session, its

@@ -33,7 +33,7 @@ fn kept_at(s: &Scratch, run_id: &str, summary: &Output) -> PathBuf {
 }
 
 #[track_caller]
-fn assert_kept(path: &PathBuf, contents: &str) {
+fn assert_kept(path: &std::path::Path, contents: &str) {
     assert_eq!(
         std::fs::read_to_string(path.join("notes.txt"))
             .ok()

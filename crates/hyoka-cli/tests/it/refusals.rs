@@ -203,7 +203,7 @@ fn huge_durations_are_refused_before_anything_is_created() {
         ),
         (
             "grace",
-            format!("evals: [{{ id: a, command: [\"true\"], grace: 18446744073709551615s }}]\n"),
+            "evals: [{ id: a, command: [\"true\"], grace: 18446744073709551615s }]\n".to_owned(),
         ),
         (
             "build",
