@@ -203,6 +203,12 @@ impl Session {
         if let Some(dir) = &ledger_dir {
             record_status(dir, &backend, &session, terminal.child_pid());
         }
+        if let Backend::Tmux {
+            session: Some(name),
+        } = &backend
+        {
+            forget_dead_controllers(&reports, name);
+        }
         let root = child_pid
             .and_then(|pid| NativeProcTable::new().process(pid))
             .map(|info| info.proc_ref());
@@ -630,6 +636,30 @@ fn record_status(run_dir: &Path, backend: &Backend, session: &str, pid: Option<u
         });
     if let Err(err) = written {
         tracing::debug!(error = %err, "cannot record the session's status");
+    }
+}
+
+/// Removes the records of earlier controllers of the named tmux session `name` that died
+/// without cleaning up (SIGKILLed: their owner lock is free): the session outlived them and
+/// this controller drives it now. Only a record that provably is such a controller's is
+/// touched: an abandoned run under `reports` whose ledger tracks nothing and whose status
+/// names this tmux session.
+fn forget_dead_controllers(reports: &Path, name: &str) {
+    let Ok(runs) = hyoka_proctrack::list_runs(reports) else {
+        return;
+    };
+    for run in runs {
+        let status = run.run_dir.join(SESSION_EVAL).join(STATUS_FILE);
+        let ours = run.state == hyoka_proctrack::LockState::Abandoned
+            && run.refused.is_none()
+            && run.processes.is_empty()
+            && hyoka_proctrack::read_reports_file(&status, 64 * 1024)
+                .ok()
+                .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+                .is_some_and(|v| v["backend"] == "tmux" && v["tmux_session"] == name);
+        if ours {
+            remove_ledger_dir(&run.run_dir);
+        }
     }
 }
 
