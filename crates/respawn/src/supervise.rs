@@ -200,15 +200,13 @@ impl Session {
             }
         };
         let child_pid = terminal.child_pid().and_then(|pid| i32::try_from(pid).ok());
-        if let Some(dir) = &ledger_dir {
-            record_status(dir, &backend, &session, terminal.child_pid());
-        }
-        if let Backend::Tmux {
-            session: Some(name),
-        } = &backend
-        {
-            forget_dead_controllers(&reports, name);
-        }
+        announce(
+            &reports,
+            ledger_dir.as_deref(),
+            &backend,
+            &session,
+            terminal.child_pid(),
+        );
         let root = child_pid
             .and_then(|pid| NativeProcTable::new().process(pid))
             .map(|info| info.proc_ref());
@@ -612,8 +610,23 @@ fn trackers(
 }
 
 /// Writes `<run_dir>/session/status.json`, which `hyoka ps` shows: a respawn session, its
-/// backend (and tmux session), its agent's pid (a tmux pane's process) and since when.
-fn record_status(run_dir: &Path, backend: &Backend, session: &str, pid: Option<u32>) {
+/// backend (and tmux session), its agent's pid (a tmux pane's process) and since when. A
+/// named tmux session's earlier controllers that died leave records this one takes over
+/// (see [`forget_dead_controllers`]).
+fn announce(
+    reports: &Path,
+    run_dir: Option<&Path>,
+    backend: &Backend,
+    session: &str,
+    pid: Option<u32>,
+) {
+    if let Backend::Tmux {
+        session: Some(name),
+    } = backend
+    {
+        forget_dead_controllers(reports, name);
+    }
+    let Some(run_dir) = run_dir else { return };
     #[expect(
         clippy::disallowed_methods,
         reason = "the session's start, recorded for people; nothing decides on it"
