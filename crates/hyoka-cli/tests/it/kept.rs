@@ -123,6 +123,24 @@ fn clean_lists_kept_workspaces_and_only_clean_kept_removes_them() {
         .collect();
     assert_eq!(actions, ["kept", "kept"], "{json}");
 
+    // A relative workspace root names the same directories (they were "not directly inside
+    // a workspace root" and listed twice).
+    let relative = crate::support::hyoka()
+        .args(["clean", "--reports"])
+        .arg(s.reports())
+        .args(["--workspace-root", "ws"])
+        .current_dir(s.path())
+        .output()
+        .unwrap();
+    let text = stdout(&relative);
+    assert_eq!(
+        relative.status.code(),
+        Some(0),
+        "{text}{}",
+        stderr(&relative)
+    );
+    assert_eq!(text.matches(": kept for you").count(), 2, "{text}");
+    assert!(!text.contains("refused"), "{text}");
     // Younger than the cutoff: still kept.
     let young = clean(&s, &["--kept", "--older-than", "1h"]);
     assert_eq!(young.status.code(), Some(0), "{}", stderr(&young));

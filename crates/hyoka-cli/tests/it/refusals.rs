@@ -223,6 +223,20 @@ fn huge_durations_are_refused_before_anything_is_created() {
         let out = s.hyoka("run").arg("--suite").arg(&suite).output().unwrap();
         check(field, &out);
     }
+    // Sizes too: a byte count beyond u64 is refused the same way.
+    let out = s.run(&["--max-output-size", "20000000TiB", "--", "true"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("too large"), "{}", stderr(&out));
+    let suite = s.path().join("size.yaml");
+    std::fs::write(
+        &suite,
+        "evals: [{ id: a, command: [\"true\"], limits: { max_output_size: 20000000TiB } }]\n",
+    )
+    .unwrap();
+    let out = s.hyoka("run").arg("--suite").arg(&suite).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("too large"), "{}", stderr(&out));
+    assert!(!s.reports().exists());
     for flag in [
         "--human-lock",
         "--grace",
