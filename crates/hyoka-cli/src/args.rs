@@ -298,7 +298,13 @@ pub struct DemoArgs {
 /// deterministic stand-in for a coding agent. It is parsed apart from [`Cli`] (see
 /// `main.rs`), so neither the help, the man pages nor the completions offer it.
 #[derive(Debug, Parser)]
-#[command(name = "hyoka sim-agent", version)]
+#[command(
+    name = "hyoka sim-agent",
+    bin_name = "hyoka sim-agent",
+    version,
+    about = "The built-in simulated agent used by hyoka's demo and tests",
+    long_about = None
+)]
 pub struct SimAgentArgs {
     /// Files to write into the current directory.
     #[arg(long, default_value_t = 3)]
