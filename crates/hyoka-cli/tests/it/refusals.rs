@@ -255,7 +255,8 @@ fn huge_durations_are_refused_before_anything_is_created() {
 
 /// Regression test for issue 11, finding 7: a 1 GB sparse `pids.txt` cost 1 GB of memory; a
 /// ledger larger than any hyoka writes is refused as hostile without being read, and `ps`
-/// (live runs only) does not read it at all.
+/// (which reads the ledgers of live runs and of runs not yet cleaned, bounded) lists
+/// nothing from it.
 #[test]
 fn an_oversized_ledger_is_refused_unread() {
     let s = Scratch::new();
