@@ -9,16 +9,23 @@
 //!   with its `patterns` figure and counters.
 //! - `detector_verdict_every_64_chunks/4096`: a live-session pattern where a decision is made
 //!   regularly, so the screen emulator runs on most of the output.
+//! - `end_to_end/stream_run_file` against `end_to_end/memmem_count_file`: what
+//!   `hyoka detect --stream FILE` does (the profile compiled on another thread, the file read in
+//!   256 KiB blocks from the page cache and fed through `StreamRun`, the last screen judged)
+//!   next to what `grep -c -F` does on the same file (read it, count a literal), in the same
+//!   run.
 //!
 //! On a shared machine these timings move with the load; `examples/idle_detect_prefix.rs`
 //! runs a prefix of the stream through `Detector::output` for callgrind, whose instruction
 //! counts do not.
 
+use std::io::Read as _;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use hyoka_benches::reference_stream;
-use hyoka_idle_detect::{CodemanClassifier, Detector, DetectorConfig, Profile};
+use hyoka_idle_detect::{CodemanClassifier, Detector, DetectorConfig, Profile, StreamRun};
 
 fn run_detector(
     profile: &Profile,
@@ -98,5 +105,63 @@ fn idle_detect(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, idle_detect);
+/// `hyoka detect --stream FILE`'s work: compile the profile on another thread while the file is
+/// read in blocks and fed through the detector, then judge the last screen.
+fn stream_run_file(path: &Path, now: Instant) -> u64 {
+    let compile = std::thread::spawn(|| Profile::builtin("claude-code").expect("built-in profile"));
+    let mut file = std::fs::File::open(path).expect("reference stream file");
+    let mut run = StreamRun::new(&DetectorConfig::default(), 4096, now);
+    let mut block = vec![0u8; 256 << 10];
+    loop {
+        let n = file.read(&mut block).expect("read");
+        if n == 0 {
+            break;
+        }
+        run.feed(&block[..n]);
+    }
+    let report = run.finish(&compile.join().expect("compile thread"));
+    report.counts.bytes
+}
+
+/// `grep -c -F`'s work: read the file, count the lines holding a literal.
+fn memmem_count_file(path: &Path) -> usize {
+    let mut file = std::fs::File::open(path).expect("reference stream file");
+    let mut block = vec![0u8; 256 << 10];
+    let finder = memchr::memmem::Finder::new(b"esc to interrupt");
+    let mut count = 0;
+    loop {
+        let n = file.read(&mut block).expect("read");
+        if n == 0 {
+            break;
+        }
+        // Blocks may split a match: a benchmark baseline, not an exact count.
+        count += finder.find_iter(&block[..n]).count();
+    }
+    count
+}
+
+fn end_to_end(c: &mut Criterion) {
+    let stream = reference_stream();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("reference.stream");
+    std::fs::write(&path, &stream).expect("write the reference stream");
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a benchmark needs a base instant; the detector never reads the clock"
+    )]
+    let now = Instant::now();
+    let mut group = c.benchmark_group("end_to_end");
+    group.throughput(Throughput::Bytes(stream.len() as u64));
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(8));
+    group.bench_function("stream_run_file", |b| {
+        b.iter(|| stream_run_file(&path, now));
+    });
+    group.bench_function("memmem_count_file", |b| {
+        b.iter(|| memmem_count_file(&path));
+    });
+    group.finish();
+}
+
+criterion_group!(benches, idle_detect, end_to_end);
 criterion_main!(benches);

@@ -3,7 +3,7 @@
 //! [`CheckerMachine`] (cooldowns, back-off, disabling, cancellation, stale results) and the
 //! command-backed implementation ([`CommandChecker`], feature `command`).
 //!
-//! Codeman's contract (`respawn-reference.md` §3.10, §4): the last 16,000 (idle) or 8,000
+//! Codeman's contract (its `AiIdleChecker` and `AiPlanChecker`; `docs/detection.md`): the last 16,000 (idle) or 8,000
 //! (plan) characters of stripped output go into a conservative prompt ("when in doubt, answer
 //! WORKING"); the verdict is read from the first line (`^\s*(IDLE|WORKING)\b`, case-insensitive);
 //! timeouts are 90 s and 60 s; a WORKING verdict starts a 180 s cooldown and NOT_PLAN_MODE a

@@ -3,7 +3,9 @@
 //!
 //! It exists to check equivalence on the reference stream (`codeman-expected-4096.json`) and
 //! as a compatibility mode; the default [`Detector`](crate::Detector) differs where Codeman is
-//! wrong (see the crate docs). Semantics follow `respawn-reference.md` §3.1–§3.6 exactly:
+//! wrong (see the crate docs). The semantics are those of Codeman's TypeScript
+//! (`handleTerminalData`, its `BufferAccumulator` and patterns), followed exactly; the cases
+//! the tests pin down are listed in `docs/detection.md` (section 5):
 //!
 //! 1. The chunk is decoded as Node's `StringDecoder` does (an incomplete UTF-8 sequence at the
 //!    end is carried to the next chunk); an empty string is ignored.

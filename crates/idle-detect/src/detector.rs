@@ -161,6 +161,8 @@ impl Detector {
                 blocked: None,
                 rule: None,
                 detail: "no output yet".to_owned(),
+                source: String::new(),
+                hits: Vec::new(),
             },
             screen_since: None,
             classified: None,
@@ -198,12 +200,21 @@ impl Detector {
     /// ignored (they are not output). The work is proportional to the chunk; nothing is
     /// rendered here.
     pub fn output(&mut self, now: Instant, bytes: &[u8]) -> ChunkSignals {
+        self.output_kept(now, bytes, true)
+    }
+
+    /// [`Detector::output`], keeping the bytes for the screen only when `keep` is set: a caller
+    /// that knows more output follows (a stream read ahead in blocks) keeps only the last
+    /// [`DetectorConfig::raw_bytes`] of what it feeds, which is all the ring would hold.
+    pub(crate) fn output_kept(&mut self, now: Instant, bytes: &[u8], keep: bool) -> ChunkSignals {
         if bytes.is_empty() {
             return ChunkSignals::default();
         }
         self.first_seen.get_or_insert(now);
         let signals = self.scanner.feed(bytes);
-        self.raw.push(bytes);
+        if keep {
+            self.raw.push(bytes);
+        }
         self.screen.mark_stale();
         self.last_output = Some(now);
         let c = &mut self.counts;
@@ -269,6 +280,14 @@ impl Detector {
     /// Changes the terminal size of the screen model.
     pub fn resize(&mut self, rows: u16, cols: u16) {
         self.screen.resize(rows, cols);
+    }
+
+    /// Classifies screens with `profile` from the next decision on (the per-chunk path does
+    /// not use the profile, so a caller may start with any profile and set the real one once
+    /// it is known or compiled).
+    pub fn set_profile(&mut self, profile: Profile) {
+        self.profile = profile;
+        self.classified = None;
     }
 
     /// Re-evaluates at `now`; returns the new verdict if its state or blocked kind changed
@@ -409,64 +428,66 @@ impl Detector {
             .is_some_and(|c| !after(self.last_working, c));
 
         let mut evidence = Vec::new();
-        let decision: (SessionState, Option<BlockedKind>) = if sv.state == SessionState::Blocked {
-            evidence.push(self.screen_evidence(now));
-            (SessionState::Blocked, sv.blocked)
-        } else if let Some((e, t)) = hook_blocked {
-            evidence.push(self.hook_evidence(now, e, t));
-            let kind = if e == HookEvent::PermissionPrompt {
-                BlockedKind::Permission
-            } else {
-                BlockedKind::Question
-            };
-            (SessionState::Blocked, Some(kind))
-        } else if let Some((AiVerdict::PlanMode, t)) = ai {
-            evidence.push(self.ai_evidence(now, AiVerdict::PlanMode, t));
-            (SessionState::Blocked, Some(BlockedKind::Plan))
-        } else if let Some((e, t)) = hook_idle.filter(|_| !busy) {
-            evidence.push(self.hook_evidence(now, e, t));
-            (SessionState::Idle, None)
-        } else if busy {
-            evidence.push(self.process_evidence(now));
-            (SessionState::Working, None)
-        } else if sv.state == SessionState::Working {
-            evidence.push(self.screen_evidence(now));
-            (SessionState::Working, None)
-        } else if stream_working && sv.state != SessionState::Idle {
-            evidence.push(self.working_evidence(now));
-            (SessionState::Working, None)
-        } else if let Some((AiVerdict::Working, t)) = ai {
-            evidence.push(self.ai_evidence(now, AiVerdict::Working, t));
-            (SessionState::Working, None)
-        } else if sv.state == SessionState::Idle {
-            evidence.push(self.screen_evidence(now));
-            if settled {
+        let draft = sv.blocked == Some(BlockedKind::Draft);
+        let decision: (SessionState, Option<BlockedKind>) =
+            if sv.state == SessionState::Blocked && !draft {
+                evidence.push(self.screen_evidence(now));
+                (SessionState::Blocked, sv.blocked)
+            } else if let Some((e, t)) = hook_blocked {
+                evidence.push(self.hook_evidence(now, e, t));
+                let kind = if e == HookEvent::PermissionPrompt {
+                    BlockedKind::Permission
+                } else {
+                    BlockedKind::Question
+                };
+                (SessionState::Blocked, Some(kind))
+            } else if let Some((AiVerdict::PlanMode, t)) = ai {
+                evidence.push(self.ai_evidence(now, AiVerdict::PlanMode, t));
+                (SessionState::Blocked, Some(BlockedKind::Plan))
+            } else if draft {
+                // A person's draft in the input: whatever else says the turn is over, typing now
+                // would mangle it.
+                evidence.push(self.screen_evidence(now));
+                (SessionState::Blocked, Some(BlockedKind::Draft))
+            } else if let Some((e, t)) = hook_idle.filter(|_| !busy) {
+                evidence.push(self.hook_evidence(now, e, t));
                 (SessionState::Idle, None)
-            } else {
+            } else if busy {
+                evidence.push(self.process_evidence(now));
+                (SessionState::Working, None)
+            } else if sv.state == SessionState::Working {
+                evidence.push(self.screen_evidence(now));
+                (SessionState::Working, None)
+            } else if stream_working && sv.state != SessionState::Idle {
+                evidence.push(self.working_evidence(now));
+                (SessionState::Working, None)
+            } else if let Some((AiVerdict::Working, t)) = ai {
+                evidence.push(self.ai_evidence(now, AiVerdict::Working, t));
+                (SessionState::Working, None)
+            } else if sv.state == SessionState::Idle {
+                evidence.push(self.screen_evidence(now));
+                if settled {
+                    (SessionState::Idle, None)
+                } else {
+                    evidence.push(self.silence_evidence(now, quiet));
+                    (SessionState::Working, None)
+                }
+            } else if let Some((AiVerdict::Idle, t)) = ai {
+                evidence.push(self.ai_evidence(now, AiVerdict::Idle, t));
+                (SessionState::Idle, None)
+            } else if completed && quiet >= cfg.completion_confirm {
+                evidence.push(self.completion_evidence(now));
+                evidence.push(self.silence_evidence(now, quiet));
+                (SessionState::Idle, None)
+            } else if !settled && self.last_substantial.is_some() {
                 evidence.push(self.silence_evidence(now, quiet));
                 (SessionState::Working, None)
-            }
-        } else if let Some((AiVerdict::Idle, t)) = ai {
-            evidence.push(self.ai_evidence(now, AiVerdict::Idle, t));
-            (SessionState::Idle, None)
-        } else if completed && quiet >= cfg.completion_confirm {
-            evidence.push(self.completion_evidence(now));
-            evidence.push(self.silence_evidence(now, quiet));
-            (SessionState::Idle, None)
-        } else if !settled && self.last_substantial.is_some() {
-            evidence.push(self.silence_evidence(now, quiet));
-            (SessionState::Working, None)
-        } else {
-            (SessionState::Unknown, None)
-        };
+            } else {
+                (SessionState::Unknown, None)
+            };
 
         // Then everything else that fired, strongest first, so `--explain` shows it all.
-        let rest = self.supporting_evidence(now, quiet);
-        for e in rest {
-            if !evidence.iter().any(|x| x.signal == e.signal) {
-                evidence.push(e);
-            }
-        }
+        self.add_supporting_evidence(&mut evidence, now, quiet);
         Verdict {
             state: decision.0,
             blocked: decision.1,
@@ -500,6 +521,7 @@ impl Detector {
                 rule: "stream/prompt".to_owned(),
                 detail: "input prompt drawn".to_owned(),
                 age_ms: self.since_ms(now, t),
+                source: String::new(),
             });
         }
         if let Some(tokens) = self.tokens {
@@ -519,6 +541,7 @@ impl Detector {
                     stable.as_secs_f64()
                 ),
                 age_ms: Self::age(now, self.tokens_changed),
+                source: String::new(),
             });
         }
         if self.last_output.is_some() || self.first_seen.is_some() {
@@ -531,9 +554,38 @@ impl Detector {
                 rule: "input/user".to_owned(),
                 detail: "the user typed into the session".to_owned(),
                 age_ms: self.since_ms(now, t),
+                source: String::new(),
             });
         }
         rest
+    }
+
+    /// Adds every other signal that fired (each once) and every other screen rule that fired.
+    fn add_supporting_evidence(&self, evidence: &mut Vec<Evidence>, now: Instant, quiet: Duration) {
+        for e in self.supporting_evidence(now, quiet) {
+            if !evidence.iter().any(|x| x.signal == e.signal) {
+                evidence.push(e);
+            }
+        }
+        evidence.extend(self.other_screen_hits(now));
+    }
+
+    /// Every screen rule that fired besides the deciding one, so `--explain` shows the whole
+    /// picture.
+    fn other_screen_hits(&self, now: Instant) -> impl Iterator<Item = Evidence> + '_ {
+        let age_ms = Self::age(now, self.screen_since);
+        self.screen_verdict
+            .hits
+            .iter()
+            .skip(1)
+            .map(move |hit| Evidence {
+                signal: "screen_rule",
+                points_to: hit.state,
+                rule: hit.rule.clone(),
+                detail: hit.line.clone(),
+                age_ms,
+                source: hit.source.clone(),
+            })
     }
 
     fn screen_evidence(&self, now: Instant) -> Evidence {
@@ -547,6 +599,7 @@ impl Detector {
                 .unwrap_or_else(|| format!("{}/(none)", self.profile.name())),
             detail: sv.detail.clone(),
             age_ms: Self::age(now, self.screen_since),
+            source: sv.source.clone(),
         }
     }
 
@@ -579,6 +632,7 @@ impl Detector {
                 name.to_owned()
             },
             age_ms: self.since_ms(now, at),
+            source: String::new(),
         }
     }
 
@@ -590,6 +644,7 @@ impl Detector {
                 rule: "process/tree".to_owned(),
                 detail: "no sample".to_owned(),
                 age_ms: 0,
+                source: String::new(),
             };
         };
         let busy = is_busy(&a, self.config.busy_ticks_per_sec);
@@ -613,6 +668,7 @@ impl Detector {
                 a.busy_children
             ),
             age_ms: self.since_ms(now, t),
+            source: String::new(),
         }
     }
 
@@ -635,6 +691,7 @@ impl Detector {
                 name.to_owned()
             },
             age_ms: self.since_ms(now, at),
+            source: String::new(),
         }
     }
 
@@ -645,6 +702,7 @@ impl Detector {
             rule: "stream/completion-message".to_owned(),
             detail: "turn completion message (`<Verb>ed for <duration>`)".to_owned(),
             age_ms: Self::age(now, self.last_completion),
+            source: String::new(),
         }
     }
 
@@ -660,6 +718,7 @@ impl Detector {
             .to_owned(),
             detail: "spinner status line or interrupt hint in the output".to_owned(),
             age_ms: Self::age(now, self.last_working),
+            source: String::new(),
         }
     }
 
@@ -683,6 +742,7 @@ impl Detector {
                 )
             },
             age_ms: u64::try_from(quiet.as_millis()).unwrap_or(u64::MAX),
+            source: String::new(),
         }
     }
 }

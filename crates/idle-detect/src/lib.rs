@@ -18,9 +18,11 @@
 //!   back-off, disabling, cancellation) and [`CommandChecker`] (feature `command`, default);
 //!   `mockall` mocks behind the `mock` feature.
 //! - The entry points of `hyoka detect`: [`classify_screen`] (`--screen`), [`replay_cast`]
-//!   (`--cast`), [`run_stream`] (`--stream`), [`Profile::builtin`] / [`Profile::from_toml`]
-//!   (`--profile`, `--profile-file`) and [`render_explain`] (`--explain`); a [`Verdict`]
-//!   serialises to `{"state":…,"blocked":…,"evidence":[…]}`.
+//!   and [`CastReplay`] (`--cast`, whole or a line at a time), [`run_stream`] and
+//!   [`StreamRun`] (`--stream`, whole or piece by piece in bounded memory),
+//!   [`Profile::builtin`] / [`Profile::from_toml`] (`--profile`, `--profile-file`) and
+//!   [`render_explain`] (`--explain`: every rule that fired, its line and its source); a
+//!   [`Verdict`] serialises to `{"state":…,"blocked":…,"evidence":[…]}`.
 //!
 //! # Example
 //!
@@ -103,10 +105,16 @@
 //! at 4 KiB slices and 12.3 at 256-byte ones (callgrind, `benches/examples/idle_detect_prefix.rs`).
 //!
 //! **Per decision** ([`Detector::verdict`], [`Detector::tick`]) the `vt100` screen is fed the
-//! ring's new bytes (or rebuilt from the ring after a flood), the profile classifies what is
-//! visible now, and the arbiter fuses the layers in this order: a blocked screen; a
-//! permission or elicitation hook, or a PLAN_MODE answer, not superseded by later work or
-//! input; a `Stop` / `idle_prompt` hook newer than the last working output; a busy process
+//! ring's new bytes (or rebuilt from the ring after a flood) and the profile classifies what is
+//! visible now. It finds the live region (the last input prompt, what is drawn just above it,
+//! and what is below it; the bottom of the screen when a dialog replaced the prompt), evaluates
+//! every rule there, and fuses the evidence safety first: a dialog, then work, then a rule that
+//! says the screen cannot be judged, then a person's draft in the input (told from a
+//! placeholder by the faint rendering agents use for placeholders), and only then positive idle
+//! evidence; no evidence is `unknown` (`docs/detection.md` has the details and the rules'
+//! sources). The arbiter then fuses the layers in this order: a blocked screen; a permission or
+//! elicitation hook, or a PLAN_MODE answer, not superseded by later work or input; a draft on
+//! screen; a `Stop` / `idle_prompt` hook newer than the last working output; a busy process
 //! tree; a working screen; a recent working indicator on an unrecognised screen; a fresh
 //! WORKING answer; an idle screen once output has been quiet for [`DetectorConfig::settle`];
 //! a fresh IDLE answer; a completion message followed by [`DetectorConfig::completion_confirm`]
@@ -154,9 +162,10 @@ pub use crate::{
     codeman::{CodemanClassifier, CodemanCounters, CodemanState, WORKING_PATTERNS},
     detector::{AiVerdict, Detector, DetectorConfig, ProcessActivity, StateSize, StreamCounts},
     error::{CheckError, DetectError},
-    profile::{Profile, Rule, ScreenVerdict},
+    profile::{Profile, Rule, RuleHit, ScreenVerdict},
     replay::{
-        StreamReport, VerdictChange, classify_screen, render_explain, replay_cast, run_stream,
+        CastReplay, StreamReport, StreamRun, VerdictChange, classify_screen, render_explain,
+        replay_cast, run_stream,
     },
     screen::Screen,
     signals::{BlockedKind, ChunkSignals, Evidence, HookEvent, SessionState, Verdict},

@@ -1,22 +1,53 @@
-//! Detector profiles: per-agent screen rules as data.
+//! Detector profiles: per-agent screen rules as data, and how their evidence is fused.
 //!
-//! A profile is a TOML file: a `[layout]` table that says how to find the agent's input
-//! prompt, its prompt box, the status line above it and the markers that start a new turn,
-//! and a list of `[[rule]]`s. Each rule names a state, a priority, a screen region and
-//! matchers (`contains`, `regex`, `line`, nested `any` / `all` / `not`, and `prompt`); the
-//! highest-priority rule that matches decides, and a screen no rule matches is `unknown`.
-//! The six built-in profiles are embedded in the binary; a user file may replace one or, with
-//! `extends = "<name>"`, override single rules (same `id`), drop some (`disable`), and add
-//! more.
+//! A profile is a TOML file: a `[layout]` table that says how the agent draws its live area
+//! (the input prompt, the box around it, what ends the transcript above it), and a list of
+//! `[[rule]]`s. Each rule names the state its match is evidence for (with `blocked = "<kind>"`
+//! for a blocked rule), the screen region(s) it looks at, matchers (`contains`, `regex`,
+//! `line`, nested `any` / `all` / `not`, `prompt = true|false` for whether an input prompt is
+//! drawn, `rendered = true|false` for whether the screen kept its rendering attributes), and
+//! where the rule comes from (`source`: the agent's file or document and version that shows
+//! the screen element). The six built-in profiles are embedded in the
+//! binary; a user file may replace one or, with `extends = "<name>"`, override single rules
+//! (same `id`), drop some (`disable`), and add more.
+//!
+//! # Regions
+//!
+//! Rules look at regions of the screen found by the region model (see the `region` module
+//! docs): `live` (the last prompt with what is drawn just above and below it, or the tail of
+//! the screen when no prompt is drawn), `above`, `adjacent`, `below_prompt`, `tail`,
+//! `prompt`, `prompt_text` (what is typed into the input), `prompt_box`, `status`, and the
+//! positional `bottom N`, `top N`, `screen`, `title`. A rule may name several regions
+//! (`region = ["adjacent", "tail"]`); it fires on the first that exists and matches.
+//!
+//! # Fusion
+//!
+//! Every rule is evaluated; each one that matches is a piece of evidence ([`RuleHit`]). The
+//! verdict is safety-first: a dialog (`blocked`, any kind but `draft`) wins; then work
+//! (`working`); then a rule that says the screen cannot be judged (`unknown`); then a
+//! person's draft in the input (`blocked`, kind `draft`); and only when none of those fired,
+//! positive idle evidence (`idle`) makes the screen idle. No evidence at all is `unknown`. A
+//! rule with `overrides = true` (a mode such as history search, where the rest of the screen
+//! means nothing) decides alone when it matches. Within a class, the highest `priority`
+//! names the verdict.
 //!
 //! Matching is wrap-tolerant by construction: `contains` needles are compared with the region
 //! lower-cased, box borders (`│`) removed and every run of whitespace, line breaks included,
 //! collapsed to one space, so a footer that a narrow terminal split over two lines still
-//! matches. `regex` patterns see the raw region text and use `\s+` where a wrap may fall.
+//! matches. `regex` patterns see the region's lines joined with `\n` and use `\s+` where a
+//! wrap may fall; `line` patterns see one line at a time with box borders removed from both
+//! ends.
+
+mod lazy;
+mod matcher;
+mod region;
 
 use regex::Regex;
 use serde::Deserialize;
 
+use self::lazy::LazyRegex;
+use self::matcher::Matcher;
+use self::region::{Analysis, Layout, Region};
 use crate::error::DetectError;
 use crate::screen::Screen;
 use crate::signals::{BlockedKind, SessionState};
@@ -38,9 +69,6 @@ const ALIASES: &[(&str, &str)] = &[
     ("gemini-cli", "gemini"),
 ];
 
-/// How many non-empty lines a region without a prompt falls back to.
-const FALLBACK_LINES: usize = 40;
-
 /// A compiled detector profile.
 #[derive(Debug, Clone)]
 pub struct Profile {
@@ -50,17 +78,38 @@ pub struct Profile {
     rules: Vec<Rule>,
 }
 
-/// What a profile concludes from one screen.
+/// One rule that fired on a screen: a piece of evidence.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ScreenVerdict {
-    /// The state of the rule that matched, or `Unknown`.
+pub struct RuleHit {
+    /// `<profile>/<rule id>`.
+    pub rule: String,
+    /// The state the rule is evidence for.
     pub state: SessionState,
     /// The blocked kind, for a `blocked` rule.
     pub blocked: Option<BlockedKind>,
-    /// `<profile>/<rule id>` of the rule that matched, if any.
+    /// The screen line that matched (trimmed, at most 160 characters).
+    pub line: String,
+    /// The region it matched in (`live`, `prompt_text`, …).
+    pub region: &'static str,
+    /// Where the rule comes from, as the profile says (`source = …`).
+    pub source: String,
+}
+
+/// What a profile concludes from one screen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScreenVerdict {
+    /// The fused state, or `Unknown`.
+    pub state: SessionState,
+    /// The blocked kind, when blocked.
+    pub blocked: Option<BlockedKind>,
+    /// `<profile>/<rule id>` of the rule that decided, if any.
     pub rule: Option<String>,
-    /// The screen line that matched (trimmed, at most 160 characters), or why nothing did.
+    /// The screen line that decided (trimmed, at most 160 characters), or why nothing did.
     pub detail: String,
+    /// The deciding rule's source, or `""`.
+    pub source: String,
+    /// Every rule that fired, the deciding one first, then in the order of the fusion.
+    pub hits: Vec<RuleHit>,
 }
 
 /// One rule of a profile, as compiled.
@@ -70,8 +119,10 @@ pub struct Rule {
     state: SessionState,
     blocked: Option<BlockedKind>,
     priority: i32,
-    region: Region,
+    regions: Vec<Region>,
+    overrides: bool,
     description: String,
+    source: String,
     matcher: Matcher,
 }
 
@@ -81,12 +132,17 @@ impl Rule {
         &self.id
     }
 
-    /// The state the rule concludes.
+    /// The state the rule is evidence for.
     pub fn state(&self) -> SessionState {
         self.state
     }
 
-    /// The rule's priority (higher is tried first).
+    /// The blocked kind, for a `blocked` rule.
+    pub fn blocked(&self) -> Option<BlockedKind> {
+        self.blocked
+    }
+
+    /// The rule's priority (higher is reported first within its class).
     pub fn priority(&self) -> i32 {
         self.priority
     }
@@ -95,46 +151,11 @@ impl Rule {
     pub fn description(&self) -> &str {
         &self.description
     }
-}
 
-#[derive(Debug, Clone)]
-struct Layout {
-    prompt: Option<Regex>,
-    not_prompt: Option<Regex>,
-    rule: Option<Regex>,
-    marker: Option<Regex>,
-    stop: Option<Regex>,
-    detail: Option<Regex>,
-    boxed_input: bool,
-    prompt_within: usize,
-}
-
-/// A screen region a rule looks at.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Region {
-    Screen,
-    Bottom(usize),
-    Top(usize),
-    Prompt,
-    PromptBox,
-    Status,
-    AbovePrompt(usize),
-    BelowPrompt,
-    LineAbovePrompt,
-    AfterPrompt,
-    SinceMarker,
-    Title,
-}
-
-#[derive(Debug, Clone, Default)]
-struct Matcher {
-    contains: Vec<String>,
-    regex: Vec<Regex>,
-    line: Vec<Regex>,
-    any: Vec<Matcher>,
-    all: Vec<Matcher>,
-    not: Vec<Matcher>,
-    prompt: Option<bool>,
+    /// Where the rule comes from: the agent's source file or document, and the version.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
 }
 
 // ----- The file format. -----
@@ -165,8 +186,16 @@ struct RawLayout {
     marker: Option<String>,
     stop: Option<String>,
     detail: Option<String>,
+    boundary: Option<String>,
+    tail_boundary: Option<String>,
+    turn_end: Option<String>,
+    live_line: Option<String>,
     boxed_input: Option<bool>,
     prompt_within: Option<usize>,
+    above_lines: Option<usize>,
+    tail_lines: Option<usize>,
+    /// Where the layout comes from, for readers of the profile.
+    source: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -179,9 +208,13 @@ struct RawRule {
     #[serde(default)]
     priority: i32,
     #[serde(default)]
-    region: Option<String>,
+    region: OneOrMany,
+    #[serde(default)]
+    overrides: bool,
     #[serde(default)]
     description: String,
+    #[serde(default)]
+    source: String,
     #[serde(default)]
     contains: OneOrMany,
     #[serde(default)]
@@ -196,6 +229,8 @@ struct RawRule {
     not: Vec<RawMatcher>,
     #[serde(default)]
     prompt: Option<bool>,
+    #[serde(default)]
+    rendered: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -215,6 +250,8 @@ struct RawMatcher {
     not: Vec<RawMatcher>,
     #[serde(default)]
     prompt: Option<bool>,
+    #[serde(default)]
+    rendered: Option<bool>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -246,6 +283,17 @@ impl Profile {
         let raw = builtin_raw(name)?;
         let canonical = canonical_name(name).unwrap_or(name);
         compile(canonical, raw)
+    }
+
+    /// A profile with no rules (every screen is `unknown`), for detectors whose real profile
+    /// is set later.
+    pub(crate) fn none() -> Self {
+        Self {
+            name: "none".to_owned(),
+            description: String::new(),
+            layout: Layout::default(),
+            rules: Vec::new(),
+        }
     }
 
     /// The names of the built-in profiles.
@@ -286,7 +334,38 @@ impl Profile {
             }
             None => (raw.name.clone().unwrap_or_else(|| "custom".to_owned()), raw),
         };
-        compile(&name, raw)
+        let profile = compile(&name, raw)?;
+        // A user's file is compiled whole now, so a pattern the compiler refuses (one over
+        // the size limit) is an error here, not a rule that silently never matches.
+        profile.check_patterns()?;
+        Ok(profile)
+    }
+
+    /// Compiles every rule pattern now. Patterns otherwise compile the first time a screen
+    /// needs them; a caller can do this on another thread, and clones share the result.
+    pub fn precompile(&self) {
+        for rule in &self.rules {
+            for re in rule.matcher.patterns() {
+                let _ = re.compiled();
+            }
+        }
+    }
+
+    /// Compiles every rule pattern and returns the first compiler error.
+    fn check_patterns(&self) -> Result<(), DetectError> {
+        for rule in &self.rules {
+            for re in rule.matcher.patterns() {
+                if let Err(e) = re.compiled() {
+                    return Err(DetectError::ProfileRegex {
+                        profile: self.name.clone(),
+                        rule: rule.id.clone(),
+                        pattern: re.as_str().to_owned(),
+                        source: Box::new(e.clone()),
+                    });
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The profile's name.
@@ -304,29 +383,70 @@ impl Profile {
         &self.rules
     }
 
-    /// Classifies one screen: the first rule (by priority) whose region exists and whose
-    /// matchers hold decides; no match is `Unknown`.
+    /// Classifies one screen: evaluates every rule and fuses the evidence (see the module
+    /// docs).
     pub fn classify(&self, screen: &Screen) -> ScreenVerdict {
         let analysis = Analysis::new(&self.layout, screen);
-        for rule in &self.rules {
-            let Some(region) = analysis.region(rule.region, screen) else {
+        let mut hits: Vec<(usize, RuleHit)> = Vec::new();
+        for (index, rule) in self.rules.iter().enumerate() {
+            let hit = rule.regions.iter().find_map(|&r| {
+                let text = analysis.region(r)?;
+                let witness = rule.matcher.eval(&text, &analysis)?;
+                Some((r, witness))
+            });
+            let Some((region, witness)) = hit else {
                 continue;
             };
-            if let Some(witness) = rule.matcher.eval(&region, &analysis) {
-                return ScreenVerdict {
-                    state: rule.state,
-                    blocked: rule.blocked,
-                    rule: Some(format!("{}/{}", self.name, rule.id)),
-                    detail: shorten(&witness),
-                };
+            let hit = RuleHit {
+                rule: format!("{}/{}", self.name, rule.id),
+                state: rule.state,
+                blocked: rule.blocked,
+                line: shorten(&witness),
+                region: region.name(),
+                source: rule.source.clone(),
+            };
+            if rule.overrides {
+                return verdict_from(hit.clone(), vec![hit]);
             }
+            hits.push((index, hit));
         }
-        ScreenVerdict {
-            state: SessionState::Unknown,
-            blocked: None,
-            rule: None,
-            detail: format!("no {} rule matched this screen", self.name),
+        // Rules are sorted by priority, so a stable sort by class keeps priority order within
+        // each class.
+        hits.sort_by_key(|(_, h)| fusion_class(h));
+        let hits: Vec<RuleHit> = hits.into_iter().map(|(_, h)| h).collect();
+        match hits.first() {
+            Some(first) => verdict_from(first.clone(), hits),
+            None => ScreenVerdict {
+                state: SessionState::Unknown,
+                blocked: None,
+                rule: None,
+                detail: format!("no {} rule matched this screen", self.name),
+                source: String::new(),
+                hits,
+            },
         }
+    }
+}
+
+/// The fusion order: lower classes decide first.
+fn fusion_class(hit: &RuleHit) -> u8 {
+    match (hit.state, hit.blocked) {
+        (SessionState::Blocked, Some(BlockedKind::Draft)) => 3,
+        (SessionState::Blocked, _) => 0,
+        (SessionState::Working, _) => 1,
+        (SessionState::Unknown, _) => 2,
+        (SessionState::Idle, _) => 4,
+    }
+}
+
+fn verdict_from(decisive: RuleHit, hits: Vec<RuleHit>) -> ScreenVerdict {
+    ScreenVerdict {
+        state: decisive.state,
+        blocked: decisive.blocked,
+        rule: Some(decisive.rule),
+        detail: decisive.line,
+        source: decisive.source,
+        hits,
     }
 }
 
@@ -369,8 +489,15 @@ fn merge(base: &mut RawProfile, over: RawProfile) {
         marker,
         stop,
         detail,
+        boundary,
+        tail_boundary,
+        turn_end,
+        live_line,
         boxed_input,
-        prompt_within
+        prompt_within,
+        above_lines,
+        tail_lines,
+        source
     );
     base.rules.retain(|r| !over.disable.contains(&r.id));
     for rule in over.rules {
@@ -395,8 +522,14 @@ fn compile(name: &str, raw: RawProfile) -> Result<Profile, DetectError> {
         marker: layout_regex("marker", l.marker)?,
         stop: layout_regex("stop", l.stop)?,
         detail: layout_regex("detail", l.detail)?,
+        boundary: layout_regex("boundary", l.boundary)?,
+        tail_boundary: layout_regex("tail_boundary", l.tail_boundary)?,
+        turn_end: layout_regex("turn_end", l.turn_end)?,
+        live_line: layout_regex("live_line", l.live_line)?,
         boxed_input: l.boxed_input.unwrap_or(false),
         prompt_within: l.prompt_within.unwrap_or(8),
+        above_lines: l.above_lines.unwrap_or(10).max(1),
+        tail_lines: l.tail_lines.unwrap_or(15).max(1),
     };
     let mut rules = Vec::with_capacity(raw.rules.len());
     for r in raw.rules {
@@ -420,13 +553,17 @@ fn compile(name: &str, raw: RawProfile) -> Result<Profile, DetectError> {
             }
             _ => {}
         }
-        let region = parse_region(r.region.as_deref().unwrap_or("screen")).ok_or_else(|| {
-            rule_error(
-                name,
-                &r.id,
-                &format!("unknown region `{}`", r.region.clone().unwrap_or_default()),
-            )
-        })?;
+        let mut names = r.region.into_vec();
+        if names.is_empty() {
+            names.push("screen".to_owned());
+        }
+        let regions = names
+            .iter()
+            .map(|n| {
+                Region::parse(n)
+                    .ok_or_else(|| rule_error(name, &r.id, &format!("unknown region `{n}`")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let matcher = compile_matcher(
             name,
             &r.id,
@@ -438,6 +575,7 @@ fn compile(name: &str, raw: RawProfile) -> Result<Profile, DetectError> {
                 all: r.all,
                 not: r.not,
                 prompt: r.prompt,
+                rendered: r.rendered,
             },
         )?;
         rules.push(Rule {
@@ -445,8 +583,10 @@ fn compile(name: &str, raw: RawProfile) -> Result<Profile, DetectError> {
             state: r.state,
             blocked: r.blocked,
             priority: r.priority,
-            region,
+            regions,
+            overrides: r.overrides,
             description: r.description,
+            source: r.source,
             matcher,
         });
     }
@@ -481,10 +621,17 @@ fn compile_regex(profile: &str, rule: &str, pattern: &str) -> Result<Regex, Dete
 }
 
 fn compile_matcher(profile: &str, rule: &str, raw: RawMatcher) -> Result<Matcher, DetectError> {
-    let regexes = |v: OneOrMany| -> Result<Vec<Regex>, DetectError> {
+    let regexes = |v: OneOrMany| -> Result<Vec<LazyRegex>, DetectError> {
         v.into_vec()
             .iter()
-            .map(|p| compile_regex(profile, rule, p))
+            .map(|p| {
+                LazyRegex::new(p).map_err(|source| DetectError::ProfileRegex {
+                    profile: profile.to_owned(),
+                    rule: rule.to_owned(),
+                    pattern: p.clone(),
+                    source: Box::new(source),
+                })
+            })
             .collect()
     };
     let nested = |v: Vec<RawMatcher>| -> Result<Vec<Matcher>, DetectError> {
@@ -497,7 +644,7 @@ fn compile_matcher(profile: &str, rule: &str, raw: RawMatcher) -> Result<Matcher
             .contains
             .into_vec()
             .iter()
-            .map(|s| normalize(s))
+            .map(|s| Matcher::needle(s))
             .collect(),
         regex: regexes(raw.regex)?,
         line: regexes(raw.line)?,
@@ -505,58 +652,8 @@ fn compile_matcher(profile: &str, rule: &str, raw: RawMatcher) -> Result<Matcher
         all: nested(raw.all)?,
         not: nested(raw.not)?,
         prompt: raw.prompt,
+        rendered: raw.rendered,
     })
-}
-
-fn parse_region(s: &str) -> Option<Region> {
-    let mut parts = s.split_whitespace();
-    let name = parts.next()?;
-    let n = parts.next().map(str::parse::<usize>);
-    if parts.next().is_some() {
-        return None;
-    }
-    let count = |default: usize| -> Option<usize> {
-        match n {
-            None => Some(default),
-            Some(Ok(v)) if v > 0 => Some(v),
-            Some(_) => None,
-        }
-    };
-    let no_count = || n.is_none();
-    Some(match name {
-        "screen" if no_count() => Region::Screen,
-        "bottom" => Region::Bottom(count(12)?),
-        "top" => Region::Top(count(12)?),
-        "last_line" if no_count() => Region::Bottom(1),
-        "prompt" if no_count() => Region::Prompt,
-        "prompt_box" if no_count() => Region::PromptBox,
-        "status" if no_count() => Region::Status,
-        "above_prompt" => Region::AbovePrompt(count(3)?),
-        "below_prompt" if no_count() => Region::BelowPrompt,
-        "line_above_prompt" if no_count() => Region::LineAbovePrompt,
-        "after_prompt" if no_count() => Region::AfterPrompt,
-        "since_marker" if no_count() => Region::SinceMarker,
-        "title" if no_count() => Region::Title,
-        _ => return None,
-    })
-}
-
-/// Lower-cases, removes box borders and collapses whitespace (line breaks included).
-fn normalize(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut space = false;
-    for c in s.chars() {
-        if c.is_whitespace() || matches!(c, '│' | '┃' | '║') {
-            space = !out.is_empty();
-            continue;
-        }
-        if space {
-            out.push(' ');
-            space = false;
-        }
-        out.extend(c.to_lowercase());
-    }
-    out
 }
 
 fn shorten(s: &str) -> String {
@@ -567,305 +664,6 @@ fn shorten(s: &str) -> String {
         let mut out: String = t.chars().take(159).collect();
         out.push('…');
         out
-    }
-}
-
-// ----- Evaluation. -----
-
-/// Where the prompt, its box, the status line and the last marker are on one screen.
-struct Analysis<'s> {
-    lines: &'s [String],
-    prompt: Option<usize>,
-    box_top: Option<usize>,
-    box_bottom: Option<usize>,
-    status: Option<usize>,
-    /// The row above the status line when the status line is the wrapped rest of it.
-    status_head: Option<usize>,
-    marker: Option<usize>,
-}
-
-fn is_blank(s: &str) -> bool {
-    s.trim().is_empty()
-}
-
-impl<'s> Analysis<'s> {
-    fn new(layout: &Layout, screen: &'s Screen) -> Self {
-        let lines = screen.lines();
-        let matches = |re: &Option<Regex>, s: &str| re.as_ref().is_some_and(|r| r.is_match(s));
-        let mut prompt = None;
-        let mut seen = 0;
-        for (i, l) in lines.iter().enumerate().rev() {
-            if is_blank(l) {
-                continue;
-            }
-            if matches(&layout.prompt, l) && !matches(&layout.not_prompt, l) {
-                prompt = Some(i);
-                break;
-            }
-            if matches(&layout.stop, l) {
-                break;
-            }
-            seen += 1;
-            if seen >= layout.prompt_within {
-                break;
-            }
-        }
-        let near_rule = |from: usize, up: bool| -> Option<usize> {
-            let mut i = from;
-            for _ in 0..3 {
-                i = if up { i.checked_sub(1)? } else { i + 1 };
-                let l = lines.get(i)?;
-                if matches(&layout.rule, l) {
-                    return Some(i);
-                }
-                if !is_blank(l) {
-                    return None;
-                }
-            }
-            None
-        };
-        let mut box_top = prompt.and_then(|p| near_rule(p, true));
-        let mut box_bottom = prompt.and_then(|p| near_rule(p, false));
-        if prompt.is_none() && layout.boxed_input {
-            // A single line enclosed by two rules near the bottom is the input box.
-            let bottom: Vec<usize> = (0..lines.len())
-                .rev()
-                .filter(|&i| !is_blank(&lines[i]))
-                .take(8)
-                .collect();
-            for w in bottom.windows(3) {
-                let (r2, x, r1) = (w[0], w[1], w[2]);
-                if matches(&layout.rule, &lines[r2])
-                    && matches(&layout.rule, &lines[r1])
-                    && !matches(&layout.rule, &lines[x])
-                {
-                    prompt = Some(x);
-                    box_top = Some(r1);
-                    box_bottom = Some(r2);
-                    break;
-                }
-            }
-        }
-        let status = prompt.and_then(|p| {
-            let start = box_top.unwrap_or(p);
-            // Rules are never the status line: a wide rule hard-wrapped by a narrow terminal
-            // leaves several rule rows above the box.
-            (0..start).rev().take(40).find(|&i| {
-                let l = &lines[i];
-                !is_blank(l) && !matches(&layout.detail, l) && !matches(&layout.rule, l)
-            })
-        });
-        // Ink word-wraps a long status line and indents the rest under its text: walk up
-        // over such continuation rows to the glyph that starts the line.
-        let status_head = status.and_then(|s| {
-            let is_continuation = |l: &str| {
-                let indent = l.len() - l.trim_start().len();
-                (1..=3).contains(&indent)
-                    && !l
-                        .trim_start()
-                        .chars()
-                        .next()
-                        .is_some_and(crate::patterns::is_status_glyph)
-            };
-            let mut k = s;
-            for _ in 0..4 {
-                if !is_continuation(&lines[k]) {
-                    return None;
-                }
-                let above = k.checked_sub(1)?;
-                let head = lines[above].as_str();
-                if head
-                    .chars()
-                    .next()
-                    .is_some_and(crate::patterns::is_status_glyph)
-                {
-                    return Some(above);
-                }
-                k = above;
-            }
-            None
-        });
-        let marker = lines.iter().rposition(|l| matches(&layout.marker, l));
-        Self {
-            lines,
-            prompt,
-            box_top,
-            box_bottom,
-            status,
-            status_head,
-            marker,
-        }
-    }
-
-    fn region(&self, region: Region, screen: &'s Screen) -> Option<RegionText<'s>> {
-        let lines = self.lines;
-        let non_empty_from_bottom = |range: std::ops::Range<usize>, n: usize| -> Vec<&'s str> {
-            let mut v: Vec<&str> = lines[range]
-                .iter()
-                .rev()
-                .filter(|l| !is_blank(l))
-                .take(n)
-                .map(String::as_str)
-                .collect();
-            v.reverse();
-            v
-        };
-        let slice = |range: std::ops::Range<usize>| -> Vec<&'s str> {
-            lines[range].iter().map(String::as_str).collect()
-        };
-        let v = match region {
-            Region::Screen => slice(0..lines.len()),
-            Region::Bottom(n) => non_empty_from_bottom(0..lines.len(), n),
-            Region::Top(n) => lines
-                .iter()
-                .filter(|l| !is_blank(l))
-                .take(n)
-                .map(String::as_str)
-                .collect(),
-            Region::Prompt => vec![lines[self.prompt?].as_str()],
-            Region::PromptBox => {
-                let p = self.prompt?;
-                slice(self.box_top.unwrap_or(p)..self.box_bottom.unwrap_or(p) + 1)
-            }
-            Region::Status => {
-                let s = self.status?;
-                // Ink word-wraps a long status line and indents the rest under its text:
-                // read the two rows as one.
-                if let Some(head) = self.status_head {
-                    let rows: Vec<&str> = (head..=s).map(|i| lines[i].trim_start()).collect();
-                    return Some(RegionText::joined(&rows));
-                }
-                vec![lines[s].as_str()]
-            }
-            Region::AbovePrompt(n) => {
-                let p = self.prompt?;
-                non_empty_from_bottom(0..self.box_top.unwrap_or(p), n)
-            }
-            Region::BelowPrompt => {
-                let p = self.prompt?;
-                slice(self.box_bottom.unwrap_or(p) + 1..lines.len())
-            }
-            Region::LineAbovePrompt => vec![lines[self.prompt?.checked_sub(1)?].as_str()],
-            Region::AfterPrompt => match self.prompt {
-                Some(p) => slice(p + 1..lines.len()),
-                None => non_empty_from_bottom(0..lines.len(), FALLBACK_LINES),
-            },
-            Region::SinceMarker => match self.marker {
-                Some(m) => slice(m + 1..lines.len()),
-                None => non_empty_from_bottom(0..lines.len(), FALLBACK_LINES),
-            },
-            Region::Title => {
-                let t = screen.title();
-                if t.is_empty() {
-                    return None;
-                }
-                vec![t]
-            }
-        };
-        Some(RegionText::new(v))
-    }
-}
-
-/// A region's lines, with the joined and normalised texts the matchers need.
-struct RegionText<'s> {
-    lines: Vec<std::borrow::Cow<'s, str>>,
-    joined: String,
-    normalized: std::cell::OnceCell<String>,
-}
-
-impl<'s> RegionText<'s> {
-    fn new(lines: Vec<&'s str>) -> Self {
-        let joined = lines.join("\n");
-        Self {
-            lines: lines.into_iter().map(std::borrow::Cow::Borrowed).collect(),
-            joined,
-            normalized: std::cell::OnceCell::new(),
-        }
-    }
-
-    /// One logical line made of several rows (a wrapped line read whole).
-    fn joined(rows: &[&str]) -> Self {
-        let joined = rows.join(" ");
-        Self {
-            lines: vec![std::borrow::Cow::Owned(joined.clone())],
-            joined,
-            normalized: std::cell::OnceCell::new(),
-        }
-    }
-
-    fn normalized(&self) -> &str {
-        self.normalized.get_or_init(|| normalize(&self.joined))
-    }
-
-    /// The line holding byte `offset` of the joined text.
-    fn line_at(&self, offset: usize) -> &str {
-        let mut pos = 0;
-        for l in &self.lines {
-            if offset <= pos + l.len() {
-                return l;
-            }
-            pos += l.len() + 1;
-        }
-        self.lines.last().map_or("", |l| l.as_ref())
-    }
-
-    /// The first line that contains `needle` (normalised), or the region's first line.
-    fn line_with(&self, needle: &str) -> &str {
-        self.lines
-            .iter()
-            .find(|l| normalize(l).contains(needle))
-            .or_else(|| self.lines.iter().find(|l| !is_blank(l)))
-            .map_or("", |l| l.as_ref())
-    }
-}
-
-impl Matcher {
-    /// Evaluates the matcher; `Some(witness line)` when it holds.
-    fn eval(&self, region: &RegionText<'_>, analysis: &Analysis<'_>) -> Option<String> {
-        let mut witness: Option<String> = None;
-        let mut note = |w: &str| {
-            if witness.is_none() {
-                witness = Some(w.to_owned());
-            }
-        };
-        if let Some(want) = self.prompt
-            && analysis.prompt.is_some() != want
-        {
-            return None;
-        }
-        for needle in &self.contains {
-            if !region.normalized().contains(needle.as_str()) {
-                return None;
-            }
-            note(region.line_with(needle));
-        }
-        for re in &self.regex {
-            let m = re.find(&region.joined)?;
-            note(region.line_at(m.start()));
-        }
-        for re in &self.line {
-            let l = region.lines.iter().find(|l| re.is_match(l))?;
-            note(l);
-        }
-        if !self.any.is_empty() {
-            let w = self.any.iter().find_map(|m| m.eval(region, analysis))?;
-            note(&w);
-        }
-        for m in &self.all {
-            let w = m.eval(region, analysis)?;
-            note(&w);
-        }
-        if self.not.iter().any(|m| m.eval(region, analysis).is_some()) {
-            return None;
-        }
-        Some(witness.unwrap_or_else(|| {
-            region
-                .lines
-                .iter()
-                .rev()
-                .find(|l| !is_blank(l))
-                .map_or_else(String::new, ToString::to_string)
-        }))
     }
 }
 

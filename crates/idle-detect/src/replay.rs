@@ -20,18 +20,29 @@ use crate::signals::{Evidence, SessionState, Verdict};
 pub fn classify_screen(profile: &Profile, bytes: &[u8]) -> Verdict {
     let screen = Screen::from_bytes(bytes);
     let sv = profile.classify(&screen);
+    let mut evidence = vec![Evidence {
+        signal: "screen_rule",
+        points_to: sv.state,
+        rule: sv
+            .rule
+            .unwrap_or_else(|| format!("{}/(none)", profile.name())),
+        detail: sv.detail,
+        age_ms: 0,
+        source: sv.source,
+    }];
+    // Every other rule that fired, in the order the fusion weighed them.
+    evidence.extend(sv.hits.into_iter().skip(1).map(|hit| Evidence {
+        signal: "screen_rule",
+        points_to: hit.state,
+        rule: hit.rule,
+        detail: hit.line,
+        age_ms: 0,
+        source: hit.source,
+    }));
     Verdict {
         state: sv.state,
         blocked: sv.blocked,
-        evidence: vec![Evidence {
-            signal: "screen_rule",
-            points_to: sv.state,
-            rule: sv
-                .rule
-                .unwrap_or_else(|| format!("{}/(none)", profile.name())),
-            detail: sv.detail,
-            age_ms: 0,
-        }],
+        evidence,
     }
 }
 
@@ -52,72 +63,95 @@ pub struct VerdictChange {
 /// events [`Detector::resize`]. Between events the detector is ticked at exactly the moments
 /// its verdict may change on its own ([`Detector::next_deadline`]), and after the last event
 /// until it settles, so the result does not depend on a tick period. `start` is the instant
-/// that stands for time zero (any instant will do: nothing reads the clock).
+/// that stands for time zero (any instant will do: nothing reads the clock). For a recording
+/// too large to hold, feed it a line at a time with [`CastReplay`].
 pub fn replay_cast(
     profile: &Profile,
     config: &DetectorConfig,
     cast: &str,
     start: Instant,
 ) -> Result<Vec<VerdictChange>, DetectError> {
-    let mut lines = cast
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty());
-    let Some((_, header)) = lines.next() else {
-        return Err(DetectError::Cast {
-            line: 1,
-            reason: "empty recording".to_owned(),
-        });
-    };
-    let mut config = config.clone();
-    let relative = parse_header(header, &mut config)?;
-    let mut detector = Detector::new(profile.clone(), config);
+    let mut replay = CastReplay::new(profile, config, start);
     let mut changes = Vec::new();
-    let mut last: Option<Verdict> = None;
-    let mut clock = Duration::ZERO;
-    let record = |detector: &mut Detector,
-                  at: Duration,
-                  last: &mut Option<Verdict>,
-                  changes: &mut Vec<VerdictChange>| {
-        let v = detector.verdict(start + at).clone();
-        if last.as_ref().is_none_or(|l| !l.same_state(&v)) {
-            changes.push(VerdictChange {
-                at_ms: u64::try_from(at.as_millis()).unwrap_or(u64::MAX),
-                verdict: v.clone(),
-            });
-            *last = Some(v);
+    for line in cast.lines() {
+        replay.feed_line(line)?;
+        changes.append(&mut replay.take_changes());
+    }
+    changes.extend(replay.finish()?);
+    Ok(changes)
+}
+
+/// An asciicast replay fed one line at a time, so a recording of any length is replayed in
+/// bounded memory: the detector's state, the current line and the changes not yet taken.
+#[derive(Debug)]
+pub struct CastReplay {
+    profile: Profile,
+    config: DetectorConfig,
+    start: Instant,
+    /// `None` until the header line arrives.
+    detector: Option<Detector>,
+    relative: bool,
+    clock: Duration,
+    line: usize,
+    last: Option<Verdict>,
+    changes: Vec<VerdictChange>,
+}
+
+impl CastReplay {
+    /// A replay with `profile`; `start` stands for time zero.
+    pub fn new(profile: &Profile, config: &DetectorConfig, start: Instant) -> Self {
+        Self {
+            profile: profile.clone(),
+            config: config.clone(),
+            start,
+            detector: None,
+            relative: false,
+            clock: Duration::ZERO,
+            line: 0,
+            last: None,
+            changes: Vec::new(),
         }
-    };
-    for (index, line) in lines {
-        let n = index + 1;
-        let event: serde_json::Value =
-            serde_json::from_str(line).map_err(|e| DetectError::Cast {
-                line: n,
-                reason: format!("event is not JSON: {e}"),
-            })?;
+    }
+
+    /// Feeds the recording's next line (the header first, then events; blank lines are
+    /// skipped). Verdict changes it causes are kept for [`CastReplay::take_changes`].
+    pub fn feed_line(&mut self, line: &str) -> Result<(), DetectError> {
+        self.line += 1;
+        let n = self.line;
+        if line.trim().is_empty() {
+            return Ok(());
+        }
+        let Some(detector) = self.detector.as_mut() else {
+            let mut config = self.config.clone();
+            self.relative = parse_header(line, n, &mut config)?;
+            self.detector = Some(Detector::new(self.profile.clone(), config));
+            return Ok(());
+        };
+        let cast_error = |reason: String| DetectError::Cast { line: n, reason };
+        let event: serde_json::Value = serde_json::from_str(line)
+            .map_err(|e| cast_error(format!("event is not JSON: {e}")))?;
         let (Some(t), Some(code), Some(data)) = (
             event.get(0).and_then(serde_json::Value::as_f64),
             event.get(1).and_then(serde_json::Value::as_str),
             event.get(2).and_then(serde_json::Value::as_str),
         ) else {
-            return Err(DetectError::Cast {
-                line: n,
-                reason: "expected [time, code, data]".to_owned(),
-            });
+            return Err(cast_error("expected [time, code, data]".to_owned()));
         };
         if !t.is_finite() || t < 0.0 {
-            return Err(DetectError::Cast {
-                line: n,
-                reason: format!("bad time {t}"),
-            });
+            return Err(cast_error(format!("bad time {t}")));
         }
         let t = Duration::from_secs_f64(t.min(1e9));
-        let at = if relative { clock + t } else { t.max(clock) };
+        let at = if self.relative {
+            self.clock.saturating_add(t)
+        } else {
+            t.max(self.clock)
+        };
+        let (start, last, changes) = (self.start, &mut self.last, &mut self.changes);
         // Verdict changes that happen on their own before this event.
-        advance(&mut detector, start, &mut clock, at, &mut |d, at| {
-            record(d, at, &mut last, &mut changes);
+        advance(detector, start, &mut self.clock, at, &mut |d, at| {
+            record(d, start, at, last, changes);
         });
-        clock = at;
+        self.clock = at;
         match code {
             "o" => {
                 detector.output(start + at, data.as_bytes());
@@ -132,20 +166,59 @@ pub fn replay_cast(
             }
             _ => {}
         }
-        record(&mut detector, at, &mut last, &mut changes);
+        record(detector, start, at, last, changes);
+        Ok(())
     }
-    // Let the session go quiet after the recording ends.
-    let horizon = clock + Duration::from_hours(1);
-    advance(&mut detector, start, &mut clock, horizon, &mut |d, at| {
-        record(d, at, &mut last, &mut changes);
-    });
-    Ok(changes)
+
+    /// The verdict changes found since the last call.
+    pub fn take_changes(&mut self) -> Vec<VerdictChange> {
+        std::mem::take(&mut self.changes)
+    }
+
+    /// Ends the recording: lets the session go quiet for an hour of virtual time and returns
+    /// the remaining changes. An empty recording (no header) is an error.
+    pub fn finish(mut self) -> Result<Vec<VerdictChange>, DetectError> {
+        let Some(detector) = self.detector.as_mut() else {
+            return Err(DetectError::Cast {
+                line: self.line.max(1),
+                reason: "empty recording".to_owned(),
+            });
+        };
+        let horizon = self.clock.saturating_add(Duration::from_hours(1));
+        let (start, last, changes) = (self.start, &mut self.last, &mut self.changes);
+        advance(detector, start, &mut self.clock, horizon, &mut |d, at| {
+            record(d, start, at, last, changes);
+        });
+        Ok(self.changes)
+    }
+}
+
+/// Records the verdict at `at` if its state changed.
+fn record(
+    detector: &mut Detector,
+    start: Instant,
+    at: Duration,
+    last: &mut Option<Verdict>,
+    changes: &mut Vec<VerdictChange>,
+) {
+    let v = detector.verdict(start + at).clone();
+    if last.as_ref().is_none_or(|l| !l.same_state(&v)) {
+        changes.push(VerdictChange {
+            at_ms: u64::try_from(at.as_millis()).unwrap_or(u64::MAX),
+            verdict: v.clone(),
+        });
+        *last = Some(v);
+    }
 }
 
 /// Reads an asciicast header: returns whether event times are relative (v3), and takes the
 /// terminal size into `config`.
-fn parse_header(header: &str, config: &mut DetectorConfig) -> Result<bool, DetectError> {
-    let cast_error = |reason: String| DetectError::Cast { line: 1, reason };
+fn parse_header(
+    header: &str,
+    line: usize,
+    config: &mut DetectorConfig,
+) -> Result<bool, DetectError> {
+    let cast_error = |reason: String| DetectError::Cast { line, reason };
     let header: serde_json::Value =
         serde_json::from_str(header).map_err(|e| cast_error(format!("header is not JSON: {e}")))?;
     let relative = match header.get("version").and_then(serde_json::Value::as_u64) {
@@ -207,6 +280,7 @@ pub struct StreamReport {
 /// Runs raw output through the detector in `chunk_bytes` slices with no timing
 /// (`hyoka detect --stream FILE`), as fast as possible. The caller times it for throughput.
 /// Chunks are cut at byte offsets, splitting escape sequences and characters as a PTY read may.
+/// For a stream too large to hold, feed it piece by piece with [`StreamRun`].
 pub fn run_stream(
     profile: &Profile,
     config: &DetectorConfig,
@@ -214,22 +288,89 @@ pub fn run_stream(
     chunk_bytes: usize,
     start: Instant,
 ) -> StreamReport {
-    let chunk_bytes = chunk_bytes.max(1);
-    let mut detector = Detector::new(profile.clone(), config.clone());
-    for chunk in bytes.chunks(chunk_bytes) {
-        detector.output(start, chunk);
+    let mut run = StreamRun::new(config, chunk_bytes, start);
+    run.feed(bytes);
+    run.finish(profile)
+}
+
+/// A raw stream fed piece by piece in bounded memory. Pieces of any size are cut into
+/// `chunk_bytes` slices at the same offsets as if the stream came whole (at most one partial
+/// slice, under `chunk_bytes`, is held between pieces), so the counts do not depend on how the
+/// caller reads.
+///
+/// The per-chunk path does not need the profile: it is given to [`StreamRun::finish`], which
+/// judges the last screen with it, so a caller can compile the profile on another thread
+/// while the stream runs.
+#[derive(Debug)]
+pub struct StreamRun {
+    detector: Detector,
+    chunk_bytes: usize,
+    carry: Vec<u8>,
+    start: Instant,
+}
+
+impl StreamRun {
+    /// A run cutting slices of `chunk_bytes` (at least 1); `start` is the instant every slice
+    /// is observed at.
+    pub fn new(config: &DetectorConfig, chunk_bytes: usize, start: Instant) -> Self {
+        let chunk_bytes = chunk_bytes.max(1);
+        Self {
+            detector: Detector::new(Profile::none(), config.clone()),
+            chunk_bytes,
+            carry: Vec::new(),
+            start,
+        }
     }
-    let quiet = config
-        .completion_confirm
-        .max(config.settle)
-        .max(config.working_hold)
-        + Duration::from_secs(1);
-    let verdict = detector.verdict(start + quiet).clone();
-    StreamReport {
-        chunk_bytes,
-        counts: *detector.counts(),
-        verdict,
-        state: detector.state_size(),
+
+    /// Feeds the stream's next piece.
+    ///
+    /// Only the piece's last [`DetectorConfig::raw_bytes`] (and what follows) can be on the
+    /// final screen, so the bytes before them are not copied into the detector's ring: the
+    /// signals are the same, and a piece several times the ring's size costs no copy.
+    pub fn feed(&mut self, mut bytes: &[u8]) {
+        if !self.carry.is_empty() {
+            let take = (self.chunk_bytes - self.carry.len()).min(bytes.len());
+            self.carry.extend_from_slice(&bytes[..take]);
+            bytes = &bytes[take..];
+            if self.carry.len() < self.chunk_bytes {
+                return;
+            }
+            self.detector.output(self.start, &self.carry);
+            self.carry.clear();
+        }
+        // Slices that end before this offset are overwritten in the ring by later ones.
+        let kept_from = bytes.len().saturating_sub(self.detector.config().raw_bytes);
+        let mut offset = 0;
+        let mut slices = bytes.chunks_exact(self.chunk_bytes);
+        for slice in &mut slices {
+            offset += slice.len();
+            self.detector
+                .output_kept(self.start, slice, offset > kept_from);
+        }
+        self.carry.extend_from_slice(slices.remainder());
+    }
+
+    /// Ends the stream: feeds the last partial slice and returns the report, with the verdict
+    /// `profile` gives once the stream has been quiet for longer than every confirmation
+    /// period.
+    pub fn finish(mut self, profile: &Profile) -> StreamReport {
+        if !self.carry.is_empty() {
+            self.detector.output(self.start, &self.carry);
+        }
+        self.detector.set_profile(profile.clone());
+        let config = self.detector.config().clone();
+        let quiet = config
+            .completion_confirm
+            .max(config.settle)
+            .max(config.working_hold)
+            + Duration::from_secs(1);
+        let verdict = self.detector.verdict(self.start + quiet).clone();
+        StreamReport {
+            chunk_bytes: self.chunk_bytes,
+            counts: *self.detector.counts(),
+            verdict,
+            state: self.detector.state_size(),
+        }
     }
 }
 
@@ -264,6 +405,9 @@ pub fn render_explain(verdict: &Verdict) -> String {
             human_ms(e.age_ms),
             e.detail
         );
+        if !e.source.is_empty() {
+            let _ = writeln!(out, "     source: {}", e.source);
+        }
     }
     out
 }

@@ -17,10 +17,18 @@ const MAX_SNAPSHOT_COLS: usize = 512;
 
 /// What a terminal shows at one moment: its visible lines (trailing spaces and trailing blank
 /// lines removed) and its window title.
+///
+/// A screen rendered through the terminal emulator also knows which text was drawn faint
+/// (dim, a grey colour, or the inverse-video cursor): agents draw input placeholders and
+/// suggestions that way, and a person's typing in normal intensity, which is how a draft is
+/// told from a placeholder. A screen made from plain text does not know.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Screen {
     lines: Vec<String>,
     title: String,
+    /// Per line, the line with faint text blanked, when it differs from the line; empty when
+    /// the screen was not rendered (attributes unknown).
+    typed: Vec<Option<String>>,
 }
 
 impl Screen {
@@ -43,6 +51,7 @@ impl Screen {
         Self {
             lines,
             title: String::new(),
+            typed: Vec::new(),
         }
     }
 
@@ -92,15 +101,33 @@ impl Screen {
     fn from_parser(parser: &vt100::Parser, cols: u16) -> Self {
         let screen = parser.screen();
         let mut lines: Vec<String> = Vec::new();
+        let mut typed: Vec<String> = Vec::new();
         let mut joining = false;
         for (i, row) in screen.rows(0, cols).enumerate() {
-            match lines.last_mut() {
-                Some(last) if joining => last.push_str(&row),
-                _ => lines.push(row),
+            let r = u16::try_from(i).unwrap_or(u16::MAX);
+            let typed_row = typed_row(screen, r, cols);
+            match (lines.last_mut(), typed.last_mut()) {
+                (Some(last), Some(last_typed)) if joining => {
+                    last.push_str(&row);
+                    last_typed.push_str(&typed_row);
+                }
+                _ => {
+                    lines.push(row);
+                    typed.push(typed_row);
+                }
             }
-            joining = screen.row_wrapped(u16::try_from(i).unwrap_or(u16::MAX));
+            joining = screen.row_wrapped(r);
         }
-        Self::from_lines(lines)
+        let mut out = Self::from_lines(lines);
+        out.typed = typed
+            .into_iter()
+            .zip(&out.lines)
+            .map(|(t, l)| {
+                let t = t.trim_end();
+                (t != l).then(|| t.to_owned())
+            })
+            .collect();
+        out
     }
 
     /// The visible lines, top to bottom.
@@ -117,6 +144,62 @@ impl Screen {
     pub fn text(&self) -> String {
         self.lines.join("\n")
     }
+
+    /// `true` when the screen was rendered through the terminal emulator, so which text was
+    /// drawn faint is known (see [`Screen::typed_line`]).
+    pub fn has_attributes(&self) -> bool {
+        !self.typed.is_empty()
+    }
+
+    /// Line `i` with text drawn faint (dim, grey, or the inverse-video cursor) replaced by
+    /// spaces, or `None` when the screen was not rendered and attributes are unknown.
+    pub fn typed_line(&self, i: usize) -> Option<&str> {
+        if self.typed.is_empty() {
+            return None;
+        }
+        match self.typed.get(i) {
+            Some(Some(t)) => Some(t),
+            Some(None) => self.lines.get(i).map(String::as_str),
+            None => None,
+        }
+    }
+}
+
+/// Row `r` as text, with cells drawn faint replaced by spaces.
+fn typed_row(screen: &vt100::Screen, r: u16, cols: u16) -> String {
+    let mut out = String::new();
+    for c in 0..cols {
+        let Some(cell) = screen.cell(r, c) else {
+            break;
+        };
+        if cell.is_wide_continuation() {
+            continue;
+        }
+        if !cell.has_contents() {
+            out.push(' ');
+        } else if is_faint(cell) {
+            out.extend(cell.contents().chars().map(|_| ' '));
+        } else {
+            out.push_str(cell.contents());
+        }
+    }
+    out
+}
+
+/// Whether a cell is drawn the way agents draw placeholders, suggestions and the cursor: dim,
+/// inverse video, or a grey foreground.
+fn is_faint(cell: &vt100::Cell) -> bool {
+    cell.dim()
+        || cell.inverse()
+        || match cell.fgcolor() {
+            vt100::Color::Default => false,
+            vt100::Color::Idx(i) => matches!(i, 8 | 59 | 102 | 145 | 240..=250),
+            vt100::Color::Rgb(r, g, b) => {
+                let (hi, lo) = (r.max(g).max(b), r.min(g).min(b));
+                let avg = (u16::from(r) + u16::from(g) + u16::from(b)) / 3;
+                hi - lo <= 32 && (70..=190).contains(&avg)
+            }
+        }
 }
 
 fn has_lone_cr(bytes: &[u8]) -> bool {

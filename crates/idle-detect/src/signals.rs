@@ -34,6 +34,10 @@ pub enum BlockedKind {
     Plan,
     /// A workspace-trust dialog ("Do you trust the files in this folder?").
     Trust,
+    /// The input holds text nobody has sent: a person's draft. Typing into it would mangle
+    /// the draft, so it is never idle; it ranks below work (a draft typed while the agent
+    /// works is still work) and above idle evidence.
+    Draft,
 }
 
 /// A Claude Code hook event, forwarded by `hyoka hook`.
@@ -88,6 +92,10 @@ pub struct Evidence {
     pub detail: String,
     /// How long ago the evidence was first seen, in milliseconds, at the time of the verdict.
     pub age_ms: u64,
+    /// Where a screen rule comes from (the agent's source file or document, and version), or
+    /// `""` for evidence that is not a profile rule.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub source: String,
 }
 
 /// The detector's judgement of a session at one moment, with the evidence.
@@ -133,13 +141,15 @@ impl std::fmt::Display for SessionState {
 }
 
 impl BlockedKind {
-    /// The kind's name as it appears in JSON (`permission`, `question`, `plan`, `trust`).
+    /// The kind's name as it appears in JSON (`permission`, `question`, `plan`, `trust`,
+    /// `draft`).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Permission => "permission",
             Self::Question => "question",
             Self::Plan => "plan",
             Self::Trust => "trust",
+            Self::Draft => "draft",
         }
     }
 }

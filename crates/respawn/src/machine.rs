@@ -642,6 +642,7 @@ fn blocked_name(kind: BlockedKind) -> &'static str {
         BlockedKind::Question => "question",
         BlockedKind::Plan => "plan",
         BlockedKind::Trust => "trust",
+        BlockedKind::Draft => "draft",
     }
 }
 

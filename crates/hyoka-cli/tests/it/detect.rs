@@ -63,10 +63,12 @@ fn every_fixture_screen_gets_its_label_through_the_cli() {
                 let state = verdict["state"].as_str().unwrap().to_owned();
                 let name = screen.file_name().to_string_lossy().into_owned();
                 let is_disputed = disputed.contains(&format!("{agent_name}/{label_name}/{name}"));
-                if label_name == "blocked" && state == "idle" && !is_disputed {
-                    let blocked_kind = verdict["blocked"].as_str().unwrap_or_default();
+                if (label_name == "blocked" || label_name == "working")
+                    && state == "idle"
+                    && !is_disputed
+                {
                     panic!(
-                        "{agent_name}/{label_name}/{name} is a blocked screen classified idle ({blocked_kind})"
+                        "{agent_name}/{label_name}/{name} is a {label_name} screen classified idle"
                     );
                 }
                 *matrix
@@ -99,7 +101,7 @@ fn every_fixture_screen_gets_its_label_through_the_cli() {
         "claude-code {claude_right}/{claude_total}"
     );
     assert!(
-        f64::from(right) / f64::from(total) >= 0.90,
+        f64::from(right) / f64::from(total) >= 0.97,
         "overall {right}/{total}"
     );
 }
@@ -194,4 +196,101 @@ fn bad_detect_input_exits_2() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}
+
+/// Issue 11, finding 7: `detect --screen` on a 2 GB sparse file reached 8.4 GB of memory. A
+/// screen larger than the cap is refused by its size, before anything is read; the child runs
+/// under a 1 GiB address-space limit, so reading it would fail with a different message.
+#[test]
+fn a_huge_screen_is_refused_in_bounded_memory() {
+    let s = Scratch::new();
+    let sparse = s.path().join("sparse.screen");
+    std::fs::File::create(&sparse)
+        .unwrap()
+        .set_len(2 << 30)
+        .unwrap();
+    for screen in [sparse.as_path(), std::path::Path::new("/dev/zero")] {
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("ulimit -v 1048576 && exec \"$0\" detect --screen \"$1\"")
+            .arg(crate::support::hyoka_path())
+            .arg(screen)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            err.starts_with("error: screen snapshot") && err.contains("larger than"),
+            "{err}"
+        );
+    }
+}
+
+/// Issue 11: inputs that block on open (a FIFO with no writer) or are not files are refused.
+#[test]
+fn a_fifo_or_a_directory_is_refused_without_blocking() {
+    let s = Scratch::new();
+    let fifo = s.path().join("fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    for args in [
+        vec!["detect", "--screen"],
+        vec!["detect", "--cast"],
+        vec!["detect", "--stream"],
+    ] {
+        for input in [fifo.as_path(), s.path()] {
+            let out = hyoka().args(&args).arg(input).output().unwrap();
+            assert_eq!(out.status.code(), Some(2), "{args:?} {}", stderr(&out));
+            assert!(stderr(&out).contains("give a file"), "{}", stderr(&out));
+        }
+    }
+}
+
+/// A stream is read in blocks; its counts do not depend on how the blocks fall against the
+/// slice size, and `--explain` names each rule's source.
+#[test]
+fn a_stream_is_read_in_blocks_and_explain_names_sources() {
+    let s = Scratch::new();
+    let stream = s.path().join("stream.bin");
+    // 700 KiB: blocks of 256 KiB fall in the middle of 4000-byte slices.
+    let unit = "\x1b[2K⠙ Thinking… (12s · ↓ 1.2k tokens · esc to interrupt)\r\n✻ Worked for 1s\r\n";
+    std::fs::write(&stream, unit.repeat(700 * 1024 / unit.len())).unwrap();
+    let counts = |chunk: &str| -> serde_json::Value {
+        let out = hyoka()
+            .args(["detect", "--json", "--chunk-bytes", chunk, "--stream"])
+            .arg(&stream)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["report"]["counts"].clone()
+    };
+    let c = counts("4000");
+    let len = std::fs::metadata(&stream).unwrap().len();
+    assert_eq!(c["bytes"].as_u64(), Some(len));
+    assert_eq!(c["chunks"].as_u64(), Some(len.div_ceil(4000)));
+    // Every slice completes a `Worked for` line, across the block boundaries too.
+    assert_eq!(c["completions"], c["chunks"], "{c}");
+
+    let screen = s.path().join("screen.txt");
+    std::fs::write(
+        &screen,
+        "⏺ Done.\n\n✻ Worked for 2s\n\n────────\n❯ \n────────\n  ? for shortcuts\n",
+    )
+    .unwrap();
+    let out = hyoka()
+        .args(["detect", "--explain", "--screen"])
+        .arg(&screen)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("state: idle"), "{text}");
+    for rule in ["claude-code/prompt-box", "claude-code/completion-line"] {
+        assert!(text.contains(rule), "{text}");
+    }
+    assert!(text.contains("source: Claude Code"), "{text}");
 }

@@ -1,4 +1,4 @@
-//! Unit tests for `checker`: prompts, verdict parsing and the state machine (§3.10, 5c/105).
+//! Unit tests for `checker`: prompts, verdict parsing and the state machine (Codeman's AI checker contract, `docs/detection.md` section 5).
 
 use std::time::{Duration, Instant};
 

@@ -1,6 +1,6 @@
-//! Unit tests for `codeman`: the scenarios of `respawn-reference.md` §5 that concern detection
-//! (PD-*), the regex lists of §3.2, the window of §3.3, the substantial rule of §3.4 and the
-//! buffer trim of BM-001.
+//! Unit tests for `codeman`: Codeman's detection scenarios (PD-001 … PD-008), its completion
+//! regex, the working window, the substantial-output rule and the buffer trim (BM-001), as
+//! `docs/detection.md` section 5 lists them.
 
 use super::{
     CodemanClassifier, CodemanState, Utf16Text, completion_match, simple_stripped_trimmed_units,
@@ -167,7 +167,7 @@ fn confirmation_is_cancelled_by_work_or_substantial_output() {
         (c.counters().cancelled_by_substantial, c.state()),
         (1, CodemanState::Watching)
     );
-    // A prompt box redrawn after the completion line cancels it (the §3.4 analysis).
+    // A prompt box redrawn after the completion line cancels it (Codeman's substantial-output rule).
     check(
         &["✻ Worked for 5s", "╭────╮"],
         &[

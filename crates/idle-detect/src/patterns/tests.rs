@@ -115,7 +115,7 @@ fn check_tokens(text: &str, expected: Option<u64>) {
 
 #[test]
 fn token_values_follow_codeman_exactly() {
-    // `respawn-reference.md` §3.6.
+    // Codeman's `TOKEN_PATTERN` values (`docs/detection.md` section 5).
     check_tokens("500 tokens", Some(500));
     check_tokens("123.4 tokens", Some(123));
     check_tokens("123.4k tokens", Some(123_400));

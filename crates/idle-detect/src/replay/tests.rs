@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-use super::{classify_screen, render_explain, replay_cast, run_stream};
+use super::{CastReplay, StreamRun, classify_screen, render_explain, replay_cast, run_stream};
 use crate::detector::DetectorConfig;
 use crate::error::DetectError;
 use crate::profile::Profile;
@@ -106,4 +106,54 @@ fn a_stream_reports_counts_and_the_final_verdict() {
     assert_eq!(r.counts.bytes, stream.len() as u64);
     assert_eq!(r.verdict.state, SessionState::Idle);
     assert!(r.state.bounded_bytes <= 64 * 1024);
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(32))]
+
+    /// Pieces of any size give the counts of the whole stream fed at once.
+    #[test]
+    fn a_stream_fed_in_pieces_counts_like_a_whole_one(
+        cuts in proptest::collection::vec(1usize..9000, 1..40),
+        chunk in 1usize..5000,
+    ) {
+        let unit = "\x1b[2K⠙ Thinking… (12s · ↓ 1.2k tokens)\r\n✻ Worked for 1s\r\n❯ \r\n";
+        let bytes = unit.repeat(600).into_bytes();
+        let p = Profile::builtin("claude-code").expect("profile");
+        let t0 = start();
+        let whole = run_stream(&p, &DetectorConfig::default(), &bytes, chunk, t0);
+        let mut run = StreamRun::new(&DetectorConfig::default(), chunk, t0);
+        let mut rest: &[u8] = &bytes;
+        for cut in cuts.iter().cycle() {
+            if rest.is_empty() {
+                break;
+            }
+            let n = (*cut).min(rest.len());
+            run.feed(&rest[..n]);
+            rest = &rest[n..];
+        }
+        let pieces = run.finish(&p);
+        proptest::prop_assert_eq!(whole.counts, pieces.counts);
+        proptest::prop_assert_eq!(whole.verdict.state, pieces.verdict.state);
+    }
+}
+
+#[test]
+fn a_cast_fed_a_line_at_a_time_replays_like_a_whole_one() {
+    let cast = "{\"version\": 2, \"width\": 80, \"height\": 24}\n\n[0.5, \"o\", \"⠋ Thinking… (esc to interrupt)\"]\n[3.0, \"o\", \"\\r\\u001b[2K✻ Worked for 3s\\r\\n❯ \"]\n";
+    let p = Profile::builtin("claude-code").expect("profile");
+    let t0 = start();
+    let whole = replay_cast(&p, &DetectorConfig::default(), cast, t0).expect("valid");
+    let mut replay = CastReplay::new(&p, &DetectorConfig::default(), t0);
+    let mut changes = Vec::new();
+    for line in cast.lines() {
+        replay.feed_line(line).expect("valid line");
+        changes.extend(replay.take_changes());
+    }
+    changes.extend(replay.finish().expect("a header was seen"));
+    assert_eq!(changes, whole);
+    assert!(matches!(
+        CastReplay::new(&p, &DetectorConfig::default(), t0).finish(),
+        Err(DetectError::Cast { .. })
+    ));
 }

@@ -1,5 +1,6 @@
 //! Accuracy over the labelled screens of `../shared/fixtures/screens`: a confusion matrix per
-//! agent, the misses with the rule that decided, and the targets of issue 5.
+//! agent, the misses with the rule that decided, and the targets of issue 14 (at least 97 %
+//! overall; no busy or blocked screen judged idle unless the index disputes its label).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -132,7 +133,7 @@ fn fixture_screens_meet_the_accuracy_targets() {
                 "  MISS {} : label {} got {} by {} ({}){disputed}",
                 o.file, o.label, o.got, o.rule, o.detail
             );
-            if o.label == SessionState::Blocked
+            if matches!(o.label, SessionState::Blocked | SessionState::Working)
                 && o.got == SessionState::Idle
                 && o.disputed.is_empty()
             {
@@ -157,11 +158,11 @@ fn fixture_screens_meet_the_accuracy_targets() {
     }
     assert!(
         blocked_as_idle.is_empty(),
-        "blocked screens classified idle: {blocked_as_idle:?}"
+        "busy or blocked screens classified idle: {blocked_as_idle:?}"
     );
     assert!(
         claude_pct >= 95.0,
         "claude-code accuracy {claude_pct:.1}% < 95%"
     );
-    assert!(overall >= 90.0, "overall accuracy {overall:.1}% < 90%");
+    assert!(overall >= 97.0, "overall accuracy {overall:.1}% < 97%");
 }

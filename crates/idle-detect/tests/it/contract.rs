@@ -34,8 +34,21 @@ fn the_verdict_json_has_the_design_shape() {
         .map(String::as_str)
         .collect();
     keys.sort_unstable();
-    assert_eq!(keys, ["age_ms", "detail", "points_to", "rule", "signal"]);
+    // A screen rule names where it comes from.
+    assert_eq!(
+        keys,
+        ["age_ms", "detail", "points_to", "rule", "signal", "source"]
+    );
     assert_eq!(json["state"], "idle");
+    let draft = Verdict {
+        state: SessionState::Blocked,
+        blocked: Some(BlockedKind::Draft),
+        evidence: vec![],
+    };
+    assert_eq!(
+        serde_json::to_string(&draft).expect("json"),
+        r#"{"state":"blocked","blocked":"draft","evidence":[]}"#
+    );
 }
 
 #[test]

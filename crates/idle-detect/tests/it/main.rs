@@ -6,7 +6,10 @@ mod accuracy;
 #[cfg(feature = "command")]
 mod command_checker;
 mod contract;
+mod generated;
 mod hostile;
 #[cfg(feature = "mock")]
 mod mocks;
+mod mutations;
 mod properties;
+mod screens;
