@@ -46,18 +46,6 @@ _hyoka() {
             hyoka,run)
                 cmd="hyoka__subcmd__run"
                 ;;
-            hyoka,send)
-                cmd="hyoka__subcmd__send"
-                ;;
-            hyoka,sessions)
-                cmd="hyoka__subcmd__sessions"
-                ;;
-            hyoka,sim-agent)
-                cmd="hyoka__subcmd__sim__subcmd__agent"
-                ;;
-            hyoka,wait)
-                cmd="hyoka__subcmd__wait"
-                ;;
             hyoka__subcmd__help,clean)
                 cmd="hyoka__subcmd__help__subcmd__clean"
                 ;;
@@ -88,18 +76,6 @@ _hyoka() {
             hyoka__subcmd__help,run)
                 cmd="hyoka__subcmd__help__subcmd__run"
                 ;;
-            hyoka__subcmd__help,send)
-                cmd="hyoka__subcmd__help__subcmd__send"
-                ;;
-            hyoka__subcmd__help,sessions)
-                cmd="hyoka__subcmd__help__subcmd__sessions"
-                ;;
-            hyoka__subcmd__help,sim-agent)
-                cmd="hyoka__subcmd__help__subcmd__sim__subcmd__agent"
-                ;;
-            hyoka__subcmd__help,wait)
-                cmd="hyoka__subcmd__help__subcmd__wait"
-                ;;
             hyoka__subcmd__help__subcmd__report,merge)
                 cmd="hyoka__subcmd__help__subcmd__report__subcmd__merge"
                 ;;
@@ -122,7 +98,7 @@ _hyoka() {
 
     case "${cmd}" in
         hyoka)
-            opts="-v -q -h -V --verbose --quiet --help --version run clean ps detect demo doctor report sim-agent respawn hook sessions wait send help"
+            opts="-v -q -h -V --verbose --quiet --help --version run clean ps detect demo doctor report respawn hook help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -136,7 +112,7 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__clean)
-            opts="-v -q -h -V --reports --workspace-root --dry-run --grace --json --verbose --quiet --help --version"
+            opts="-v -q -h -V --reports --workspace-root --dry-run --kept --older-than --grace --json --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -147,6 +123,10 @@ _hyoka() {
                     return 0
                     ;;
                 --workspace-root)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --older-than)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -236,7 +216,7 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__help)
-            opts="run clean ps detect demo doctor report sim-agent respawn hook sessions wait send help"
+            opts="run clean ps detect demo doctor report respawn hook help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -403,62 +383,6 @@ _hyoka() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        hyoka__subcmd__help__subcmd__send)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        hyoka__subcmd__help__subcmd__sessions)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        hyoka__subcmd__help__subcmd__sim__subcmd__agent)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        hyoka__subcmd__help__subcmd__wait)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
         hyoka__subcmd__hook)
             opts="-v -q -h -V --install-claude-hooks --dir --json --socket --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -582,7 +506,7 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__respawn)
-            opts="-v -q -h -V --backend --name --stop --no-cycle --on-blocked --blocked-after --on-idle --idle-after --headless --events --reports --max-cycles --max-cycles-per-hour --update-prompt --no-clear --no-init --clear-command --init-command --kickstart --completion-confirm --no-output-timeout --inter-step-delay --no-auto-accept --auto-accept-delay --ai-check-command --plan-check-command --check-timeout --profile --dry-run --human-lock --grace --tmux-session --install-claude-hooks --json --verbose --quiet --help --version"
+            opts="-v -q -h -V --backend --headless --events --reports --max-cycles --max-cycles-per-hour --update-prompt --no-clear --no-init --kickstart --completion-confirm --no-output-timeout --inter-step-delay --no-auto-accept --auto-accept-delay --ai-check-command --plan-check-command --check-timeout --profile --dry-run --human-lock --grace --tmux-session --install-claude-hooks --json --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -590,26 +514,6 @@ _hyoka() {
             case "${prev}" in
                 --backend)
                     COMPREPLY=($(compgen -W "pty tmux" -- "${cur}"))
-                    return 0
-                    ;;
-                --name)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --on-blocked)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --blocked-after)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --on-idle)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --idle-after)
-                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --events)
@@ -629,14 +533,6 @@ _hyoka() {
                     return 0
                     ;;
                 --update-prompt)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --clear-command)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --init-command)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -696,7 +592,7 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__run)
-            opts="-v -q -h -V --run-id --reports --workspace-root --starter --keep-workspace --timeout --grace --max-turns --max-files --max-output-size --max-session-actions --events --suite --workers --shard --file --build --build-timeout --review --review-timeout --isolate-home --pass-env --sandbox --network --json --verbose --quiet --help --version"
+            opts="-v -q -h -V --run-id --reports --workspace-root --starter --keep-workspace --timeout --grace --max-turns --max-files --max-output-size --max-session-actions --events --suite --workers --shard --file --build --build-timeout --review --review-timeout --isolate-home --pass-env --json --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -783,130 +679,6 @@ _hyoka() {
                     return 0
                     ;;
                 --pass-env)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --sandbox)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --network)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        hyoka__subcmd__send)
-            opts="-v -q -h -V --queue --verbose --quiet --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        hyoka__subcmd__sessions)
-            opts="-v -q -h -V --json --verbose --quiet --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        hyoka__subcmd__sim__subcmd__agent)
-            opts="-v -q -h -V --files --file-size --turns --turn-delay --linger --exit-code --escapees --pid-file --role --interactive --work --start-working --plan-on --permission-on --record --verbose --quiet --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                --files)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --file-size)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --turns)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --turn-delay)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --linger)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --exit-code)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --pid-file)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --role)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --work)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --start-working)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --plan-on)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --permission-on)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --record)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        hyoka__subcmd__wait)
-            opts="-v -q -h -V --until --timeout --json --verbose --quiet --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                --until)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

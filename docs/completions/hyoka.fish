@@ -35,12 +35,8 @@ complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "detect" -d 'Judge a rec
 complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "demo" -d 'Show what hyoka does, end to end, against the built-in simulated agent'
 complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "doctor" -d 'Show which containment layers this machine gives and what falls back to what'
 complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "report" -d 'Work with run reports'
-complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "sim-agent" -d 'The built-in simulated agent used by the demo and the tests'
 complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "respawn" -d 'Run an interactive agent under the respawn controller: cycle it when it is idle'
 complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "hook" -d 'Forward a Claude Code hook (payload on stdin) to the running respawn controller'
-complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "sessions" -d 'List the supervised sessions: name, agent, state with its evidence, cycles'
-complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "wait" -d 'Wait until a supervised session is idle, working or blocked (exit 124 on timeout)'
-complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "send" -d 'Type text into a supervised session, verified: exit 0 delivered, 3 refused (nothing typed), 4 typed but not confirmed'
 complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l run-id -d 'The run id: [A-Za-z0-9][A-Za-z0-9._-]{0,63}. Default: YYYYMMDD-HHMMSS-xxxxxx' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l reports -d 'Where reports are written (reports/<run_id>/…)' -r -F
@@ -63,8 +59,6 @@ complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l build-timeout -d 'Th
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l review -d 'After the build, run this shell command as the review phase; it may print a JSON verdict `{"pass": bool, "score": number, "notes": "…"}`' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l review-timeout -d 'The review phase\'s timeout. Default: 10m' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l pass-env -d 'With --isolate-home, also pass this environment variable through. Repeatable' -r
-complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l sandbox -d 'Run every process of the eval in a Landlock sandbox: writes only to the workspace, the isolated home, a private TMPDIR and /dev/null-like devices. `--sandbox` refuses to run where Landlock is missing; `--sandbox=best-effort` runs without it and records that' -r
-complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l network -d 'The network of every process of the eval: host (the default) or none (a network namespace with only loopback)' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l isolate-home -d 'Give the agent and its phases their own HOME and XDG directories and a cleared environment (PATH, locale, TERM, TZ, USER and --pass-env variables are kept)'
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l json -d 'Print the run summary (run.json) on stdout instead of the human summary'
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -73,8 +67,10 @@ complete -c hyoka -n "__fish_hyoka_using_subcommand run" -s h -l help -d 'Print 
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -s V -l version -d 'Print version'
 complete -c hyoka -n "__fish_hyoka_using_subcommand clean" -l reports -d 'Where the runs\' reports (and ledgers) are' -r -F
 complete -c hyoka -n "__fish_hyoka_using_subcommand clean" -l workspace-root -d 'Where marked workspaces are looked for. Default: the system temp directory' -r -F
+complete -c hyoka -n "__fish_hyoka_using_subcommand clean" -l older-than -d 'With --kept: only kept workspaces made longer ago than this (30m, 7d)' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand clean" -l grace -d 'How long processes get between SIGTERM and SIGKILL' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand clean" -l dry-run -d 'Report what would be done, and change nothing at all'
+complete -c hyoka -n "__fish_hyoka_using_subcommand clean" -l kept -d 'Also remove workspaces kept by --keep-workspace (only those provably hyoka\'s whose run is over). Without it they are listed as kept and left alone'
 complete -c hyoka -n "__fish_hyoka_using_subcommand clean" -l json -d 'Machine-readable output on stdout'
 complete -c hyoka -n "__fish_hyoka_using_subcommand clean" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c hyoka -n "__fish_hyoka_using_subcommand clean" -s q -l quiet -d 'Only errors on stderr'
@@ -124,39 +120,13 @@ complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subc
 complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from merge" -s V -l version -d 'Print version'
 complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from help" -f -a "merge" -d 'Merge the run.json files of a suite\'s shards into one summary'
 complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l files -d 'Files to write into the current directory' -r
-complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l file-size -d 'Bytes per file' -r
-complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l turns -d 'Turns (assistant messages) to emit' -r
-complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l turn-delay -d 'Pause between turns (0 for none)' -r
-complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l linger -d 'Sleep this long before exiting (to exercise timeouts)' -r
-complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l exit-code -d 'Exit with this code' -r
-complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l pid-file -d 'Append `<role> <pid>` for each escapee to this file (absolute path)' -r -F
-complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l role -d 'Internal: the role of an escapee process' -r
-complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l work -d 'Interactive: how long the work on each prompt lasts' -r
-complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l start-working -d 'Interactive: start busy with a task of this length (0 starts idle)' -r
-complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l plan-on -d 'Interactive: end the Nth prompt in a plan-approval menu (0: the start task)' -r
-complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l permission-on -d 'Interactive: stop the Nth prompt at a permission prompt (0: the start task)' -r
-complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l record -d 'Interactive: append one JSON line per input received to FILE' -r -F
-complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l escapees -d 'Leave processes behind on purpose: a background sleeper, a child in a new session that ignores SIGTERM and SIGHUP, and a double-forked daemon with an empty environment and cwd `/`. Each lives at most a minute'
-complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -l interactive -d 'Draw Claude-Code-like screens on the terminal and react to typed input'
-complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
-complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -s q -l quiet -d 'Only errors on stderr'
-complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -s h -l help -d 'Print help'
-complete -c hyoka -n "__fish_hyoka_using_subcommand sim-agent" -s V -l version -d 'Print version'
-complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l backend -d 'Where the agent runs: pty (the default) or tmux' -r -f -a "pty\t'A pseudo-terminal owned by hyoka (the embedded default)'
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l backend -d 'Where the agent runs: pty or tmux' -r -f -a "pty\t'A pseudo-terminal owned by hyoka (the embedded default)'
 tmux\t'A session on a private tmux server: it survives a restart of hyoka and can be re-attached with `--tmux-session`'"
-complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l name -d 'The session\'s name, for `hyoka sessions`, `wait`, `send` and `--stop` (for tmux also the tmux session\'s name). Default: the run id' -r
-complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l on-blocked -d 'Run this shell command when the session has been blocked for --blocked-after, once per blocked episode, with HYOKA_SESSION, HYOKA_BLOCKED_KIND and HYOKA_SCREEN_FILE (a file holding the screen\'s text) in its environment' -r
-complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l blocked-after -d 'How long a session must be blocked before --on-blocked runs' -r
-complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l on-idle -d 'Run this shell command when the session has been idle for --idle-after, once per idle episode (same environment as --on-blocked)' -r
-complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l idle-after -d 'How long a session must be idle before --on-idle runs' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l events -d 'Append one JSON line per controller event to FILE' -r -F
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l reports -d 'Where the session\'s ledger and owner lock go (reports/<run_id>/), so `hyoka clean` repairs a crashed controller. (With the pty backend; a tmux session is meant to outlive hyoka.)' -r -F
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l max-cycles -d 'Stop the session and exit 0 after N completed cycles' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l max-cycles-per-hour -d 'Start no more than N cycles in any hour' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l update-prompt -d 'The text typed as the first step of a cycle' -r
-complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l clear-command -d 'The clear step\'s command instead of the profile\'s (sent even where the profile has none)' -r
-complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l init-command -d 'The init step\'s command instead of the profile\'s (sent even where the profile has none)' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l kickstart -d 'Type TEXT when /init starts no work' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l completion-confirm -d 'Silence that confirms a completion message' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l no-output-timeout -d 'Silence after which idle is considered without a completion message' -r
@@ -168,12 +138,10 @@ complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l check-timeout -d
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l profile -d 'The detector profile: claude-code, codex, gemini, copilot, aider or generic' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l human-lock -d 'How long a keystroke from you pauses automation' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l grace -d 'SIGTERM → SIGKILL grace when the session is stopped' -r
-complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l tmux-session -d 'Run in the tmux session NAME (`--backend tmux --name NAME`); an existing session of that name is re-attached and supervised again' -r
-complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l stop -d 'Stop the session NAME (`--name` or `--tmux-session`): through its controller, or a detached tmux session that nobody supervises'
-complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l no-cycle -d 'Supervise without ever cycling or accepting menus on its own: detect, alert, and deliver what `hyoka send` sends'
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l tmux-session -d 'tmux: the session name; an existing session of that name is re-attached' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l headless -d 'Do not mirror the session to this terminal (and do not read keys from it)'
-complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l no-clear -d 'Do not send the clear step (the profile\'s: /clear for claude-code, /new for codex)'
-complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l no-init -d 'Do not send the init step (/init where the agent has one)'
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l no-clear -d 'Do not send /clear'
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l no-init -d 'Do not send /init'
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l no-auto-accept -d 'Never press Enter on a plan-approval menu'
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l dry-run -d 'Decide and log, never type'
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l install-claude-hooks -d 'Write Claude Code hook entries (Stop, Notification) into ./.claude/settings.local.json before starting'
@@ -190,35 +158,14 @@ complete -c hyoka -n "__fish_hyoka_using_subcommand hook" -s v -l verbose -d 'Mo
 complete -c hyoka -n "__fish_hyoka_using_subcommand hook" -s q -l quiet -d 'Only errors on stderr'
 complete -c hyoka -n "__fish_hyoka_using_subcommand hook" -s h -l help -d 'Print help'
 complete -c hyoka -n "__fish_hyoka_using_subcommand hook" -s V -l version -d 'Print version'
-complete -c hyoka -n "__fish_hyoka_using_subcommand sessions" -l json -d 'Machine-readable output on stdout'
-complete -c hyoka -n "__fish_hyoka_using_subcommand sessions" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
-complete -c hyoka -n "__fish_hyoka_using_subcommand sessions" -s q -l quiet -d 'Only errors on stderr'
-complete -c hyoka -n "__fish_hyoka_using_subcommand sessions" -s h -l help -d 'Print help'
-complete -c hyoka -n "__fish_hyoka_using_subcommand sessions" -s V -l version -d 'Print version'
-complete -c hyoka -n "__fish_hyoka_using_subcommand wait" -l until -d 'The state to wait for: idle, working or blocked' -r
-complete -c hyoka -n "__fish_hyoka_using_subcommand wait" -l timeout -d 'Give up after this long (exit 124). Default: wait as long as it takes' -r
-complete -c hyoka -n "__fish_hyoka_using_subcommand wait" -l json -d 'Print the session\'s status as JSON on stdout when the wait ends'
-complete -c hyoka -n "__fish_hyoka_using_subcommand wait" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
-complete -c hyoka -n "__fish_hyoka_using_subcommand wait" -s q -l quiet -d 'Only errors on stderr'
-complete -c hyoka -n "__fish_hyoka_using_subcommand wait" -s h -l help -d 'Print help'
-complete -c hyoka -n "__fish_hyoka_using_subcommand wait" -s V -l version -d 'Print version'
-complete -c hyoka -n "__fish_hyoka_using_subcommand send" -l queue -d 'Wait until the session is idle and nobody is at it, instead of refusing'
-complete -c hyoka -n "__fish_hyoka_using_subcommand send" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
-complete -c hyoka -n "__fish_hyoka_using_subcommand send" -s q -l quiet -d 'Only errors on stderr'
-complete -c hyoka -n "__fish_hyoka_using_subcommand send" -s h -l help -d 'Print help'
-complete -c hyoka -n "__fish_hyoka_using_subcommand send" -s V -l version -d 'Print version'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report sim-agent respawn hook sessions wait send help" -f -a "run" -d 'Run an agent command (or a suite of evals) in isolated workspaces and report'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report sim-agent respawn hook sessions wait send help" -f -a "clean" -d 'Stop what abandoned runs left behind (processes, cgroups, workspaces)'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report sim-agent respawn hook sessions wait send help" -f -a "ps" -d 'List live runs, their evals, workspaces and processes'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report sim-agent respawn hook sessions wait send help" -f -a "detect" -d 'Judge a recorded agent session: working, idle or blocked, with the evidence'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report sim-agent respawn hook sessions wait send help" -f -a "demo" -d 'Show what hyoka does, end to end, against the built-in simulated agent'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report sim-agent respawn hook sessions wait send help" -f -a "doctor" -d 'Show which containment layers this machine gives and what falls back to what'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report sim-agent respawn hook sessions wait send help" -f -a "report" -d 'Work with run reports'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report sim-agent respawn hook sessions wait send help" -f -a "sim-agent" -d 'The built-in simulated agent used by the demo and the tests'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report sim-agent respawn hook sessions wait send help" -f -a "respawn" -d 'Run an interactive agent under the respawn controller: cycle it when it is idle'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report sim-agent respawn hook sessions wait send help" -f -a "hook" -d 'Forward a Claude Code hook (payload on stdin) to the running respawn controller'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report sim-agent respawn hook sessions wait send help" -f -a "sessions" -d 'List the supervised sessions: name, agent, state with its evidence, cycles'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report sim-agent respawn hook sessions wait send help" -f -a "wait" -d 'Wait until a supervised session is idle, working or blocked (exit 124 on timeout)'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report sim-agent respawn hook sessions wait send help" -f -a "send" -d 'Type text into a supervised session, verified: exit 0 delivered, 3 refused (nothing typed), 4 typed but not confirmed'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report sim-agent respawn hook sessions wait send help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook help" -f -a "run" -d 'Run an agent command (or a suite of evals) in isolated workspaces and report'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook help" -f -a "clean" -d 'Stop what abandoned runs left behind (processes, cgroups, workspaces)'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook help" -f -a "ps" -d 'List live runs, their evals, workspaces and processes'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook help" -f -a "detect" -d 'Judge a recorded agent session: working, idle or blocked, with the evidence'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook help" -f -a "demo" -d 'Show what hyoka does, end to end, against the built-in simulated agent'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook help" -f -a "doctor" -d 'Show which containment layers this machine gives and what falls back to what'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook help" -f -a "report" -d 'Work with run reports'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook help" -f -a "respawn" -d 'Run an interactive agent under the respawn controller: cycle it when it is idle'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook help" -f -a "hook" -d 'Forward a Claude Code hook (payload on stdin) to the running respawn controller'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c hyoka -n "__fish_hyoka_using_subcommand help; and __fish_seen_subcommand_from report" -f -a "merge" -d 'Merge the run.json files of a suite\'s shards into one summary'

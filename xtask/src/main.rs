@@ -1,11 +1,11 @@
 //! Repository automation, run as `cargo xtask <task>`.
 //!
 //! - `codegen`: writes the JSON Schemas (`schemas/`) from the library crates' types, and the
-//!   man page (`docs/man/hyoka.1`) and shell completions (`docs/completions/`) from the
-//!   CLI's clap definition; `codegen --check` fails if any checked-in file differs, which CI
+//!   man pages (`docs/man/hyoka.1` and one per subcommand) and shell completions
+//!   (`docs/completions/`) from the CLI's clap definition; `codegen --check` fails if any checked-in file differs, which CI
 //!   runs to catch drift.
 //!
-//! xtask depends on libraries only. The man page and completions are rendered by
+//! xtask depends on libraries only. The man pages and completions are rendered by
 //! `hyoka-cli`'s own `codegen` test, which compares them with the checked-in files and
 //! rewrites them when `HYOKA_UPDATE_GENERATED=1`; xtask runs that test.
 //!
@@ -80,7 +80,7 @@ fn codegen(check: bool) -> Result<(), Vec<String>> {
     let root = root();
     let mut stale = Vec::new();
     if !cli_codegen(&root, check) {
-        stale.push("docs/man/hyoka.1 or docs/completions/ (hyoka-cli's codegen test)".to_owned());
+        stale.push("docs/man/ or docs/completions/ (hyoka-cli's codegen test)".to_owned());
     }
     for (path, contents) in artefacts() {
         let full = root.join(&path);

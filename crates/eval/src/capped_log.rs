@@ -1,4 +1,5 @@
-//! `output.log`: the agent's stdout and stderr, interleaved as they arrive, capped.
+//! `output.log`: the agent's stdout and stderr, interleaved as they arrive, capped; and the
+//! bounded wait for the pumps that fill it.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -8,6 +9,37 @@ use tokio::sync::Mutex;
 
 /// The most `output.log` holds before it is cut with a marker.
 pub(crate) const OUTPUT_CAP: u64 = 16 * 1024 * 1024;
+
+/// How long output may still drain once the tree that wrote it is stopped. Every writer
+/// hyoka tracks is gone by then, so what is left is read at once; a writer outside the
+/// tree that holds the pipe (a daemon that inherited it, a process that opened it through
+/// `/proc`) must not hold the run, its timeout or its signals.
+pub(crate) const DRAIN_DEADLINE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Waits for output pumps until [`DRAIN_DEADLINE`], then stops the ones still reading.
+/// Returns what each finished one returned (in order), and whether any had to be stopped
+/// (the pipe was still held open).
+pub(crate) async fn drain<T: Send + 'static>(
+    pumps: impl IntoIterator<Item = tokio::task::JoinHandle<T>>,
+) -> (Vec<T>, bool) {
+    let mut pumps: Vec<_> = pumps.into_iter().collect();
+    let mut done = Vec::new();
+    let all = tokio::time::timeout(DRAIN_DEADLINE, async {
+        for pump in &mut pumps {
+            match pump.await {
+                Ok(value) => done.push(value),
+                Err(err) => tracing::warn!(error = %err, "an output pump failed"),
+            }
+        }
+    })
+    .await
+    .is_ok();
+    // Stops those still reading; a finished task is not affected.
+    for pump in &pumps {
+        pump.abort();
+    }
+    (done, !all)
+}
 
 /// A shared, capped log file that several pipes write into.
 #[derive(Clone)]

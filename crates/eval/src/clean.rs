@@ -4,18 +4,21 @@
 //! process whose identity still matches is stopped (TERM, grace, KILL), its cgroup leaves
 //! are killed and removed, its workspaces are removed, and the ledger is marked cleaned.
 //! Then the workspace root is swept for marked workspaces whose owner is gone (a run whose
-//! reports are elsewhere). Live runs, identity mismatches, unmarked directories and hostile
+//! reports are elsewhere). Workspaces kept for the user (`--keep-workspace`) are listed as
+//! kept and left alone, unless kept ones are asked for (`hyoka clean --kept`). Live runs, identity mismatches, unmarked directories and hostile
 //! ledger lines are reported and never acted on; so is a run directory that fails
 //! `hyoka-proctrack`'s checks (links, loose modes, another user's files), and a run of
 //! another user is cleaned with that user's power only.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 #[cfg(doc)]
 use hyoka_proctrack::ProcTrackError;
 use hyoka_proctrack::{
-    Authority, CleanOptions, CleanReport, ReportsUse, check_reports_dir, clean_runs, owner_running,
+    Authority, CleanOptions, CleanReport, ProcessFate, ReportsUse, SkipReason, check_reports_dir,
+    clean_runs, owner_running,
 };
 use hyoka_workspace::{Disposal, Expected, InstanceRule, MarkerOwner, find_marked, remove_marked};
 use serde::Serialize;
@@ -33,6 +36,9 @@ pub struct CleanupOptions {
     pub grace: Duration,
     /// Report what would be done, and change nothing at all.
     pub dry_run: bool,
+    /// Also remove workspaces kept for the user that were made at or before this time
+    /// (`hyoka clean --kept [--older-than DUR]`); `None` leaves every kept one alone.
+    pub remove_kept: Option<SystemTime>,
 }
 
 /// What became of one workspace.
@@ -48,6 +54,8 @@ pub enum WorkspaceAction {
     AlreadyGone,
     /// Its owner still runs: it was kept.
     KeptLive,
+    /// It was kept for the user (`--keep-workspace`): left alone.
+    Kept,
     /// It is not provably the run's workspace: it was not touched.
     Refused,
     /// Some of it could not be removed.
@@ -62,6 +70,7 @@ impl WorkspaceAction {
             Self::WouldRemove => "would_remove",
             Self::AlreadyGone => "already_gone",
             Self::KeptLive => "kept_live",
+            Self::Kept => "kept",
             Self::Refused => "refused",
             Self::Incomplete => "incomplete",
         }
@@ -119,7 +128,9 @@ pub struct CleanupReport {
 pub fn clean_abandoned(options: &CleanupOptions) -> Result<CleanupReport, EvalError> {
     check_reports_dir(&options.reports, ReportsUse::Read)?;
     let args = options;
-    let workspace_root = &options.workspace_root;
+    // Recorded paths are absolute: a relative root is compared as the absolute path it names.
+    let workspace_root = &std::path::absolute(&options.workspace_root)
+        .unwrap_or_else(|_| options.workspace_root.clone());
     let options = CleanOptions {
         grace: args.grace,
         dry_run: args.dry_run,
@@ -133,6 +144,10 @@ pub fn clean_abandoned(options: &CleanupOptions) -> Result<CleanupReport, EvalEr
     // default one (the system temp directory).
     let mut roots = vec![workspace_root.to_owned(), std::env::temp_dir()];
     roots.dedup();
+    let kept_before = args.remove_kept.map(|t| {
+        t.duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+    });
     let mut workspaces = Vec::new();
     let mut remaining = false;
     for report in &runs {
@@ -152,6 +167,7 @@ pub fn clean_abandoned(options: &CleanupOptions) -> Result<CleanupReport, EvalEr
             run_id: &report.run_id,
             instance,
             owner_uid: authority.user_filter(),
+            kept_before,
         };
         for workspace in &report.workspaces {
             let result = dispose(authority, &roots, &workspace.path, &expected, args.dry_run);
@@ -171,6 +187,7 @@ pub fn clean_abandoned(options: &CleanupOptions) -> Result<CleanupReport, EvalEr
             run_id: &marker.run_id,
             instance: InstanceRule::Any,
             owner_uid: authority.user_filter(),
+            kept_before,
         };
         let roots = [workspace_root.to_owned()];
         let result = dispose(authority, &roots, &path, &expected, args.dry_run);
@@ -214,6 +231,7 @@ fn dispose(
             WorkspaceAction::KeptLive,
             Some(format!("owner {owner} is running")),
         ),
+        Disposal::Kept => (WorkspaceAction::Kept, None),
         Disposal::Incomplete(report) => (WorkspaceAction::Incomplete, Some(report.summary())),
         Disposal::Refused(why) => (WorkspaceAction::Refused, Some(why)),
         _ => (WorkspaceAction::Refused, None),
@@ -224,4 +242,216 @@ fn dispose(
         action,
         detail,
     }
+}
+
+impl CleanupReport {
+    /// The human report of `hyoka clean`: each run once (its processes, cgroups, ledger
+    /// problems and workspaces under it), in one voice (`would stop` in a dry run,
+    /// `stopped` otherwise). Runs already marked cleaned with nothing left to report are
+    /// left out unless `verbose`; kept workspaces are always listed.
+    pub fn render(&self, verbose: bool) -> String {
+        let mut out = String::new();
+        let mut shown: Vec<&str> = Vec::new();
+        let of_run = |run_id: &str| -> Vec<&WorkspaceCleanup> {
+            self.workspaces
+                .iter()
+                .filter(|w| w.run_id == run_id)
+                .collect()
+        };
+        for run in &self.runs {
+            shown.push(&run.run_id);
+            self.render_run(&mut out, run, &of_run(&run.run_id), verbose);
+        }
+        // Workspaces of runs whose reports are not here, found in the workspace root.
+        for workspace in &self.workspaces {
+            let run_id = workspace.run_id.as_str();
+            if shown.contains(&run_id) {
+                continue;
+            }
+            shown.push(run_id);
+            let same = of_run(run_id);
+            if !verbose
+                && same
+                    .iter()
+                    .all(|w| w.action == WorkspaceAction::AlreadyGone)
+            {
+                continue;
+            }
+            let counts = workspace_counts(&same).unwrap_or_else(|| "nothing to do".to_owned());
+            let _ = writeln!(out, "run {run_id} (found in the workspace root): {counts}");
+            render_workspaces(&mut out, &same);
+        }
+        if out.is_empty() {
+            out.push_str("nothing to clean\n");
+        }
+        out
+    }
+
+    fn render_run(
+        &self,
+        out: &mut String,
+        run: &CleanReport,
+        workspaces: &[&WorkspaceCleanup],
+        verbose: bool,
+    ) {
+        if let Some(reason) = &run.refused {
+            let _ = writeln!(
+                out,
+                "run {}: refused, nothing read from it: {reason}",
+                run.run_id
+            );
+            return;
+        }
+        let strangers = run
+            .skipped
+            .iter()
+            .filter(|s| s.reason != SkipReason::Gone)
+            .count();
+        let quiet = run.found.is_empty()
+            && strangers == 0
+            && run.problems.is_empty()
+            && run.survivors == 0
+            && run.cgroups.iter().all(|c| !c.found || c.removed)
+            && workspaces
+                .iter()
+                .all(|w| w.action == WorkspaceAction::AlreadyGone);
+        if quiet && !verbose && run.already_cleaned {
+            return;
+        }
+        let _ = writeln!(
+            out,
+            "run {}: {}",
+            run.run_id,
+            self.headline(run, strangers, workspaces)
+        );
+        for process in &run.found {
+            let fate = match process.outcome {
+                None => "would stop",
+                Some(ProcessFate::Terminated) => "stopped (SIGTERM)",
+                Some(ProcessFate::Killed) => "killed (SIGKILL)",
+                Some(ProcessFate::Exited | ProcessFate::Vanished) => "already gone",
+                Some(ProcessFate::Failed) => "SURVIVED",
+            };
+            let _ = writeln!(out, "  process {} ({}): {fate}", process.pid, process.comm);
+        }
+        for skipped in run
+            .skipped
+            .iter()
+            .filter(|s| verbose || s.reason != SkipReason::Gone)
+        {
+            let why = match skipped.reason {
+                SkipReason::IdentityMismatch => "pid reused by another process",
+                SkipReason::OtherBoot => "recorded in another boot",
+                SkipReason::Gone => "gone",
+                SkipReason::BeforeRun => "started before the run",
+                SkipReason::OtherUser => "another user's",
+            };
+            let entry = &skipped.entry;
+            let _ = writeln!(
+                out,
+                "  process {} ({}): left alone, {why}",
+                entry.pid, entry.comm
+            );
+        }
+        for cgroup in run.cgroups.iter().filter(|c| c.found || verbose) {
+            let what = match (cgroup.found, cgroup.removed, self.dry_run) {
+                (true, _, true) => "would be killed and removed",
+                (true, true, false) => "killed and removed",
+                (true, false, false) => "still present",
+                (false, _, _) => "already gone",
+            };
+            let _ = writeln!(out, "  cgroup {}: {what}", cgroup.leaf.path.display());
+        }
+        for problem in &run.problems {
+            let (line, reason, text) = (problem.line, problem.reason, &problem.text);
+            let _ = writeln!(out, "  ledger line {line}: {reason} ({text:?})");
+        }
+        render_workspaces(out, workspaces);
+    }
+
+    /// `stopped 3 process(es), removed 1 workspace`, or what else there is to say.
+    fn headline(
+        &self,
+        run: &CleanReport,
+        strangers: usize,
+        workspaces: &[&WorkspaceCleanup],
+    ) -> String {
+        let mut parts = Vec::new();
+        if !run.found.is_empty() {
+            let (verb, n) = if self.dry_run {
+                ("would stop", run.found.len())
+            } else {
+                ("stopped", run.killed)
+            };
+            parts.push(format!("{verb} {n} process(es)"));
+        }
+        if run.survivors > 0 {
+            parts.push(format!("{} SURVIVED", run.survivors));
+        }
+        if strangers > 0 {
+            parts.push(format!(
+                "{strangers} ledger process(es) not the run's (pid reused, another user's or older), left alone"
+            ));
+        }
+        if !run.problems.is_empty() {
+            parts.push(format!(
+                "{} hostile ledger line(s) ignored",
+                run.problems.len()
+            ));
+        }
+        parts.extend(workspace_counts(workspaces));
+        if parts.is_empty() {
+            parts.push(
+                match (run.already_cleaned, run.marked_cleaned) {
+                    (true, _) => "already cleaned, nothing to do",
+                    (false, true) => "nothing left behind; marked cleaned",
+                    (false, false) => "nothing left behind",
+                }
+                .to_owned(),
+            );
+        }
+        parts.join(", ")
+    }
+}
+
+fn render_workspaces(out: &mut String, workspaces: &[&WorkspaceCleanup]) {
+    for workspace in workspaces {
+        let what = match workspace.action {
+            WorkspaceAction::Kept => {
+                "kept for you (`hyoka clean --kept` removes kept workspaces)".to_owned()
+            }
+            action => action.as_str().replace('_', " "),
+        };
+        let detail = workspace
+            .detail
+            .as_ref()
+            .map_or_else(String::new, |d| format!(": {d}"));
+        let _ = writeln!(
+            out,
+            "  workspace {}: {what}{detail}",
+            workspace.path.display()
+        );
+    }
+}
+
+/// `removed 1 workspace, kept 2 workspaces`, or `None` when there is nothing to say.
+fn workspace_counts(workspaces: &[&WorkspaceCleanup]) -> Option<String> {
+    let parts: Vec<String> = [
+        (WorkspaceAction::Removed, "removed"),
+        (WorkspaceAction::WouldRemove, "would remove"),
+        (WorkspaceAction::Kept, "kept"),
+        (WorkspaceAction::KeptLive, "kept in use"),
+        (WorkspaceAction::Refused, "refused"),
+        (WorkspaceAction::Incomplete, "could not fully remove"),
+    ]
+    .into_iter()
+    .filter_map(
+        |(action, verb)| match workspaces.iter().filter(|w| w.action == action).count() {
+            0 => None,
+            1 => Some(format!("{verb} 1 workspace")),
+            n => Some(format!("{verb} {n} workspaces")),
+        },
+    )
+    .collect();
+    (!parts.is_empty()).then(|| parts.join(", "))
 }

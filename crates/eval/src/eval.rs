@@ -13,7 +13,7 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 use tokio::time::Instant;
 
-use crate::capped_log::{CappedLog, OUTPUT_CAP};
+use crate::capped_log::{CappedLog, OUTPUT_CAP, drain};
 use crate::error::EvalError;
 use crate::events::{AgentEvent, EventSource, LineSplitter, StreamJsonParser, parse_jsonl_event};
 use crate::host::{EvalWorkspace, Harness, Pipe, WorkspaceEnd};
@@ -22,7 +22,8 @@ use crate::phases::{
     PhaseClock, PhaseContext, PhaseEnv, exit_text, prepare_home, run_phase, skipped,
     start_services, stop_services,
 };
-use crate::records::{STATUS_FILE, mark_phase, millis, rfc3339, write_json};
+use crate::ps::LiveStatus;
+use crate::records::{STATUS_FILE, millis, rfc3339, write_json};
 use crate::report::PhaseStatus;
 use crate::report::{Cleanup, Counts, Limits, Report, Status, Termination};
 use crate::sandbox::{SandboxDecision, SandboxMode, SandboxRecord, Writable, decide};
@@ -114,7 +115,8 @@ pub(crate) async fn run_eval(
     let started = clock.now();
     let mut phases = Vec::new();
 
-    mark_phase(&eval_dir, "setup", clock.wall());
+    let live = LiveStatus::new(&eval_dir, started_at);
+    live.phase("setup", clock.wall());
     let setup = PhaseClock::start(clock, "setup");
     let mut workspace = create_recorded(
         ctx,
@@ -181,7 +183,7 @@ pub(crate) async fn run_eval(
     let mut services = Vec::new();
     let mut service_failure = None;
     if !spec.phases.services.is_empty() {
-        mark_phase(&eval_dir, "services", clock.wall());
+        live.phase("services", clock.wall());
         let phase = PhaseClock::start(clock, "services");
         let started_services =
             start_services(pcx, &*workspace, &spec.phases.services, &service_tx).await;
@@ -212,7 +214,7 @@ pub(crate) async fn run_eval(
             TimelineBuilder::new(started),
         )
     } else {
-        mark_phase(&eval_dir, "agent", clock.wall());
+        live.phase("agent", clock.wall());
         let outcome = run_agent(
             ctx,
             spec,
@@ -221,7 +223,7 @@ pub(crate) async fn run_eval(
                 env: &agent_env,
                 ..pcx
             },
-            started,
+            (started, &live),
             stop.clone(),
             service_rx,
         )
@@ -269,7 +271,7 @@ pub(crate) async fn run_eval(
             phases.push(skipped(clock, name, why));
             continue;
         }
-        mark_phase(&eval_dir, name, clock.wall());
+        live.phase(name, clock.wall());
         outcome
             .timeline
             .phase(clock.now(), format!("{name} started"));
@@ -301,7 +303,7 @@ pub(crate) async fn run_eval(
         _ => Status::Failed,
     };
 
-    mark_phase(&eval_dir, "cleanup", clock.wall());
+    live.phase("cleanup", clock.wall());
     let cleanup_clock = PhaseClock::start(clock, "cleanup");
     let workspace_path = workspace_path.display().to_string();
     let mut cleanup = close_workspace(workspace, status);
@@ -597,7 +599,7 @@ async fn run_agent(
     spec: &EvalSpec,
     workspace: &dyn EvalWorkspace,
     pcx: PhaseContext<'_>,
-    started: Instant,
+    (started, live): (Instant, &LiveStatus),
     mut stop: Stop,
     mut service_exits: tokio::sync::mpsc::UnboundedReceiver<(String, Option<AgentExit>)>,
 ) -> AgentOutcome {
@@ -679,7 +681,11 @@ async fn run_agent(
     });
     drop(agent_tx);
 
-    let deadline = (!spec.timeout.is_zero()).then(|| clock.now() + spec.timeout);
+    // A timeout too long for the clock never ends (durations are range-checked where they
+    // are parsed; an embedder's are not).
+    let deadline = (!spec.timeout.is_zero())
+        .then(|| clock.now().checked_add(spec.timeout))
+        .flatten();
     let mut service_error = None;
     let mut refresh = tokio::time::interval(REFRESH_EVERY);
     refresh.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -721,8 +727,9 @@ async fn run_agent(
             }
             _ = refresh.tick() => {
                 // Keeps the ledger current, so a crash of hyoka leaves `clean` everything it
-                // needs.
+                // needs, and `hyoka ps` the counts.
                 agent.refresh();
+                live.counts(monitor.counts());
             }
         }
     };
@@ -765,14 +772,20 @@ async fn run_agent(
         End::Stopped(_) => agent.exit(),
     };
     let (mut unknown_lines, mut malformed_lines) = (0, 0);
-    for pump in [stdout, stderr].into_iter().flatten() {
-        match pump.await {
-            Ok(Ok((unknown, malformed))) => {
+    // Bounded: a process outside the tree may hold the agent's pipes open forever.
+    let (pumped, held) = drain([stdout, stderr].into_iter().flatten()).await;
+    if held {
+        let why = "output held open by a process outside the agent's tree: stopped reading it";
+        tracing::warn!("{why}");
+        timeline.signal(clock.now(), why.to_owned());
+    }
+    for result in pumped {
+        match result {
+            Ok((unknown, malformed)) => {
                 unknown_lines += unknown;
                 malformed_lines += malformed;
             }
-            Ok(Err(err)) => tracing::warn!(error = %err, "reading agent output failed"),
-            Err(err) => tracing::warn!(error = %err, "output pump panicked"),
+            Err(err) => tracing::warn!(error = %err, "reading agent output failed"),
         }
     }
     let _ = done_tx.send(true);
@@ -853,7 +866,8 @@ async fn run_agent(
     }
 }
 
-async fn sleep_until(deadline: Option<Instant>) {
+/// Sleeps until `deadline`, or forever without one.
+pub(crate) async fn sleep_until(deadline: Option<Instant>) {
     match deadline {
         Some(deadline) => tokio::time::sleep_until(deadline).await,
         None => std::future::pending().await,

@@ -114,6 +114,7 @@ mod host;
 mod limits;
 mod merge;
 mod phases;
+mod ps;
 mod records;
 mod report;
 mod runner;
@@ -148,9 +149,8 @@ pub use crate::limits::{
     LimitSet, Monitor, PartialLimits,
 };
 pub use crate::merge::{merge_summaries, read_summary};
-pub use crate::records::{
-    LiveRun, PhaseNow, STATUS_FILE, current_phase, live_runs, millis, rfc3339, write_json,
-};
+pub use crate::ps::{LiveRun, PhaseNow, current_phase, live_runs, render_live_runs};
+pub use crate::records::{STATUS_FILE, millis, rfc3339, write_json};
 pub use crate::report::{
     Cleanup, Counts, EvalSummary, Limits, PhaseRecord, PhaseStatus, Report, ReviewVerdict,
     RunSummary, Status, Termination, Totals,
@@ -171,5 +171,5 @@ pub use crate::stop::{Stop, StopLevel, StopReason, Stopper};
 #[cfg(feature = "yaml")]
 pub use crate::suite::{Suite, SuiteEval};
 pub use crate::timeline::{EventType, MAX_EVENTS, Summary, Timeline, TimelineEvent};
-pub use crate::units::{parse_duration, parse_size};
+pub use crate::units::{MAX_DURATION, parse_duration, parse_size};
 pub use crate::watch::{FileChange, WatchUpdate, inotify_limits};

@@ -237,9 +237,7 @@ async fn start_service(
     let ready = wait_ready(agent.as_mut(), processes, clock, spec, ws, &env.sandbox).await;
     if let Err(reason) = ready {
         let _ = agent.teardown(TeardownOptions::with_grace(grace)).await;
-        for pump in pumps {
-            let _ = pump.await;
-        }
+        crate::capped_log::drain(pumps).await;
         let _ = log.finish().await;
         return Err(reason);
     }
@@ -272,7 +270,8 @@ async fn wait_ready(
     workspace: &dyn EvalWorkspace,
     sandbox: &Sandbox,
 ) -> Result<(), String> {
-    let deadline = clock.now() + spec.timeout;
+    // A timeout too long for the clock never ends.
+    let deadline = clock.now().checked_add(spec.timeout);
     loop {
         if check_ready(&spec.ready, processes, workspace, sandbox).await {
             return Ok(());
@@ -282,7 +281,7 @@ async fn wait_ready(
                 let how = exit_text(exit);
                 return Err(format!("service {} exited with {how} before it was ready", spec.name));
             }
-            () = tokio::time::sleep_until(deadline) => {
+            () = crate::eval::sleep_until(deadline) => {
                 return Err(format!(
                     "service {} was not ready within {}",
                     spec.name,
@@ -477,8 +476,10 @@ async fn stop_and_drain(
             escalation,
         })
         .await;
-    for pump in pumps {
-        let _ = pump.await;
+    if crate::capped_log::drain(pumps).await.1 {
+        tracing::warn!(
+            "a process outside the phase's tree holds its output open; stopped reading it"
+        );
     }
     let _ = log.finish().await;
     report

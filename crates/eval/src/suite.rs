@@ -10,7 +10,7 @@
 //!   env: { MODE: eval }
 //! evals:
 //!   - id: fix-bug
-//!     command: [claude, -p, "fix the failing test"]
+//!     command: [claude, -p, "fix the failing test"]   # or one string, run by `sh -c`
 //!     starter: starters/bug    # relative to the suite file
 //!     timeout: 5m
 //!     limits: { max_turns: 10 }
@@ -22,7 +22,7 @@
 //!         command: [python3, -m, http.server, "8765"]
 //!         ready: { tcp: "127.0.0.1:8765" }   # or { file: ready.txt } or { command: [...] }
 //!         timeout: 30s
-//!     build: { command: [cargo, build], timeout: 5m }
+//!     build: { command: [cargo, build], timeout: 5m }   # or `build: "cargo build"`
 //!     review: { command: [python3, review.py], timeout: 2m }   # may print {"pass": …}
 //!     isolate_home: true       # own HOME and XDG dirs; the environment is cleared …
 //!     pass_env: [ANTHROPIC_API_KEY]   # … except the basics and these
@@ -31,6 +31,10 @@
 //!     sandbox_read_only: false # true: the agent may not write its workspace either
 //!     network: none            # a network namespace with only loopback (default host)
 //! ```
+//!
+//! Every `command` is an argv list or a string; a string is a shell command, run by `sh -c`
+//! like `hyoka run --build CMD`, and `build:` and `review:` may be that string alone (with
+//! the built-in timeout).
 //!
 //! Parsing runs in two steps so every error can be precise: the YAML is read into a
 //! generic tree (syntax errors carry line and column), then deserialized into typed
@@ -144,7 +148,7 @@ struct RawSettings {
 #[serde(deny_unknown_fields)]
 struct RawEval {
     id: String,
-    command: Vec<String>,
+    command: RawCommand,
     starter: Option<String>,
     timeout: Option<String>,
     grace: Option<String>,
@@ -172,7 +176,7 @@ enum RawSandbox {
 }
 
 impl RawEval {
-    fn split(self) -> (String, Vec<String>, Option<String>, RawSettings) {
+    fn split(self) -> (String, RawCommand, Option<String>, RawSettings) {
         let settings = RawSettings {
             timeout: self.timeout,
             grace: self.grace,
@@ -205,7 +209,7 @@ struct RawFile {
 #[serde(deny_unknown_fields)]
 struct RawService {
     name: String,
-    command: Vec<String>,
+    command: RawCommand,
     ready: Option<RawReady>,
     timeout: Option<String>,
     env: Option<BTreeMap<String, String>>,
@@ -216,14 +220,96 @@ struct RawService {
 struct RawReady {
     file: Option<String>,
     tcp: Option<String>,
-    command: Option<Vec<String>>,
+    command: Option<RawCommand>,
+}
+
+/// A command: an argv list, or a string run as a shell command (`sh -c`, as `--build CMD`).
+struct RawCommand(Vec<String>);
+
+impl RawCommand {
+    /// Whether there is no program to run.
+    fn is_empty(&self) -> bool {
+        self.0.first().is_none_or(String::is_empty)
+    }
+
+    fn argv(self) -> Vec<OsString> {
+        self.0.into_iter().map(OsString::from).collect()
+    }
+}
+
+impl<'de> Deserialize<'de> for RawCommand {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(CommandVisitor)
+    }
+}
+
+struct CommandVisitor;
+
+impl<'de> serde::de::Visitor<'de> for CommandVisitor {
+    type Value = RawCommand;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an argv list like [cargo, build] or a shell command string like \"make test\"")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, script: &str) -> Result<RawCommand, E> {
+        if script.trim().is_empty() {
+            return Ok(RawCommand(Vec::new()));
+        }
+        Ok(RawCommand(vec!["sh".into(), "-c".into(), script.into()]))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<RawCommand, A::Error> {
+        let mut argv = Vec::new();
+        while let Some(word) = seq.next_element::<String>()? {
+            argv.push(word);
+        }
+        Ok(RawCommand(argv))
+    }
+}
+
+/// `build:` or `review:`: `{command: …, timeout: …}`, or the command alone as a string.
+struct RawPhase {
+    command: RawCommand,
+    timeout: Option<String>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawPhase {
-    command: Vec<String>,
+struct RawPhaseMap {
+    command: RawCommand,
     timeout: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for RawPhase {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(PhaseVisitor)
+    }
+}
+
+struct PhaseVisitor;
+
+impl<'de> serde::de::Visitor<'de> for PhaseVisitor {
+    type Value = RawPhase;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("{command: [...], timeout: ...} or a shell command string like \"cargo build\"")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, script: &str) -> Result<RawPhase, E> {
+        Ok(RawPhase {
+            command: CommandVisitor.visit_str(script)?,
+            timeout: None,
+        })
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<RawPhase, A::Error> {
+        let raw = RawPhaseMap::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+        Ok(RawPhase {
+            command: raw.command,
+            timeout: raw.timeout,
+        })
+    }
 }
 
 #[derive(Deserialize)]
@@ -338,7 +424,7 @@ fn validate(raw: RawSuite, base: &Path) -> Result<Suite, String> {
         if !seen.insert(id.clone()) {
             return Err(format!("{name}, field id: duplicate eval id {id:?}"));
         }
-        if command.first().is_none_or(String::is_empty) {
+        if command.is_empty() {
             return Err(format!("{name}, field command: the command is empty"));
         }
         let starter = match starter {
@@ -360,7 +446,7 @@ fn validate(raw: RawSuite, base: &Path) -> Result<Suite, String> {
             .map_err(|(field, e)| format!("{name}, field {field}: {e}"))?;
         evals.push(SuiteEval {
             id: eval_id,
-            command: command.into_iter().map(OsString::from).collect(),
+            command: command.argv(),
             starter,
             settings,
         });
@@ -563,7 +649,7 @@ fn service(raw: RawService) -> Result<ServiceSpec, String> {
             raw.name
         ));
     }
-    if raw.command.first().is_none_or(String::is_empty) {
+    if raw.command.is_empty() {
         return Err(format!("service {}: the command is empty", raw.name));
     }
     let ready = match raw.ready {
@@ -590,9 +676,7 @@ fn service(raw: RawService) -> Result<ServiceSpec, String> {
             file: None,
             tcp: None,
             command: Some(command),
-        }) if !command.is_empty() => {
-            Readiness::Command(command.into_iter().map(OsString::from).collect())
-        }
+        }) if !command.is_empty() => Readiness::Command(command.argv()),
         Some(_) => {
             return Err(format!(
                 "service {}: ready takes exactly one of file, tcp or command",
@@ -608,7 +692,7 @@ fn service(raw: RawService) -> Result<ServiceSpec, String> {
         .unwrap_or(DEFAULT_READY_TIMEOUT);
     Ok(ServiceSpec {
         name: raw.name,
-        command: raw.command.into_iter().map(OsString::from).collect(),
+        command: raw.command.argv(),
         ready,
         timeout,
         env: env_pairs(raw.env)?,
@@ -616,11 +700,11 @@ fn service(raw: RawService) -> Result<ServiceSpec, String> {
 }
 
 fn phase(raw: RawPhase) -> Result<PhaseCommand, String> {
-    if raw.command.first().is_none_or(String::is_empty) {
+    if raw.command.is_empty() {
         return Err("the command is empty".to_owned());
     }
     Ok(PhaseCommand {
-        command: raw.command.into_iter().map(OsString::from).collect(),
+        command: raw.command.argv(),
         timeout: raw
             .timeout
             .map(|t| duration(&t))

@@ -4,10 +4,16 @@ use std::time::Duration;
 
 use crate::error::EvalError;
 
-/// Parses a humantime duration (`30s`, `10m`, `1h 30m`, `250ms`). A bare `0` is zero.
+/// The longest duration [`parse_duration`] accepts: ten years. Every timeout, grace period
+/// and delay hyoka takes is far shorter (a timeout of `0` disables it), and a longer one
+/// only comes from a typo or a probe; refusing it up front keeps every deadline computable.
+pub const MAX_DURATION: Duration = Duration::from_hours(10 * 365 * 24);
+
+/// Parses a humantime duration (`30s`, `10m`, `1h 30m`, `250ms`) of at most
+/// [`MAX_DURATION`]. A bare `0` is zero.
 ///
 /// # Errors
-/// [`EvalError::InvalidValue`] naming the text, with examples.
+/// [`EvalError::InvalidValue`] naming the text, with examples, or the limit.
 pub fn parse_duration(text: &str) -> Result<Duration, EvalError> {
     let trimmed = text.trim();
     if trimmed == "0" {
@@ -16,9 +22,17 @@ pub fn parse_duration(text: &str) -> Result<Duration, EvalError> {
     if trimmed.starts_with('-') {
         return Err(EvalError::invalid("duration", text, "must not be negative"));
     }
-    humantime::parse_duration(trimmed).map_err(|err| {
+    let duration = humantime::parse_duration(trimmed).map_err(|err| {
         EvalError::invalid("duration", text, format!("{err} (examples: 30s, 10m, 1h)"))
-    })
+    })?;
+    if duration > MAX_DURATION {
+        return Err(EvalError::invalid(
+            "duration",
+            text,
+            "too long: at most 10 years (3650d)",
+        ));
+    }
+    Ok(duration)
 }
 
 /// Parses a byte size: `1048576`, `512KiB`, `1MiB`, `1MB`, `2GB`, `0`.

@@ -54,9 +54,6 @@ pub enum Command {
     /// Work with run reports.
     #[command(subcommand)]
     Report(ReportCommand),
-    /// The built-in simulated agent used by the demo and the tests.
-    #[command(hide = true)]
-    SimAgent(SimAgentArgs),
     /// Run an interactive agent under the respawn controller: cycle it when it is idle.
     Respawn(RespawnArgs),
     /// Forward a Claude Code hook (payload on stdin) to the running respawn controller.
@@ -72,7 +69,9 @@ pub enum Command {
 
 /// `hyoka run`.
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("what").required(true).args(["suite", "command"])))]
+#[command(
+    override_usage = "hyoka run [OPTIONS] -- COMMAND [ARGS]...\n       hyoka run [OPTIONS] --suite FILE"
+)]
 pub struct RunArgs {
     /// The run id: [A-Za-z0-9][A-Za-z0-9._-]{0,63}. Default: YYYYMMDD-HHMMSS-xxxxxx.
     #[arg(long, value_name = "ID", value_parser = parse_run_id)]
@@ -133,7 +132,7 @@ pub struct RunArgs {
     pub workers: u16,
 
     /// Run only shard I of N of the suite (1-based; evals dealt round-robin).
-    #[arg(long, value_name = "I/N", value_parser = parse_shard, requires = "suite")]
+    #[arg(long, value_name = "I/N", value_parser = parse_shard)]
     pub shard: Option<Shard>,
 
     /// Inject a file or directory into the workspace after the starter: SRC or SRC:DEST
@@ -183,7 +182,7 @@ pub struct RunArgs {
     pub json: bool,
 
     /// The agent command and its arguments, after `--`.
-    #[arg(last = true, value_name = "COMMAND")]
+    #[arg(last = true, value_name = "COMMAND", conflicts_with = "suite")]
     pub command: Vec<OsString>,
 }
 
@@ -201,6 +200,15 @@ pub struct CleanArgs {
     /// Report what would be done, and change nothing at all.
     #[arg(long)]
     pub dry_run: bool,
+
+    /// Also remove workspaces kept by --keep-workspace (only those provably hyoka's whose
+    /// run is over). Without it they are listed as kept and left alone.
+    #[arg(long)]
+    pub kept: bool,
+
+    /// With --kept: only kept workspaces made longer ago than this (30m, 7d).
+    #[arg(long, value_name = "DUR", requires = "kept", value_parser = parse_duration, allow_hyphen_values = true)]
+    pub older_than: Option<Duration>,
 
     /// How long processes get between SIGTERM and SIGKILL.
     #[arg(long, value_name = "DUR", default_value = "5s", value_parser = parse_duration, allow_hyphen_values = true)]
@@ -307,8 +315,17 @@ pub struct DemoArgs {
     pub json: bool,
 }
 
-/// `hyoka sim-agent`: a deterministic stand-in for a coding agent.
-#[derive(Debug, Args)]
+/// `hyoka sim-agent`: the built-in simulated agent used by the demo and the tests, a
+/// deterministic stand-in for a coding agent. It is parsed apart from [`Cli`] (see
+/// `main.rs`), so neither the help, the man pages nor the completions offer it.
+#[derive(Debug, Parser)]
+#[command(
+    name = "hyoka sim-agent",
+    bin_name = "hyoka sim-agent",
+    version,
+    about = "The built-in simulated agent used by hyoka's demo and tests",
+    long_about = None
+)]
 pub struct SimAgentArgs {
     /// Files to write into the current directory.
     #[arg(long, default_value_t = 3)]

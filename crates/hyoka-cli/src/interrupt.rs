@@ -15,8 +15,8 @@ pub(crate) fn exit_status(reason: StopReason) -> ExitStatus {
     }
 }
 
-/// Installs the handlers; `what` names what a stop stops (`eval`, `session`). The returned
-/// task must be kept alive for the command's duration.
+/// Installs the handlers; `what` names what a first signal stops in the log line (`every
+/// eval`, `the session`). The returned task must be kept alive for the command's duration.
 pub(crate) fn install(what: &'static str) -> std::io::Result<(Stop, tokio::task::JoinHandle<()>)> {
     let mut int = signal(SignalKind::interrupt())?;
     let mut term = signal(SignalKind::terminate())?;
@@ -31,10 +31,7 @@ pub(crate) fn install(what: &'static str) -> std::io::Result<(Stop, tokio::task:
                 else => return,
             };
             if let StopLevel::Graceful(_) = stopper.request(reason) {
-                tracing::warn!(
-                    "{}: stopping every {what} (again to kill at once)",
-                    reason.name()
-                );
+                tracing::warn!("{}: stopping {what} (again to kill at once)", reason.name());
             } else {
                 tracing::warn!("{}: killing every process now", reason.name());
             }

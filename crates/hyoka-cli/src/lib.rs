@@ -16,29 +16,79 @@ mod tty;
 
 use tracing_subscriber::EnvFilter;
 
-pub use crate::args::Cli;
+pub use crate::args::{Cli, SimAgentArgs};
 pub use crate::exit::ExitStatus;
 
 use crate::exit::Fail;
 
 use crate::args::Command;
 
+impl Cli {
+    /// Parses the process's arguments, exiting as clap does on bad input (exit 2), except
+    /// that an agent command given to `hyoka run` without `--` gets a hint where it goes.
+    pub fn parse_args() -> Self {
+        use clap::Parser as _;
+        let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+        Self::try_parse_from(&args).unwrap_or_else(|err| {
+            if let Some(hint) = command_without_dashes(&err, &args) {
+                report_error(&Fail::usage(hint));
+                std::process::exit(ExitStatus::Error.code().into());
+            }
+            err.exit()
+        })
+    }
+}
+
+/// `hyoka run … echo hi`: clap refuses `echo` as an unexpected argument; say to put the
+/// command after `--`.
+fn command_without_dashes(err: &clap::Error, args: &[std::ffi::OsString]) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let subcommand = args
+        .iter()
+        .skip(1)
+        .find(|a| !a.to_string_lossy().starts_with('-'));
+    if err.kind() != ErrorKind::UnknownArgument || subcommand.is_none_or(|s| s != "run") {
+        return None;
+    }
+    let Some(ContextValue::String(word)) = err.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    if word.starts_with('-') {
+        return None;
+    }
+    let at = args
+        .iter()
+        .rposition(|a| a.to_string_lossy() == word.as_str())?;
+    let command: Vec<_> = args[at..].iter().map(|a| a.to_string_lossy()).collect();
+    Some(format!(
+        "put the agent command after `--`: hyoka run [OPTIONS] -- {}",
+        command.join(" ")
+    ))
+}
+
 /// Runs the parsed command line and returns its exit status. Errors are printed to stderr as
 /// one `error:` line.
 pub fn main(cli: Cli) -> ExitStatus {
     init_logging(cli.verbose, cli.quiet);
-    let result = match cli.command {
-        // The simulated agent is synchronous and must not start a runtime it does not need.
-        Command::SimAgent(args) => cmd::sim_agent::exec(&args),
-        command => match tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-        {
-            Ok(runtime) => runtime.block_on(dispatch(command)),
-            Err(err) => Err(Fail::failure(format!("cannot start the runtime: {err}"))),
-        },
+    let verbose = cli.verbose > 0;
+    let result = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime.block_on(dispatch(cli.command, verbose)),
+        Err(err) => Err(Fail::failure(format!("cannot start the runtime: {err}"))),
     };
+    finish(result)
+}
+
+/// Runs the simulated agent (`hyoka sim-agent`), synchronously: it must not start a runtime
+/// it does not need.
+pub fn sim_agent(args: &SimAgentArgs) -> ExitStatus {
+    finish(cmd::sim_agent::exec(args))
+}
+
+fn finish(result: Result<ExitStatus, Fail>) -> ExitStatus {
     match result {
         Ok(status) => status,
         Err(fail) => {
@@ -48,16 +98,15 @@ pub fn main(cli: Cli) -> ExitStatus {
     }
 }
 
-async fn dispatch(command: Command) -> Result<ExitStatus, Fail> {
+async fn dispatch(command: Command, verbose: bool) -> Result<ExitStatus, Fail> {
     match command {
         Command::Run(args) => cmd::run::exec(args).await,
-        Command::Clean(args) => cmd::cleanup::exec(args).await,
+        Command::Clean(args) => cmd::cleanup::exec(args, verbose).await,
         Command::Ps(args) => cmd::ps::exec(&args),
         Command::Detect(args) => cmd::detect::exec(&args),
         Command::Demo(args) => cmd::demo::exec(args).await,
         Command::Doctor(args) => cmd::doctor::exec(&args).await,
         Command::Report(args::ReportCommand::Merge(args)) => cmd::report::merge(&args),
-        Command::SimAgent(args) => cmd::sim_agent::exec(&args),
         Command::Respawn(args) => cmd::respawn::exec(args).await,
         Command::Hook(args) => cmd::hook::exec(args).await,
         Command::Sessions(args) => cmd::sessions::list(&args).await,
@@ -80,8 +129,11 @@ fn init_logging(verbose: u8, quiet: bool) {
         (false, _) => "trace",
     };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    // Colour only where the summary gets it too: a terminal, unless NO_COLOR and the like.
+    let colour = anstream::AutoStream::choice(&std::io::stderr()) != anstream::ColorChoice::Never;
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(colour)
         .with_writer(std::io::stderr)
         .with_target(false)
         .try_init();

@@ -529,9 +529,11 @@ pub struct RunListing {
     /// Why the directory, its lock or its ledger was refused as evidence; nothing was read
     /// from a refused run.
     pub refused: Option<String>,
-    /// The ledger of a live run (empty for other runs: only `clean` reads those, with its
-    /// lock held).
+    /// The ledger of a live run, or of an abandoned run not yet marked cleaned (read
+    /// bounded, through the checks of [`clean_run`]); empty for other runs.
     pub ledger: Ledger,
+    /// Whether the ledger is marked cleaned (the run ended, or `clean` repaired it).
+    pub cleaned: bool,
     /// Ledger lines that were refused.
     pub problems: Vec<LedgerProblem>,
     /// The eval ids named anywhere in the ledger, sorted.
@@ -547,12 +549,19 @@ pub struct ListedProcess {
     pub entry: LedgerEntry,
     /// Whether the pid still runs with the recorded start time.
     pub alive: bool,
+    /// Its command name now, while it runs with the recorded identity: the ledger's
+    /// `comm` is what it was when it was recorded (a shell that `exec`s is another
+    /// program now).
+    pub comm_now: Option<String>,
 }
 
 /// Lists every run directory under `reports_dir` that has an owner lock or a ledger, without
-/// side effects (the lock is probed with a shared lock released at once). Only a live run's
-/// ledger is read (bounded, through the checks of [`clean_run`]); a run that fails those
-/// checks is listed with the reason it was refused.
+/// side effects (the lock is probed with a shared lock released at once). Only the ledgers
+/// of live runs and of abandoned runs are read (bounded, through the checks of
+/// [`clean_run`]); the tracked processes of a ledger not marked cleaned are listed, so an
+/// abandoned run whose processes still run (a shim tearing its tree down after its owner
+/// was killed) shows. A run that fails those checks is listed with the reason it was
+/// refused.
 ///
 /// # Errors
 /// [`ProcTrackError::Io`] when `reports_dir` cannot be read (a missing directory is empty).
@@ -588,6 +597,7 @@ pub fn list_runs_with(
             state: LockState::Missing,
             refused: None,
             ledger: Ledger::default(),
+            cleaned: false,
             problems: Vec::new(),
             evals: Vec::new(),
             processes: Vec::new(),
@@ -623,14 +633,18 @@ fn list_one(listing: &mut RunListing, table: &dyn ProcTable) -> Result<bool, Pro
         Err(e) => return Err(e),
     };
     listing.state = dir.probe()?;
-    if listing.state != LockState::Live {
-        return Ok(
-            listing.state == LockState::Abandoned || dir.path().join(crate::LEDGER_FILE).exists()
-        );
+    if listing.state == LockState::Missing {
+        return Ok(dir.path().join(crate::LEDGER_FILE).exists());
     }
     let Some(parsed) = dir.read_ledger(table.self_pid())? else {
         return Ok(true);
     };
+    if parsed.ledger.cleaned.is_some() {
+        listing.cleaned = true;
+        if listing.state == LockState::Abandoned {
+            return Ok(true);
+        }
+    }
     let mut evals: Vec<String> = parsed
         .ledger
         .workspaces
@@ -646,11 +660,15 @@ fn list_one(listing: &mut RunListing, table: &dyn ProcTable) -> Result<bool, Pro
         .ledger
         .entries
         .iter()
-        .map(|e| ListedProcess {
-            entry: e.clone(),
-            alive: table
+        .map(|e| {
+            let now = table
                 .process(e.pid)
-                .is_some_and(|p| p.start_ticks == e.start_ticks && !p.is_gone()),
+                .filter(|p| p.start_ticks == e.start_ticks && !p.is_gone());
+            ListedProcess {
+                entry: e.clone(),
+                alive: now.is_some(),
+                comm_now: now.map(|p| p.comm),
+            }
         })
         .collect();
     listing.ledger = parsed.ledger;
@@ -658,8 +676,7 @@ fn list_one(listing: &mut RunListing, table: &dyn ProcTable) -> Result<bool, Pro
     Ok(true)
 }
 
-/// The live runs under `reports_dir` (owner lock held), for `hyoka ps`; only their ledgers
-/// are read.
+/// The live runs under `reports_dir` (owner lock held).
 ///
 /// # Errors
 /// As [`list_runs`].

@@ -25,14 +25,11 @@ use hyoka_idle_detect::{
     CommandChecker, CommandCheckerOptions, IdleChecker, PlanChecker, ProcessActivity,
 };
 use hyoka_proctrack::{
-    Agent, Marker, NativeProcTable, NativeSignaller, ProcRef, ProcTable, Scope, Seams, Signal,
-    Signaller, SystemClock, TeardownOptions, TeardownReport, Tracker, TrackerOptions, TreeSample,
-    teardown,
+    Agent, CgroupMode, Marker, NativeProcTable, NativeSignaller, ProcRef, ProcTable, Scope, Seams,
+    Signal, Signaller, SystemClock, TeardownOptions, TeardownReport, Tracker, TrackerOptions,
+    TreeSample, teardown,
 };
-use hyoka_workspace::{
-    Closed, EvalId, KeepPolicy, MarkerOwner, RunId, RunVerdict, TempWorkspace, WorkspaceError,
-    WorkspaceOptions,
-};
+use hyoka_workspace::{EvalId, KeepPolicy, MarkerOwner, RunId, TempWorkspace, WorkspaceOptions};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::alert::AlertOptions;
@@ -204,6 +201,8 @@ impl std::fmt::Debug for Session {
 /// when nothing survives.
 struct Tracked {
     adopted: Option<(Tracker, Arc<Mutex<Agent>>)>,
+    /// A tmux session's owner lock and empty ledger.
+    liveness: Option<Tracker>,
     ledger_dir: Option<PathBuf>,
 }
 
@@ -239,18 +238,14 @@ impl Session {
             .unwrap_or_else(|| run_id.clone());
         // Registered first: a name in use refuses the start with nothing started.
         let registration = registry.as_ref().map(|r| r.register(&name)).transpose()?;
-        let tracker = if backend == Backend::Pty {
-            Some(
-                Tracker::start(TrackerOptions::new(run_id.as_str(), &reports))
-                    .map_err(|source| RespawnError::Track { source })?,
-            )
-        } else {
-            None
-        };
-        let ledger_dir = tracker.as_ref().map(|t| t.run_dir().to_owned());
+        let (tracker, liveness) = trackers(&backend, &run_id, &reports)?;
+        let ledger_dir = tracker
+            .as_ref()
+            .or(liveness.as_ref())
+            .map(|t| t.run_dir().to_owned());
         // Nothing started: the ledger has nothing to repair.
         let abandon = |tracker: Option<Tracker>| {
-            if let Some(tracker) = tracker
+            if let Some(tracker) = tracker.or(liveness.clone())
                 && tracker.close().is_ok()
                 && let Some(dir) = &ledger_dir
             {
@@ -294,6 +289,13 @@ impl Session {
         // The alert commands carry the session's run marker, like the checkers.
         let marker = run_marker(&run_id, ALERT_EVAL);
         let child_pid = terminal.child_pid().and_then(|pid| i32::try_from(pid).ok());
+        announce(
+            &reports,
+            ledger_dir.as_deref(),
+            &backend,
+            &session,
+            terminal.child_pid(),
+        );
         let root = child_pid
             .and_then(|pid| NativeProcTable::new().process(pid))
             .map(|info| info.proc_ref());
@@ -310,6 +312,7 @@ impl Session {
             grace,
             tracked: Tracked {
                 adopted,
+                liveness,
                 ledger_dir,
             },
             registration,
@@ -662,8 +665,15 @@ impl Driven {
             registration,
         } = self;
         if result.as_ref().is_ok_and(|r| r.end == SessionEnd::Detached) {
-            // The session runs on (tmux), supervised by nobody: nothing is stopped.
+            // The session runs on (tmux), supervised by nobody: nothing is stopped, and its
+            // empty ledger goes, so `hyoka clean` never takes it for a crashed run.
             drop(registration);
+            if let Some(tracker) = tracked.liveness
+                && tracker.close().is_ok()
+                && let Some(dir) = &tracked.ledger_dir
+            {
+                remove_ledger_dir(dir);
+            }
             return Finished {
                 report: result,
                 teardown: TeardownReport::default(),
@@ -687,6 +697,12 @@ impl Driven {
             None => sweep(&run_id, root, grace).await,
         };
         drop(registration);
+        if let Some(tracker) = tracked.liveness
+            && let Err(err) = tracker.close()
+        {
+            tracing::error!(error = %err, "cannot close the session's ledger");
+            closed = false;
+        }
         // The ledger exists only so `hyoka clean` can repair a crash.
         if closed
             && nothing_left(&report)
@@ -847,25 +863,16 @@ impl SocketDir {
             root: temp_dir.to_owned(),
             run_id: RunId::new(run_id).map_err(fail)?,
             eval_id: Some(EvalId::new(SOCKET_EVAL).map_err(fail)?),
-            keep: KeepPolicy::Always,
+            keep: KeepPolicy::Never,
             starter: None,
             inject: Vec::new(),
             instance: Some(tracker.instance().to_string()),
             owner: Some(MarkerOwner::pid(tracker.owner().pid())),
         };
-        let made = TempWorkspace::create_recorded(&options, |path| {
-            tracker.record_workspace(SOCKET_EVAL, path)
-        })
-        .and_then(|ws| ws.close(RunVerdict::Success))
-        .map_err(fail)?;
-        match made {
-            Closed::Kept(path) => Ok(path),
-            _ => Err(fail(WorkspaceError::Io {
-                op: "keep",
-                path: temp_dir.to_owned(),
-                source: std::io::Error::other("the hook socket directory was not kept"),
-            })),
-        }
+        // Detached, not kept: the session removes it, and `hyoka clean` after a crash.
+        TempWorkspace::create_recorded(&options, |path| tracker.record_workspace(SOCKET_EVAL, path))
+            .map(TempWorkspace::detach)
+            .map_err(fail)
     }
 }
 
@@ -885,9 +892,104 @@ fn nothing_left(report: &TeardownReport) -> bool {
     report.survivors == 0 && report.survivors_unknown.is_none()
 }
 
-/// Removes a cleanly closed session's ledger directory (the ledger and the owner lock; a
-/// directory holding anything else is left alone).
+/// The tracker of a PTY session; or, for a tmux session, which is meant to outlive its
+/// controller so nothing of it is ever adopted (and `hyoka clean` never stops it), one whose
+/// owner lock and empty ledger only say, for `hyoka ps`, that a controller drives it.
+fn trackers(
+    backend: &Backend,
+    run_id: &str,
+    reports: &Path,
+) -> Result<(Option<Tracker>, Option<Tracker>), RespawnError> {
+    let track = |options| Tracker::start(options).map_err(|source| RespawnError::Track { source });
+    let options = TrackerOptions::new(run_id, reports);
+    Ok(match backend {
+        Backend::Pty => (Some(track(options)?), None),
+        Backend::Tmux { .. } => {
+            let options = TrackerOptions {
+                cgroup: CgroupMode::Off,
+                subreaper: false,
+                ..options
+            };
+            (None, Some(track(options)?))
+        }
+    })
+}
+
+/// Writes `<run_dir>/session/status.json`, which `hyoka ps` shows: a respawn session, its
+/// backend (and tmux session), its agent's pid (a tmux pane's process) and since when. A
+/// named tmux session's earlier controllers that died leave records this one takes over
+/// (see [`forget_dead_controllers`]).
+fn announce(
+    reports: &Path,
+    run_dir: Option<&Path>,
+    backend: &Backend,
+    session: &str,
+    pid: Option<u32>,
+) {
+    if let Backend::Tmux {
+        session: Some(name),
+    } = backend
+    {
+        forget_dead_controllers(reports, name);
+    }
+    let Some(run_dir) = run_dir else { return };
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the session's start, recorded for people; nothing decides on it"
+    )]
+    let now = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
+    let (backend, tmux_session) = match backend {
+        Backend::Pty => ("pty", None),
+        Backend::Tmux { .. } => ("tmux", Some(session)),
+    };
+    let status = serde_json::json!({
+        "phase": "session", "since": now, "started": now, "backend": backend,
+        "tmux_session": tmux_session, "pid": pid,
+    });
+    let dir = run_dir.join(SESSION_EVAL);
+    let written = std::fs::create_dir_all(&dir)
+        .map_err(|e| e.to_string())
+        .and_then(|()| {
+            hyoka_proctrack::write_atomic(&dir.join(STATUS_FILE), status.to_string().as_bytes())
+                .map_err(|e| e.to_string())
+        });
+    if let Err(err) = written {
+        tracing::debug!(error = %err, "cannot record the session's status");
+    }
+}
+
+/// Removes the records of earlier controllers of the named tmux session `name` that died
+/// without cleaning up (SIGKILLed: their owner lock is free): the session outlived them and
+/// this controller drives it now. Only a record that provably is such a controller's is
+/// touched: an abandoned run under `reports` whose ledger tracks nothing and whose status
+/// names this tmux session.
+fn forget_dead_controllers(reports: &Path, name: &str) {
+    let Ok(runs) = hyoka_proctrack::list_runs(reports) else {
+        return;
+    };
+    for run in runs {
+        let status = run.run_dir.join(SESSION_EVAL).join(STATUS_FILE);
+        let ours = run.state == hyoka_proctrack::LockState::Abandoned
+            && run.refused.is_none()
+            && run.processes.is_empty()
+            && hyoka_proctrack::read_reports_file(&status, 64 * 1024)
+                .ok()
+                .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+                .is_some_and(|v| v["backend"] == "tmux" && v["tmux_session"] == name);
+        if ours {
+            remove_ledger_dir(&run.run_dir);
+        }
+    }
+}
+
+/// The file a session's status is in (`hyoka-eval`'s `STATUS_FILE`).
+const STATUS_FILE: &str = "status.json";
+
+/// Removes a cleanly closed session's ledger directory (the ledger, the owner lock and the
+/// session's status; a directory holding anything else is left alone).
 fn remove_ledger_dir(dir: &Path) {
+    let _ = std::fs::remove_file(dir.join(SESSION_EVAL).join(STATUS_FILE));
+    let _ = std::fs::remove_dir(dir.join(SESSION_EVAL));
     for name in [hyoka_proctrack::LEDGER_FILE, hyoka_proctrack::LOCK_FILE] {
         if let Err(err) = std::fs::remove_file(dir.join(name))
             && err.kind() != std::io::ErrorKind::NotFound

@@ -10,7 +10,9 @@
 //! - it carries hyoka's marker for that run and, when the record has one, that run
 //!   instance (an unmarked directory is never ours);
 //! - with an owner to act for, it belongs to that user;
-//! - no live process owns it (see [`MarkerOwner`]).
+//! - no live process owns it (see [`MarkerOwner`]);
+//! - it was not kept for the user ([`Marker::kept`]), unless the caller asks to remove kept
+//!   workspaces ([`Expected::kept_before`], `hyoka clean --kept`).
 //!
 //! Everything else is reported and kept. Removal itself is [`remove_tree`](crate::remove_tree)
 //! from the descriptor that was checked.
@@ -35,6 +37,10 @@ pub struct Expected<'a> {
     pub instance: InstanceRule<'a>,
     /// With `Some(uid)` (acting for that user), the directory must belong to that user.
     pub owner_uid: Option<u32>,
+    /// With `Some(t)`, a workspace kept for the user and created at or before `t` (seconds
+    /// since the Unix epoch) is removed like any other; with `None`, or when it is newer,
+    /// it is left alone as [`Disposal::Kept`].
+    pub kept_before: Option<u64>,
 }
 
 /// How a workspace's marker must name its run instance.
@@ -61,6 +67,8 @@ pub enum Disposal {
     AlreadyGone,
     /// Its owner is still running: it is in use.
     KeptLive(MarkerOwner),
+    /// It was kept for the user (`--keep-workspace`): left alone.
+    Kept,
     /// It is not provably the workspace the record says; kept. The reason says why.
     Refused(String),
     /// Removal left something behind.
@@ -141,6 +149,13 @@ pub fn remove_marked(
     match &marker.owner {
         Some(owner) if owner_alive(owner, marker.created_unix) => {
             return Disposal::KeptLive(owner.clone());
+        }
+        _ if marker.kept
+            && expected
+                .kept_before
+                .is_none_or(|cutoff| marker.created_unix > cutoff) =>
+        {
+            return Disposal::Kept;
         }
         // Without a record of the run instance, nothing says the run that made it is over.
         None if matches!(expected.instance, InstanceRule::Any) => {

@@ -6,8 +6,8 @@
 //! user extended attributes it falls back to a read-only file inside the workspace (which the
 //! run's ledger backs up).
 //!
-//! The payload is one short line, `h3 <run_id> <eval_id> <instance> <owner_pid>`, short
-//! enough to live in the inode on ext4 with hyoka's default ids (an attribute of more than 56
+//! The payload is one short line, `h3 <run_id> <eval_id> <instance> <owner_pid>[ kept]`,
+//! short enough to live in the inode on ext4 with hyoka's default ids (an attribute of more than 56
 //! bytes there takes a block of its own, which triples the cost of creating and removing a
 //! workspace). The instance is the run instance's token (`hyoka-proctrack`'s `Instance`),
 //! which `clean` matches against the ledger, so a run that reuses a run id is never taken
@@ -15,6 +15,11 @@
 //! time is not stored, because the directory's own creation time (its birth time where the
 //! file system records one) witnesses it: a live process with that pid that started before
 //! the workspace existed is its owner, as no other process can have held that pid then.
+//!
+//! The trailing `kept` word says the workspace was kept for the user (`--keep-workspace`):
+//! it is written when the keep is decided (at creation for `always`, when the run ends for
+//! `on-failure`), and every sweep leaves such a workspace alone unless told to remove kept
+//! ones.
 //!
 //! This module is where the format is written and parsed, and [`MarkerOwner`] is the one
 //! form of its owner. The earlier `hyoka2 <run_id> <eval_id> <pid> <start_ticks>` and
@@ -108,6 +113,9 @@ pub struct Marker {
     /// Creation time, seconds since the Unix epoch. Not stored in the payload: [`read_marker`]
     /// takes it from the directory (birth time, else modification time).
     pub created_unix: u64,
+    /// Whether the workspace was kept for the user (per its keep policy): a sweep leaves it
+    /// alone unless asked to remove kept workspaces.
+    pub kept: bool,
 }
 
 /// Whether `text` may be one word of the payload: non-empty, printable ASCII, no space.
@@ -127,8 +135,9 @@ impl Marker {
                 reason: "marker fields must be printable words without spaces",
             });
         }
+        let kept = if self.kept { " kept" } else { "" };
         Ok(format!(
-            "{MAGIC} {} {} {instance} {owner}",
+            "{MAGIC} {} {} {instance} {owner}{kept}",
             self.run_id, self.eval_id
         ))
     }
@@ -144,6 +153,11 @@ impl Marker {
         let mut words = text.strip_prefix(MAGIC)?.strip_prefix(' ')?.split(' ');
         let (run_id, eval_id, instance, owner) =
             (words.next()?, words.next()?, words.next()?, words.next()?);
+        let kept = match words.next().map(str::trim_end) {
+            None => false,
+            Some("kept") => true,
+            Some(_) => return None,
+        };
         if words.next().is_some() || !word(run_id) || !word(eval_id) || !word(instance) {
             return None;
         }
@@ -154,6 +168,7 @@ impl Marker {
             instance: (instance != "-").then(|| instance.to_owned()),
             owner: (pid > 1).then(|| MarkerOwner::pid(pid)),
             created_unix: 0,
+            kept,
         })
     }
 
@@ -167,6 +182,7 @@ impl Marker {
             instance: None,
             owner: owner.trim_end().parse().ok(),
             created_unix: 0,
+            kept: false,
         })
     }
 
@@ -178,6 +194,7 @@ impl Marker {
             instance: None,
             owner: None,
             created_unix: 0,
+            kept: false,
         };
         for line in rest.lines().skip_while(|l| l.is_empty()) {
             let (key, value) = line.split_once(' ').unwrap_or((line, ""));
@@ -199,24 +216,47 @@ pub(crate) fn write(
     dir_path: &Path,
     marker: &Marker,
 ) -> Result<(), WorkspaceError> {
+    set(dir, dir_path, marker, false)
+}
+
+/// Replaces the marker of the directory `dir` with `marker` (attribute, or the fallback
+/// file, which is read-only and so is replaced rather than rewritten).
+pub(crate) fn rewrite(
+    dir: impl AsFd,
+    dir_path: &Path,
+    marker: &Marker,
+) -> Result<(), WorkspaceError> {
+    set(dir, dir_path, marker, true)
+}
+
+fn set(
+    dir: impl AsFd,
+    dir_path: &Path,
+    marker: &Marker,
+    replace: bool,
+) -> Result<(), WorkspaceError> {
     let payload = marker.encode()?;
+    let file_error =
+        |e: Errno| WorkspaceError::io("write marker", dir_path.join(MARKER_FILE), e.into());
     match rustix::fs::fsetxattr(&dir, MARKER_XATTR, payload.as_bytes(), XattrFlags::empty()) {
         Ok(()) => Ok(()),
         Err(Errno::NOTSUP | Errno::PERM) => {
+            if replace {
+                match rustix::fs::unlinkat(&dir, MARKER_FILE, AtFlags::empty()) {
+                    Ok(()) | Err(Errno::NOENT) => {}
+                    Err(e) => return Err(file_error(e)),
+                }
+            }
             let fd = rustix::fs::openat(
                 &dir,
                 MARKER_FILE,
                 OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
                 Mode::RUSR,
             )
-            .map_err(|e| {
-                WorkspaceError::io("write marker", dir_path.join(MARKER_FILE), e.into())
-            })?;
+            .map_err(file_error)?;
             rustix::io::write(&fd, payload.as_bytes())
                 .map(drop)
-                .map_err(|e| {
-                    WorkspaceError::io("write marker", dir_path.join(MARKER_FILE), e.into())
-                })
+                .map_err(file_error)
         }
         Err(e) => Err(WorkspaceError::io("mark", dir_path, e.into())),
     }

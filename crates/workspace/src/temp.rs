@@ -184,6 +184,8 @@ pub struct TempWorkspace {
     /// The workspace's directory, open until `close` hands it to the removal.
     dir: Option<OwnedFd>,
     keep: KeepPolicy,
+    /// The marker as written at creation, rewritten with `kept` when the keep is decided.
+    marker: Marker,
     snapshot: Snapshot,
     starter: Option<CopyReport>,
     closed: bool,
@@ -274,21 +276,21 @@ impl TempWorkspace {
             Mode::empty(),
         )
         .map_err(|e| WorkspaceError::io("open", &path, e.into()))?;
-        marker::write(
-            &dir,
-            &path,
-            &Marker {
-                run_id: options.run_id.to_string(),
-                eval_id: options
-                    .eval_id
-                    .as_ref()
-                    .map_or_else(|| "main".to_owned(), ToString::to_string),
-                instance: options.instance.clone(),
-                owner: options.owner.clone(),
-                // The directory's own birth time stands for it (`read_marker`).
-                created_unix: 0,
-            },
-        )?;
+        let marker = Marker {
+            run_id: options.run_id.to_string(),
+            eval_id: options
+                .eval_id
+                .as_ref()
+                .map_or_else(|| "main".to_owned(), ToString::to_string),
+            instance: options.instance.clone(),
+            owner: options.owner.clone(),
+            // The directory's own birth time stands for it (`read_marker`).
+            created_unix: 0,
+            // `always` is decided now: the workspace is the user's whatever happens, even
+            // if the run's owner dies and `clean` repairs the run.
+            kept: options.keep == KeepPolicy::Always,
+        };
+        marker::write(&dir, &path, &marker)?;
         let mut starter = match &options.starter {
             Some(starter) => Some(copy_tree(starter, &path)?),
             None => None,
@@ -297,6 +299,7 @@ impl TempWorkspace {
             path,
             dir: Some(dir),
             keep: options.keep,
+            marker,
             snapshot: Snapshot::default(),
             starter: None,
             closed: false,
@@ -428,14 +431,18 @@ impl TempWorkspace {
         self.keep
     }
 
-    /// Removes the workspace, or keeps it if the policy says so for `outcome`.
+    /// Removes the workspace, or keeps it if the policy says so for `outcome`. A kept
+    /// workspace carries the kept mark in its marker (see [`Marker::kept`]), so no sweep
+    /// removes it unless asked to remove kept workspaces.
     ///
     /// # Errors
     /// [`WorkspaceError::RemoveIncomplete`] listing everything that could not be removed
-    /// (for example a bind mount inside, or an immutable file).
+    /// (for example a bind mount inside, or an immutable file); [`WorkspaceError::Io`] when a
+    /// kept workspace cannot be marked as kept (it is then neither removed nor marked).
     pub fn close(mut self, outcome: RunVerdict) -> Result<Closed, WorkspaceError> {
         self.closed = true;
         if self.keep.keeps(outcome) {
+            self.mark_kept()?;
             return Ok(Closed::Kept(self.path.clone()));
         }
         let report = match self.dir.take() {
@@ -449,6 +456,27 @@ impl TempWorkspace {
                 path: self.path.clone(),
                 report,
             })
+        }
+    }
+
+    /// Hands the directory over to the caller, as it is: it is neither removed nor marked
+    /// as kept, so it stays what its marker says, a workspace of the run, which a crash
+    /// repair (`hyoka clean`) removes once the run's owner is gone. For directories the
+    /// caller removes itself (a respawn session's hook-socket directory).
+    pub fn detach(mut self) -> PathBuf {
+        self.closed = true;
+        std::mem::take(&mut self.path)
+    }
+
+    /// Writes the kept mark, unless the marker carries it from creation.
+    fn mark_kept(&mut self) -> Result<(), WorkspaceError> {
+        if self.marker.kept {
+            return Ok(());
+        }
+        self.marker.kept = true;
+        match &self.dir {
+            Some(dir) => marker::rewrite(dir, &self.path, &self.marker),
+            None => Ok(()),
         }
     }
 
@@ -614,7 +642,13 @@ impl Workspace for TempWorkspace {
 
 impl Drop for TempWorkspace {
     fn drop(&mut self) {
-        if !self.closed && !self.keep.keeps(RunVerdict::Failure) {
+        if self.closed {
+            return;
+        }
+        if self.keep.keeps(RunVerdict::Failure) {
+            // Errors cannot be reported from a drop; the workspace stays either way.
+            let _ = self.mark_kept();
+        } else {
             remove_tree(&self.path);
         }
     }

@@ -51,9 +51,26 @@ fn durations() {
     check_duration("1h 30m", Some(Duration::from_mins(90)));
     check_duration("250ms", Some(Duration::from_millis(250)));
     check_duration("0", Some(Duration::ZERO));
-    for bad in ["", "ten", "-5s", "5 parsecs", "10"] {
+    check_duration("3650d", Some(MAX_DURATION));
+    for bad in [
+        "",
+        "ten",
+        "-5s",
+        "5 parsecs",
+        "10",
+        "3651d",
+        "9223372036854775807s",
+        "18446744073709551615s",
+        "99999999999999999999999s",
+    ] {
         check_duration(bad, None);
     }
+    assert!(
+        parse_duration("9223372036854775807s")
+            .unwrap_err()
+            .to_string()
+            .contains("at most 10 years")
+    );
     assert!(
         parse_duration("soon")
             .unwrap_err()

@@ -7,117 +7,41 @@
 //! (links, loose modes, another user's files), and a run of another user is cleaned with
 //! that user's power only.
 
-use hyoka_eval::{CleanupOptions, CleanupReport, clean_abandoned};
+use hyoka_eval::{CleanupOptions, clean_abandoned};
 
 use crate::args::CleanArgs;
 use crate::exit::{ExitStatus, Fail};
 use crate::out::outln;
 
-pub(crate) async fn exec(args: CleanArgs) -> Result<ExitStatus, Fail> {
-    let workspace_root = args
-        .workspace_root
-        .clone()
-        .unwrap_or_else(std::env::temp_dir);
-    if let Some(root) = &args.workspace_root
-        && !root.is_dir()
-    {
-        return Err(Fail::usage(format!(
-            "workspace root {} is not a directory",
-            root.display()
-        )));
+pub(crate) async fn exec(args: CleanArgs, verbose: bool) -> Result<ExitStatus, Fail> {
+    if let Some(root) = &args.workspace_root {
+        crate::input::require_dir(root, "workspace root")?;
     }
-    let json = args.json;
+    let now = std::time::SystemTime::now();
+    let remove_kept = args
+        .kept
+        .then(|| now.checked_sub(args.older_than.unwrap_or_default()))
+        .map(|cutoff| cutoff.unwrap_or(std::time::UNIX_EPOCH));
+    let (json, dry_run) = (args.json, args.dry_run);
     let options = CleanupOptions {
         reports: args.reports,
-        workspace_root,
+        workspace_root: args.workspace_root.unwrap_or_else(std::env::temp_dir),
         grace: args.grace,
-        dry_run: args.dry_run,
+        dry_run,
+        remove_kept,
     };
     let output = tokio::task::spawn_blocking(move || clean_abandoned(&options))
         .await
         .map_err(|e| Fail::failure(format!("clean failed: {e}")))?
         .map_err(|e| crate::harness::failure(&e))?;
-    print(&output, json);
+    if json {
+        crate::out::json(&output);
+    } else {
+        outln!("{}", output.render(verbose).trim_end());
+    }
     Ok(if output.remaining {
         ExitStatus::Failure
     } else {
         ExitStatus::Success
     })
-}
-
-fn print(output: &CleanupReport, json: bool) {
-    if json {
-        outln!(
-            "{}",
-            serde_json::to_string_pretty(output).unwrap_or_default()
-        );
-        return;
-    }
-    let verb = |done: &'static str, would: &'static str| if output.dry_run { would } else { done };
-    for run in &output.runs {
-        if let Some(reason) = &run.refused {
-            outln!(
-                "run {}: refused, nothing read from it: {reason}",
-                run.run_id
-            );
-            continue;
-        }
-        outln!(
-            "run {}: found {} process(es), {} {}, {} skipped (identity mismatch or gone), {} ledger problem(s){}",
-            run.run_id,
-            run.found.len(),
-            run.killed,
-            verb("stopped", "to stop"),
-            run.skipped.len(),
-            run.problems.len(),
-            if run.survivors > 0 {
-                format!(", {} SURVIVED", run.survivors)
-            } else {
-                String::new()
-            }
-        );
-        for process in &run.found {
-            let outcome = process.outcome.map_or_else(
-                || "would be stopped".to_owned(),
-                |o| format!("{o:?}").to_lowercase(),
-            );
-            outln!("  process {} ({}): {outcome}", process.pid, process.comm);
-        }
-        for cgroup in &run.cgroups {
-            outln!(
-                "  cgroup {}: {}",
-                cgroup.leaf.path.display(),
-                if cgroup.removed {
-                    "killed and removed"
-                } else if cgroup.found {
-                    "still present"
-                } else {
-                    "already gone"
-                }
-            );
-        }
-        for problem in &run.problems {
-            outln!(
-                "  ledger line {}: {} ({:?})",
-                problem.line,
-                problem.reason,
-                problem.text
-            );
-        }
-    }
-    for workspace in &output.workspaces {
-        outln!(
-            "workspace {} (run {}): {}{}",
-            workspace.path.display(),
-            workspace.run_id,
-            workspace.action.as_str().replace('_', " "),
-            workspace
-                .detail
-                .as_ref()
-                .map_or_else(String::new, |d| format!(" — {d}"))
-        );
-    }
-    if output.runs.is_empty() && output.workspaces.is_empty() {
-        outln!("nothing to clean");
-    }
 }

@@ -426,6 +426,7 @@ async fn crash_and_clean(
         workspace_root: workspace_root.to_owned(),
         grace: Duration::from_secs(1),
         dry_run: false,
+        remove_kept: None,
     };
     let output = tokio::task::spawn_blocking(move || clean_abandoned(&options))
         .await

@@ -3,8 +3,8 @@
 //!
 //! A hook must never disturb the agent: with no controller (the session does not run under
 //! `hyoka respawn`, or the controller is gone) the command says so on stderr and exits 0.
-//! Claude Code reads exit code 2 of a `Stop` hook as "block stopping", so only bad input
-//! (an unknown event) exits 2.
+//! Claude Code reads exit code 2 of a `Stop` hook as "block stopping", so an unknown event
+//! is only a warning on stderr (exit 0); only misuse of the flags exits 2.
 
 use std::io::{IsTerminal, Read};
 
@@ -41,6 +41,13 @@ pub(crate) async fn exec(args: HookArgs) -> Result<ExitStatus, Fail> {
     }
     let event = args.event.unwrap_or_default();
     let payload = read_payload();
+    if !hyoka_respawn::is_hook_event_name(&event) {
+        tracing::warn!(
+            "unknown hook event {event:?} ignored (one of: {})",
+            hyoka_respawn::HOOK_EVENT_NAMES.join(", ")
+        );
+        return Ok(ExitStatus::Success);
+    }
     let Some(socket) = args.socket else {
         tracing::info!("HYOKA_RESPAWN_SOCKET is not set: this session is not under hyoka respawn");
         return Ok(ExitStatus::Success);

@@ -129,6 +129,9 @@ pub(crate) async fn exec(args: RespawnArgs) -> Result<ExitStatus, Fail> {
     let mut options = options(&args, size, backend);
     options.name = name;
     options.registry = Some(registry);
+    // Before the agent starts: a signal from then on stops the session, not hyoka alone.
+    let (stop, signal_task) = crate::interrupt::install("the session")
+        .map_err(|e| Fail::failure(format!("cannot install signal handlers: {e}")))?;
     let session = match Session::start(options).await {
         Ok(session) => session,
         Err(err) => {
@@ -136,15 +139,10 @@ pub(crate) async fn exec(args: RespawnArgs) -> Result<ExitStatus, Fail> {
             if let Some(path) = &args.events {
                 let _ = std::fs::remove_file(path);
             }
-            return Err(if err.is_bad_input() {
-                Fail::usage(err.to_string())
-            } else {
-                Fail::failure(err.to_string())
-            });
+            signal_task.abort();
+            return Err(start_failure(&args, err));
         }
     };
-    let (stop, signal_task) = crate::interrupt::install("session")
-        .map_err(|e| Fail::failure(format!("cannot install signal handlers: {e}")))?;
     let (user, keys, detach, resize) = user_terminal(interactive);
     let checkers = session.ai_checkers(
         args.ai_check_command.as_deref(),

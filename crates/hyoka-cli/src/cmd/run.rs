@@ -1,14 +1,15 @@
 //! `hyoka run`: one command, or the evals of a suite, in isolated workspaces, with records.
 
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use hyoka_eval::{
-    Containment, EvalSpec, Observer, PartialLimits, PhaseCommand, PhaseSettings, Report, RunPlan,
-    RunSummary, SandboxSettings, Settings, Status, Suite, injection, valid_env_name,
+    Containment, EvalSpec, Observer, PartialLimits, PhaseCommand, PhaseSettings, Report,
+    RunOutcome, RunPlan, RunSummary, SandboxSettings, Settings, Status, Suite, injection,
+    valid_env_name,
 };
 use hyoka_workspace::EvalId;
 
@@ -20,7 +21,7 @@ use crate::out::outln;
 pub(crate) async fn exec(args: RunArgs) -> Result<ExitStatus, Fail> {
     let json = args.json;
     let plan = plan(&args)?;
-    let (stop, _signals) = crate::interrupt::install("eval")
+    let (stop, _signals) = crate::interrupt::install("every eval")
         .map_err(|e| Fail::failure(format!("cannot install signal handlers: {e}")))?;
     let containment = Containment {
         shim: Some(crate::harness::shim()?),
@@ -30,7 +31,7 @@ pub(crate) async fn exec(args: RunArgs) -> Result<ExitStatus, Fail> {
     let outcome = hyoka_eval::run_tracked(&plan, containment, stop.clone(), progress)
         .await
         .map_err(crate::harness::run_failure)?;
-    print_summary(&outcome.summary, &outcome.run_dir, json);
+    print_summary(&outcome, json);
     Ok(match stop.reason() {
         Some(reason) => crate::interrupt::exit_status(reason),
         None if outcome.summary.status == Status::Passed => ExitStatus::Success,
@@ -48,6 +49,11 @@ fn plan(args: &RunArgs) -> Result<RunPlan, Fail> {
     require_dir(&workspace_root, "workspace root")?;
     if let Some(starter) = &args.starter {
         require_dir(starter, "starter")?;
+    }
+    if args.shard.is_some() && args.suite.is_none() {
+        return Err(Fail::usage(
+            "--shard needs --suite: only a suite's evals are sharded",
+        ));
     }
     check_reports_dir(&args.reports)?;
     let run_dir = args.reports.join(run_id.as_str());
@@ -81,8 +87,16 @@ fn plan(args: &RunArgs) -> Result<RunPlan, Fail> {
         let suite = Suite::from_yaml(&text, path).map_err(|e| Fail::usage(e.to_string()))?;
         (suite.specs(&cli, args.shard), true)
     } else {
-        if args.command.first().is_none_or(|p| p.is_empty()) {
-            return Err(Fail::usage("the command after `--` is empty"));
+        match args.command.first() {
+            None => {
+                return Err(Fail::usage(
+                    "no agent command: hyoka run [OPTIONS] -- COMMAND [ARGS]... (or --suite FILE)",
+                ));
+            }
+            Some(program) if program.is_empty() => {
+                return Err(Fail::usage("the command after `--` is empty"));
+            }
+            Some(_) => {}
         }
         let eval = EvalSpec::resolve(
             EvalId::main(),
@@ -195,7 +209,8 @@ impl Observer for Progress {
     }
 }
 
-fn print_summary(summary: &RunSummary, run_dir: &Path, json: bool) {
+fn print_summary(outcome: &RunOutcome, json: bool) {
+    let summary = &outcome.summary;
     if json {
         outln!(
             "{}",
@@ -232,5 +247,10 @@ fn print_summary(summary: &RunSummary, run_dir: &Path, json: bool) {
             summary.evals.len() - shown
         );
     }
-    outln!("reports: {}", run_dir.display());
+    for report in &outcome.reports {
+        if let Some(path) = &report.cleanup.workspace_kept_at {
+            outln!("kept workspace ({}): {path}", report.eval_id);
+        }
+    }
+    outln!("reports: {}", outcome.run_dir.display());
 }

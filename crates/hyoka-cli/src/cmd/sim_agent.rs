@@ -105,12 +105,24 @@ fn content(index: u64, size: u64) -> String {
 /// How long an escapee lives at most, so a containment bug never leaks one for long.
 const ESCAPEE_LIFETIME: std::time::Duration = std::time::Duration::from_mins(1);
 
-/// Starts the escapees and waits until each has reported its pid (its readiness).
+/// Starts the escapees and waits until each has reported its pid (its readiness): to
+/// `pid_file`, or to a file in the current directory (the workspace, which the run removes
+/// even if this agent is killed meanwhile) that is removed again.
 fn spawn_escapees(pid_file: Option<&std::path::Path>) -> Result<(), Fail> {
-    let exe = std::env::current_exe().map_err(|e| Fail::failure(format!("sim-agent: {e}")))?;
-    let dir = tempfile_dir()?;
-    let ready = dir.path().join("pids");
-    let report = pid_file.map_or_else(|| ready.clone(), std::path::Path::to_owned);
+    let fail = |e: std::io::Error| Fail::failure(format!("sim-agent: {e}"));
+    let exe = std::env::current_exe().map_err(fail)?;
+    let scratch = std::path::absolute(format!(".sim-agent-{}.pids", std::process::id()));
+    let ready = match pid_file {
+        Some(path) => path.to_owned(),
+        None => scratch.map_err(fail)?,
+    };
+    let lines = || {
+        std::fs::read_to_string(&ready)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    let before = lines();
     let mut started = Vec::new();
     for role in ["sleeper", "stubborn", "daemon-parent"] {
         let mut command = std::process::Command::new(&exe);
@@ -120,22 +132,11 @@ fn spawn_escapees(pid_file: Option<&std::path::Path>) -> Result<(), Fail> {
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null());
-        started.push(
-            command
-                .spawn()
-                .map_err(|e| Fail::failure(format!("sim-agent: {e}")))?,
-        );
+        started.push(command.spawn().map_err(fail)?);
     }
     // The daemon's intermediate parent exits at once; the others are left running.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        let text = std::fs::read_to_string(&ready).unwrap_or_default();
-        if text.lines().count() >= 3 {
-            if report != ready {
-                append(&report, &text).map_err(|e| Fail::failure(format!("sim-agent: {e}")))?;
-            }
-            break;
-        }
+    while lines() < before + 3 {
         if std::time::Instant::now() > deadline {
             return Err(Fail::failure("sim-agent: escapees did not start"));
         }
@@ -145,15 +146,10 @@ fn spawn_escapees(pid_file: Option<&std::path::Path>) -> Result<(), Fail> {
     for mut child in started {
         let _ = child.try_wait();
     }
-    drop(dir);
+    if pid_file.is_none() {
+        std::fs::remove_file(&ready).map_err(fail)?;
+    }
     Ok(())
-}
-
-fn tempfile_dir() -> Result<tempfile::TempDir, Fail> {
-    tempfile::Builder::new()
-        .prefix("sim-agent-")
-        .tempdir()
-        .map_err(|e| Fail::failure(format!("sim-agent: {e}")))
 }
 
 /// The body of one escapee process.

@@ -39,7 +39,7 @@ fn bad_flags_ids_durations_and_paths() {
     check(&s, &["--starter", missing, "--", "true"], missing);
     check(&s, &["--starter", file, "--", "true"], file);
     check(&s, &["--no-such-flag", "--", "true"], "--no-such-flag");
-    check(&s, &[], "required arguments");
+    check(&s, &[], "no agent command");
     check(&s, &["--", ""], "empty");
 }
 

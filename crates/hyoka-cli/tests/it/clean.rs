@@ -3,7 +3,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 
-use crate::support::{Scratch, escapee_pids, hyoka, hyoka_path, pid_alive, stderr, wait_until};
+use crate::support::{
+    ReapOnDrop, Scratch, escapee_pids, hyoka, hyoka_path, pid_alive, stderr, wait_until,
+};
 
 /// The pid of the escapee with `role` (the file lists them in the order they started).
 fn escapee(file: &Path, role: &str) -> u32 {
@@ -354,16 +356,6 @@ impl Drop for KillOnDrop {
     }
 }
 
-/// Kills and reaps a child the test started itself when the test ends.
-struct ReapOnDrop(Child);
-
-impl Drop for ReapOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// Regression test for issue 11, finding 1: run ids are unique only within one reports
 /// directory, so `clean` of a crashed run `dup` in `r1` must not touch a live run `dup` in
 /// `r2`, and the leftover cgroup leaf of the crashed run must not take the cgroup layer away
@@ -463,6 +455,64 @@ fn a_users_shell_carrying_the_run_id_survives_clean() {
     assert!(
         pid_alive(shell_pid),
         "clean of run mk killed a user's shell"
+    );
+    s.assert_no_workspaces();
+}
+
+/// Regression test for issue 12: the dry run said "0 to stop" and then listed processes that
+/// "would be stopped", and every call re-reported every finished run (and each run twice:
+/// once for its processes, once per workspace). Each run is reported once, in one voice,
+/// and runs already marked cleaned only with `--verbose`.
+#[test]
+fn clean_reports_each_run_once_in_one_voice() {
+    let s = Scratch::new();
+    let finished = s.run(&["--run-id", "finished", "--", "true"]);
+    assert_eq!(finished.status.code(), Some(0), "{}", stderr(&finished));
+    let (mut child, pids) = start_lingering(&s, "crashed");
+    kill9(&mut child);
+    let stdout = |out: &std::process::Output| String::from_utf8_lossy(&out.stdout).into_owned();
+    let runs = |text: &str, run: &str| {
+        text.lines()
+            .filter(|l| l.starts_with(&format!("run {run}")))
+            .count()
+    };
+
+    let dry = clean(&s, &["--dry-run"]);
+    let text = stdout(&dry);
+    assert_eq!(dry.status.code(), Some(1), "{text}");
+    assert_eq!(runs(&text, "crashed"), 1, "{text}");
+    assert_eq!(runs(&text, "finished"), 0, "{text}");
+    let headline = text.lines().find(|l| l.starts_with("run crashed")).unwrap();
+    assert!(
+        headline.contains("would stop") && headline.contains("would remove 1 workspace"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("to stop") && !text.contains("would be stopped"),
+        "{text}"
+    );
+    assert!(!text.lines().any(|l| l.starts_with("workspace")), "{text}");
+
+    let real = clean(&s, &[]);
+    let text = stdout(&real);
+    assert_eq!(real.status.code(), Some(0), "{text}{}", stderr(&real));
+    assert_eq!(runs(&text, "crashed"), 1, "{text}");
+    assert_eq!(runs(&text, "finished"), 0, "{text}");
+    assert!(text.contains("run crashed: stopped "), "{text}");
+    assert!(!text.contains("would"), "{text}");
+    for pid in escapee_pids(&pids) {
+        assert!(!pid_alive(pid), "{pid} survived");
+    }
+
+    let again = clean(&s, &[]);
+    assert_eq!(stdout(&again).trim(), "nothing to clean");
+    let verbose = clean(&s, &["--verbose"]);
+    let text = stdout(&verbose);
+    assert_eq!(runs(&text, "crashed"), 1, "{text}");
+    assert_eq!(runs(&text, "finished"), 1, "{text}");
+    assert!(
+        text.contains("run finished: already cleaned, nothing to do"),
+        "{text}"
     );
     s.assert_no_workspaces();
 }

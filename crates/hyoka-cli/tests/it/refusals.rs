@@ -110,9 +110,11 @@ fn special_or_targetless_injections_are_refused_before_anything_exists() {
 }
 
 /// Regression test for issue 11, finding 6: `clean --grace` near `u64::MAX` seconds panicked
-/// adding it to an `Instant` (exit 101, ledger not marked cleaned).
+/// adding it to an `Instant` (exit 101, ledger not marked cleaned). Durations are
+/// range-checked where they are parsed: exit 2, and the crashed run is left as it was for a
+/// clean with a sane grace.
 #[test]
-fn a_huge_clean_grace_does_not_panic() {
+fn a_huge_clean_grace_is_refused_and_changes_nothing() {
     let s = Scratch::new();
     let ready = s.path().join("ready");
     let mut run = s
@@ -132,18 +134,23 @@ fn a_huge_clean_grace_does_not_panic() {
     crate::support::wait_for_ledger(&ledger, &[escapee]);
     crate::support::send(&run, rustix::process::Signal::KILL);
     run.wait().unwrap();
-    let out = s
-        .hyoka("clean")
-        .args(["--grace", "18446744073709551615s"])
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        stderr(&out)
-    );
+    let before = std::fs::read(&ledger).unwrap();
+    for grace in ["18446744073709551615s", "9223372036854775807s", "3651d"] {
+        let out = s.hyoka("clean").args(["--grace", grace]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{grace}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("at most 10 years"),
+            "{}",
+            stderr(&out)
+        );
+        assert_eq!(
+            std::fs::read(&ledger).unwrap(),
+            before,
+            "{grace}: clean acted"
+        );
+    }
+    let out = s.hyoka("clean").args(["--grace", "1s"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(!pid_alive(escapee));
     assert!(
         std::fs::read_to_string(&ledger)
@@ -153,9 +160,103 @@ fn a_huge_clean_grace_does_not_panic() {
     s.assert_no_workspaces();
 }
 
+/// Regression test for issue 11, findings 5 and 6: `--timeout 9223372036854775807s` (and a
+/// suite `timeout:` near `u64::MAX`) panicked with an overflow adding to an `Instant` (exit
+/// 101, the run directory created), and `run --grace` near `u64::MAX` gave a misleading
+/// `spawn_failed`. Every duration flag and suite field is range-checked: one `error:` line,
+/// exit 2, no panic, nothing created.
+#[test]
+fn huge_durations_are_refused_before_anything_is_created() {
+    let s = Scratch::new();
+    let huge = "9223372036854775807s";
+    let check = |what: &str, out: &std::process::Output| {
+        let err = stderr(out);
+        assert_eq!(out.status.code(), Some(2), "{what}: {err}");
+        assert_eq!(
+            err.lines().filter(|l| l.starts_with("error:")).count(),
+            1,
+            "{what}: {err}"
+        );
+        assert!(err.contains("at most 10 years"), "{what}: {err}");
+        assert!(!err.contains("panicked"), "{what}: {err}");
+        assert!(
+            !s.reports().exists(),
+            "{what} created the reports directory"
+        );
+        s.assert_no_workspaces();
+    };
+    for flag in [
+        "--timeout",
+        "--grace",
+        "--build-timeout",
+        "--review-timeout",
+    ] {
+        let out = s.run(&[
+            flag, huge, "--build", "true", "--review", "true", "--", "true",
+        ]);
+        check(flag, &out);
+    }
+    for (field, yaml) in [
+        (
+            "timeout",
+            format!("defaults: {{ timeout: {huge} }}\nevals: [{{ id: a, command: [\"true\"] }}]\n"),
+        ),
+        (
+            "grace",
+            "evals: [{ id: a, command: [\"true\"], grace: 18446744073709551615s }]\n".to_owned(),
+        ),
+        (
+            "build",
+            format!(
+                "evals: [{{ id: a, command: [\"true\"], build: {{ command: [\"true\"], timeout: {huge} }} }}]\n"
+            ),
+        ),
+        (
+            "service",
+            format!(
+                "evals: [{{ id: a, command: [\"true\"], services: [{{ name: s, command: [sleep, \"9\"], timeout: {huge} }}] }}]\n"
+            ),
+        ),
+    ] {
+        let suite = s.path().join(format!("{field}.yaml"));
+        std::fs::write(&suite, yaml).unwrap();
+        let out = s.hyoka("run").arg("--suite").arg(&suite).output().unwrap();
+        check(field, &out);
+    }
+    // Sizes too: a byte count beyond u64 is refused the same way.
+    let out = s.run(&["--max-output-size", "20000000TiB", "--", "true"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("too large"), "{}", stderr(&out));
+    let suite = s.path().join("size.yaml");
+    std::fs::write(
+        &suite,
+        "evals: [{ id: a, command: [\"true\"], limits: { max_output_size: 20000000TiB } }]\n",
+    )
+    .unwrap();
+    let out = s.hyoka("run").arg("--suite").arg(&suite).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("too large"), "{}", stderr(&out));
+    assert!(!s.reports().exists());
+    for flag in [
+        "--human-lock",
+        "--grace",
+        "--completion-confirm",
+        "--check-timeout",
+    ] {
+        let out = hyoka()
+            .args(["respawn", "--headless", "--reports"])
+            .arg(s.reports())
+            .args([flag, huge, "--", "true"])
+            .output()
+            .unwrap();
+        check(flag, &out);
+    }
+}
+
 /// Regression test for issue 11, finding 7: a 1 GB sparse `pids.txt` cost 1 GB of memory; a
 /// ledger larger than any hyoka writes is refused as hostile without being read, and `ps`
-/// (live runs only) does not read it at all.
+/// (which reads the ledgers of live runs and of runs not yet cleaned, bounded) lists
+/// nothing from it.
 #[test]
 fn an_oversized_ledger_is_refused_unread() {
     let s = Scratch::new();
@@ -180,22 +281,4 @@ fn an_oversized_ledger_is_refused_unread() {
         .unwrap();
     assert_eq!(ps.status.code(), Some(0), "{}", stderr(&ps));
     assert_eq!(String::from_utf8_lossy(&ps.stdout).trim(), "no live runs");
-}
-
-/// Regression test for issue 11, finding 6: `run --grace` near `u64::MAX` seconds gave a
-/// misleading `spawn_failed` (the shim could not parse its own grace).
-#[test]
-fn a_huge_run_grace_still_starts_the_agent() {
-    let s = Scratch::new();
-    let out = s.run(&[
-        "--run-id",
-        "huge-grace",
-        "--grace",
-        "18446744073709551615s",
-        "--",
-        "true",
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert_eq!(s.report("huge-grace", "main")["termination"], "exited");
-    s.assert_no_workspaces();
 }

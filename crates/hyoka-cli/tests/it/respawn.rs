@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::{hyoka, hyoka_path};
+use crate::support::{hyoka, hyoka_path, tmux_installed};
 
 /// Timings short enough for tests, long enough for a loaded 2-core machine.
 pub(crate) const FAST: &[&str] = &[
@@ -29,15 +29,6 @@ pub(crate) const FAST: &[&str] = &[
 
 /// How long any single run may take before the test gives up (and kills it).
 pub(crate) const DEADLINE: Duration = Duration::from_mins(1);
-
-pub(crate) fn tmux_installed() -> bool {
-    Command::new("tmux")
-        .arg("-V")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
 
 /// One respawn run: a scratch directory with the events and record files and the session
 /// registry, and a marker in the environment that every process of the run inherits.

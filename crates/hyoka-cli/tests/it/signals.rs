@@ -4,7 +4,7 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{Scratch, pid_alive, read_pid, send, wait_until};
+use crate::support::{ReapOnDrop, Scratch, pid_alive, read_pid, send, wait_until};
 
 /// Waits (bounded) until `path` exists: the agent's readiness marker.
 #[track_caller]
@@ -193,4 +193,63 @@ fn sigterm_with_a_short_grace_stops_everything_in_time() {
         assert!(!pid_alive(pid), "{line} survived");
     }
     s.assert_no_workspaces();
+}
+
+/// Regression test for issue 11, finding 4: with the agent's stdout held by a process outside
+/// its tree, `--timeout 5s` ended after 25.7 s and `sleep 600` held the run for ten minutes
+/// (the output pumps were awaited without a deadline). The timeout, SIGTERM and SIGINT are
+/// honoured within `--grace` + 5 s whatever holds the pipes: the run ends while the holder
+/// still holds them.
+#[test]
+fn an_outsider_holding_the_agents_stdout_does_not_hold_the_run() {
+    for (case, signal, code) in [
+        ("timeout", None, 1),
+        ("sigterm", Some(rustix::process::Signal::TERM), 143),
+        ("sigint", Some(rustix::process::Signal::INT), 130),
+    ] {
+        let s = Scratch::new();
+        let ready = s.path().join("agent.ready");
+        let timeout = if signal.is_some() { "0" } else { "2s" };
+        let mut run = s
+            .hyoka("run")
+            .args(["--run-id", case, "--grace", "1s", "--timeout", timeout])
+            .args(["--", "sh", "-c"])
+            .arg(format!("echo $$ > {}; exec sleep 600", ready.display()))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let agent = read_pid(&ready);
+        // The holder opens the agent's stdout through /proc: the same pipe, held from outside
+        // every containment layer (it is this test's child, not the agent's).
+        let pipe = std::fs::OpenOptions::new()
+            .write(true)
+            .open(format!("/proc/{agent}/fd/1"))
+            .unwrap();
+        let holder = ReapOnDrop(
+            std::process::Command::new("sleep")
+                .arg("600")
+                .stdout(pipe)
+                .spawn()
+                .unwrap(),
+        );
+        if let Some(signal) = signal {
+            send(&run, signal);
+        }
+        wait_until(&format!("{case}: the run to end"), || {
+            run.try_wait().unwrap().is_some()
+        });
+        let holder_pid = holder.0.id();
+        assert!(pid_alive(holder_pid), "{case}: the holder is still there");
+        assert_eq!(run.wait().unwrap().code(), Some(code), "{case}");
+        let report = s.report(case, "main");
+        let termination = if signal.is_some() {
+            "interrupted"
+        } else {
+            "timeout"
+        };
+        assert_eq!(report["termination"], termination, "{case}");
+        assert!(!pid_alive(agent), "{case}: the agent survived");
+        s.assert_no_workspaces();
+    }
 }

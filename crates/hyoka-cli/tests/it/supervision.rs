@@ -10,7 +10,8 @@ use std::process::{Child, Command, Stdio};
 
 use serde_json::Value;
 
-use crate::respawn::{Case, Mirror, Running, event, read_lines, submits, tmux_installed};
+use crate::respawn::{Case, Mirror, Running, event, read_lines, submits};
+use crate::support::tmux_installed;
 use crate::support::wait_until;
 
 const UPDATE_PROMPT: &str = "write a brief progress summary to CLAUDE.md noting what you accomplished, then continue working.";
@@ -154,7 +155,7 @@ fn three_tmux_sessions_one_controller_each() {
         assert_eq!(done.code, Some(130), "{}", done.stderr);
         // Issue 12: respawn speaks of sessions, not evals.
         assert!(
-            done.stderr.contains("stopping every session") && !done.stderr.contains("eval"),
+            done.stderr.contains("stopping the session") && !done.stderr.contains("eval"),
             "{}",
             done.stderr
         );

@@ -210,3 +210,37 @@ pub(crate) fn wait_for_ledger(ledger: &Path, pids: &[u32]) {
         })
     });
 }
+
+/// Kills and reaps a child the test started itself when the test ends, however it ends.
+pub(crate) struct ReapOnDrop(pub(crate) std::process::Child);
+
+impl Drop for ReapOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Whether tmux is installed (tests of the tmux backend skip without it).
+pub(crate) fn tmux_installed() -> bool {
+    Command::new("tmux")
+        .arg("-V")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+impl Scratch {
+    /// `hyoka run --reports … --workspace-root … <args> -- sh -c <script>` in the background,
+    /// its output discarded.
+    pub(crate) fn spawn_run(&self, args: &[&str], script: &str) -> std::process::Child {
+        self.hyoka("run")
+            .args(args)
+            .args(["--", "sh", "-c", script])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    }
+}

@@ -427,7 +427,7 @@ fn ps_lists_live_runs() {
             assert!(
                 run.processes
                     .iter()
-                    .any(|p| p.entry.proc_ref() == *r && p.alive),
+                    .any(|p| p.entry.proc_ref() == *r && p.alive && p.comm_now.is_some()),
                 "{name} not listed: {:#?}",
                 run.processes
             );
@@ -437,7 +437,9 @@ fn ps_lists_live_runs() {
         assert!(live_runs(&sandbox.reports()).unwrap().is_empty());
         let all = list_runs(&sandbox.reports()).unwrap();
         assert_eq!(all[0].state, LockState::Abandoned);
-        // Only a live run's ledger is read (issue 11, finding 7).
+        // A finished run's ledger is marked cleaned: nothing of it is listed (issue 11,
+        // finding 7: a ledger marked cleaned is not read any further).
+        assert!(all[0].cleaned);
         assert!(all[0].ledger.run_id.is_empty() && all[0].processes.is_empty());
     });
 }

@@ -1,26 +1,30 @@
 //! Tests of the removal rules on real directories.
 
 use super::*;
-use crate::{KeepPolicy, RunId, RunVerdict, TempWorkspace, Workspace as _, WorkspaceOptions};
+use crate::{
+    KeepPolicy, RunId, RunVerdict, TempWorkspace, Workspace as _, WorkspaceOptions, read_marker,
+};
 
 const TOKEN: &str = "0123456789abcdef";
 
-/// A kept workspace of run `r1`, instance `TOKEN`, owner pid 4194000 (never alive).
+/// A workspace of run `r1`, instance `TOKEN`, owner pid 4194000 (never alive), left behind
+/// as a crashed run leaves it (detached: neither removed nor kept).
 fn workspace(root: &Path) -> PathBuf {
-    let ws = TempWorkspace::create(&WorkspaceOptions {
+    made(root, KeepPolicy::Never).detach()
+}
+
+fn made(root: &Path, keep: KeepPolicy) -> TempWorkspace {
+    TempWorkspace::create(&WorkspaceOptions {
         root: root.to_owned(),
         run_id: RunId::new("r1").unwrap(),
         eval_id: None,
-        keep: KeepPolicy::Always,
+        keep,
         starter: None,
         inject: Vec::new(),
         instance: Some(TOKEN.to_owned()),
         owner: Some(MarkerOwner::pid(4_194_000)),
     })
-    .unwrap();
-    let path = ws.path().to_owned();
-    ws.close(RunVerdict::Success).unwrap();
-    path
+    .unwrap()
 }
 
 fn expected(instance: InstanceRule<'_>) -> Expected<'_> {
@@ -28,6 +32,63 @@ fn expected(instance: InstanceRule<'_>) -> Expected<'_> {
         run_id: "r1",
         instance,
         owner_uid: None,
+        kept_before: None,
+    }
+}
+
+/// Regression test for issue 12: `hyoka clean` deleted workspaces kept by
+/// `--keep-workspace always` or `on-failure`. A kept workspace is left alone (also in a dry
+/// run) unless kept ones made before a cutoff are asked for.
+#[test]
+fn a_kept_workspace_is_left_alone_unless_kept_ones_are_asked_for() {
+    let root = tempfile::tempdir().unwrap();
+    let roots = [root.path().to_owned()];
+    let always = made(root.path(), KeepPolicy::Always);
+    let always_path = always.path().to_owned();
+    assert!(matches!(
+        always.close(RunVerdict::Success),
+        Ok(crate::Closed::Kept(_))
+    ));
+    let on_failure = made(root.path(), KeepPolicy::OnFailure);
+    let failed_path = on_failure.path().to_owned();
+    on_failure.close(RunVerdict::Failure).unwrap();
+    // A workspace dropped unclosed (a panic) with `on-failure` is kept, and marked.
+    let dropped = made(root.path(), KeepPolicy::OnFailure);
+    let dropped_path = dropped.path().to_owned();
+    drop(dropped);
+    let rule = InstanceRule::Exactly(TOKEN);
+    for path in [&always_path, &failed_path, &dropped_path] {
+        assert_eq!(read_marker(path).unwrap().map(|m| m.kept), Some(true));
+        for dry_run in [true, false] {
+            let got = remove_marked(&roots, path, &expected(rule), &|_, _| false, dry_run);
+            assert_eq!(got, Disposal::Kept, "{path:?}");
+        }
+        assert!(path.exists());
+        // Asked for kept ones made before now: a cutoff before its creation keeps it.
+        let created = read_marker(path).unwrap().unwrap().created_unix;
+        let older = Expected {
+            kept_before: Some(created - 1),
+            ..expected(rule)
+        };
+        assert_eq!(check(&roots, path, &older, false), Disposal::Kept);
+        // Its owner still running keeps it whatever is asked.
+        let all = Expected {
+            kept_before: Some(u64::MAX),
+            ..expected(rule)
+        };
+        assert!(matches!(
+            check(&roots, path, &all, true),
+            Disposal::KeptLive(_)
+        ));
+        assert_eq!(
+            remove_marked(&roots, path, &all, &|_, _| false, true),
+            Disposal::WouldRemove
+        );
+        assert!(matches!(
+            check(&roots, path, &all, false),
+            Disposal::Removed(_)
+        ));
+        assert!(!path.exists());
     }
 }
 

@@ -9,6 +9,7 @@ fn marker(eval: &str) -> Marker {
         instance: Some("0123456789abcdef".to_owned()),
         owner: Some(MarkerOwner::pid(4_194_303)),
         created_unix: 0,
+        kept: false,
     }
 }
 
@@ -20,6 +21,25 @@ fn the_payload_round_trips_and_stays_in_the_inode() {
     // default run id, eval `main`, an instance token and the largest pid.
     assert!(payload.len() <= 56, "{} bytes: {payload:?}", payload.len());
     assert_eq!(Marker::decode(payload.as_bytes()), Some(m));
+}
+
+#[test]
+fn the_kept_mark_round_trips_and_nothing_else_follows_it() {
+    let m = Marker {
+        kept: true,
+        ..marker("main")
+    };
+    let payload = m.encode().unwrap();
+    assert!(payload.ends_with(" kept"), "{payload}");
+    assert_eq!(Marker::decode(payload.as_bytes()), Some(m));
+    for bad in [&b"h3 r e i 5 kept x"[..], b"h3 r e i 5 keep"] {
+        assert_eq!(
+            Marker::decode(bad),
+            None,
+            "{}",
+            String::from_utf8_lossy(bad)
+        );
+    }
 }
 
 #[test]
@@ -52,6 +72,7 @@ fn the_earlier_formats_are_still_read() {
                 boot_id: Some("boot".to_owned()),
             }),
             created_unix: 1_700_000_001,
+            kept: false,
         })
     );
     let v2 = "hyoka2 r1 main 1234567 123456789";

@@ -1,0 +1,282 @@
+//! What `hyoka ps` shows: the runs that are live or being torn down, what each eval (or
+//! respawn session) is doing from its `status.json`, and the tracked processes as they are
+//! now; written by [`LiveStatus`] while an eval runs, read with the checks of every reports
+//! file, and rendered for people by [`render_live_runs`].
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use hyoka_proctrack::{ListedProcess, LockState, NativeProcTable, ProcTable as _, RunListing};
+use serde::{Deserialize, Serialize};
+
+use crate::error::EvalError;
+use crate::records::{STATUS_FILE, rfc3339, write_json};
+use crate::report::Counts;
+
+/// `<eval_dir>/status.json` of a live eval: the phase it is in and since when, when it
+/// started, and its counts while the agent runs (`{"phase", "since", "started", "counts"}`),
+/// which is what `hyoka ps` shows of it. Written atomically at each phase and, while the
+/// agent runs, when the counts changed (the caller's half-second refresh); removed when the
+/// eval's records are written.
+pub(crate) struct LiveStatus {
+    path: PathBuf,
+    now: std::sync::Mutex<PhaseNow>,
+}
+
+impl LiveStatus {
+    /// The status of the eval whose directory is `eval_dir`, started at `started`.
+    pub(crate) fn new(eval_dir: &Path, started: SystemTime) -> Self {
+        Self {
+            path: eval_dir.join(STATUS_FILE),
+            now: std::sync::Mutex::new(PhaseNow {
+                started: Some(rfc3339(started)),
+                ..PhaseNow::default()
+            }),
+        }
+    }
+
+    /// The eval entered `phase` at `now`.
+    pub(crate) fn phase(&self, phase: &str, now: SystemTime) {
+        let mut status = self
+            .now
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        phase.clone_into(&mut status.phase);
+        status.since = rfc3339(now);
+        self.write(&status);
+    }
+
+    /// The agent's counts are `counts` now (written only when they changed).
+    pub(crate) fn counts(&self, counts: Counts) {
+        let mut status = self
+            .now
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if status.counts != Some(counts) {
+            status.counts = Some(counts);
+            self.write(&status);
+        }
+    }
+
+    fn write(&self, status: &PhaseNow) {
+        if let Err(err) = write_json(&self.path, status) {
+            tracing::debug!(error = %err, "cannot record the eval's status");
+        }
+    }
+}
+
+/// The largest `status.json` read: hyoka writes a few hundred bytes.
+const MAX_STATUS_BYTES: u64 = 64 * 1024;
+
+/// What a live eval's (or respawn session's) `status.json` says, read bounded and with the
+/// checks of every reports file (no links, no special files, nobody else may write it);
+/// `None` when there is none or it fails them.
+pub fn current_phase(eval_dir: &Path) -> Option<PhaseNow> {
+    let bytes =
+        hyoka_proctrack::read_reports_file(&eval_dir.join(STATUS_FILE), MAX_STATUS_BYTES).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// A run as `hyoka ps` shows it: the ledger's view, plus what each eval (or session) is
+/// doing now.
+#[derive(Debug, Clone, Serialize)]
+pub struct LiveRun {
+    /// The run's owner, ledger, evals and tracked processes.
+    #[serde(flatten)]
+    pub run: RunListing,
+    /// `live` (its owner runs), or `tearing_down` (its owner is gone, some of its
+    /// processes still run: a shim stopping its tree, or a run for `hyoka clean`).
+    pub activity: &'static str,
+    /// What each eval (or respawn session) is doing, by eval id, from its `status.json`.
+    pub phases: BTreeMap<String, PhaseNow>,
+}
+
+/// What an eval (or a respawn session) is doing: its `status.json`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PhaseNow {
+    /// The phase: `setup`, `services`, `agent`, `build`, `review`, `cleanup`, or `session`
+    /// for a respawn session.
+    pub phase: String,
+    /// Since when (RFC 3339).
+    pub since: String,
+    /// When the eval (or session) started (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started: Option<String>,
+    /// The agent's counts so far, while it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counts: Option<Counts>,
+    /// A respawn session's backend: `pty` or `tmux`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
+    /// A tmux-backed session's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tmux_session: Option<String>,
+    /// A respawn session's agent (for tmux, the pane's process).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// The command of `pid` now, while it runs (filled by [`live_runs`], never read from
+    /// the file).
+    #[serde(default, skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub pid_comm: Option<String>,
+}
+
+/// What `hyoka ps` lists under `reports`: live runs (owner lock held) and runs being torn
+/// down (owner gone, ledger not marked cleaned, some tracked process still running), each
+/// with what its evals are doing.
+///
+/// # Errors
+/// [`EvalError::Tracker`] when `reports` is not an existing directory (bad input:
+/// [`EvalError::is_bad_input`]); [`EvalError::Clean`] when the runs cannot be listed.
+pub fn live_runs(reports: &Path) -> Result<Vec<LiveRun>, EvalError> {
+    hyoka_proctrack::check_reports_dir(reports, hyoka_proctrack::ReportsUse::Read)?;
+    let listings = hyoka_proctrack::list_runs(reports).map_err(|source| EvalError::Clean {
+        context: "cannot list runs".to_owned(),
+        source,
+    })?;
+    Ok(listings
+        .into_iter()
+        .filter(|run| run.refused.is_none())
+        .filter_map(|run| {
+            let activity = match run.state {
+                LockState::Live => "live",
+                LockState::Abandoned if run.processes.iter().any(|p| p.alive) => "tearing_down",
+                _ => return None,
+            };
+            // Every eval (or session) directory of the run that holds a status: a tmux
+            // session has no process in the ledger to name it.
+            let phases = std::fs::read_dir(&run.run_dir)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter_map(|entry| {
+                    let name = entry.file_name().into_string().ok()?;
+                    hyoka_workspace::EvalId::new(name.clone()).ok()?;
+                    let mut phase = current_phase(&entry.path())?;
+                    phase.pid_comm = phase
+                        .pid
+                        .and_then(|pid| i32::try_from(pid).ok())
+                        .and_then(|pid| NativeProcTable::new().process(pid))
+                        .filter(|p| !p.is_gone())
+                        .map(|p| p.comm);
+                    Some((name, phase))
+                })
+                .collect();
+            Some(LiveRun {
+                run,
+                activity,
+                phases,
+            })
+        })
+        .collect())
+}
+
+/// `hyoka ps` for people: per run its owner and state, then per eval (or respawn session)
+/// its phase, how long it has run (at `now`), its counts and its workspace, with its
+/// tracked processes as they are now (their current command; a process recorded under
+/// `<eval>.…`, a phase's or a service's, is shown under its eval). Directories a run records
+/// that are not an eval's workspace (an isolated home, a session's hook socket) are not
+/// listed as workspaces.
+pub fn render_live_runs(runs: &[LiveRun], now: SystemTime) -> String {
+    let mut out = String::new();
+    if runs.is_empty() {
+        out.push_str("no live runs\n");
+    }
+    for live in runs {
+        let run = &live.run;
+        let owner = run
+            .ledger
+            .owner
+            .as_ref()
+            .map_or_else(|| "?".to_owned(), |o| o.pid().to_string());
+        let alive = run.processes.iter().filter(|p| p.alive).count();
+        let state = match live.activity {
+            "live" => format!("owner pid {owner}"),
+            _ => format!(
+                "owner pid {owner} is gone; being torn down, {alive} process(es) still running \
+                 (`hyoka clean` finishes it)"
+            ),
+        };
+        let _ = writeln!(out, "run {} ({state})", run.run_id);
+        let mut shown: Vec<&ListedProcess> = Vec::new();
+        for (eval, phase) in &live.phases {
+            render_eval(&mut out, run, eval, phase, now);
+            let before = shown.len();
+            for process in run
+                .processes
+                .iter()
+                .filter(|p| belongs(&p.entry.eval_id, eval))
+            {
+                render_process(&mut out, process, eval);
+                shown.push(process);
+            }
+            // A tmux session's agent is not tracked (the session outlives hyoka).
+            if let (Some(pid), Some(comm), true) =
+                (phase.pid, &phase.pid_comm, shown.len() == before)
+            {
+                let _ = writeln!(out, "    process {pid} {comm}: running");
+            }
+        }
+        for process in &run.processes {
+            if !shown.iter().any(|p| std::ptr::eq(*p, process)) {
+                render_process(&mut out, process, "");
+            }
+        }
+    }
+    out
+}
+
+/// Whether a process recorded under `id` is `eval`'s (its own, or a phase's or service's).
+fn belongs(id: &str, eval: &str) -> bool {
+    id.strip_prefix(eval)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+}
+
+fn render_eval(out: &mut String, run: &RunListing, eval: &str, phase: &PhaseNow, now: SystemTime) {
+    let elapsed = phase
+        .started
+        .as_deref()
+        .and_then(|t| humantime::parse_rfc3339_weak(t).ok())
+        .and_then(|t| now.duration_since(t).ok())
+        .map_or_else(String::new, |d| {
+            format!(
+                ", running {}",
+                humantime::format_duration(Duration::from_secs(d.as_secs()))
+            )
+        });
+    let what = match (&phase.backend, &phase.tmux_session) {
+        (Some(backend), Some(name)) => format!("respawn session on {backend} ({name})"),
+        (Some(backend), None) => format!("respawn session on {backend}"),
+        _ => format!("eval, phase {}", phase.phase),
+    };
+    let _ = writeln!(out, "  {eval}: {what}{elapsed}");
+    if let Some(c) = phase.counts {
+        let _ = writeln!(
+            out,
+            "    turns {}, actions {}, files {} ({} bytes)",
+            c.turns, c.actions, c.files, c.output_bytes
+        );
+    }
+    for workspace in run.ledger.workspaces.iter().filter(|w| w.eval_id == eval) {
+        let _ = writeln!(out, "    workspace {}", workspace.path.display());
+    }
+}
+
+fn render_process(out: &mut String, process: &ListedProcess, eval: &str) {
+    let entry = &process.entry;
+    let (command, state) = match &process.comm_now {
+        Some(now) => (now.as_str(), "running"),
+        None => (entry.comm.as_str(), "gone"),
+    };
+    let under = if entry.eval_id == eval {
+        String::new()
+    } else {
+        format!(" [{}]", entry.eval_id)
+    };
+    let _ = writeln!(
+        out,
+        "    process {} {command} (pgid {}){under}: {state}",
+        entry.pid, entry.pgid
+    );
+}
