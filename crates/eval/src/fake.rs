@@ -46,6 +46,7 @@ enum Step {
 enum End {
     Exit(i32),
     Hang,
+    OomKilled,
 }
 
 /// What a fake program does when it is started: steps in order (wait, print a line on
@@ -109,6 +110,13 @@ impl FakeProgram {
         self
     }
 
+    /// Is killed by the kernel's OOM killer (SIGKILL, counted by its cgroup) after its steps.
+    #[must_use]
+    pub fn oom_killed(mut self) -> Self {
+        self.end = End::OomKilled;
+        self
+    }
+
     /// Starts a child in its process group that ignores SIGTERM, so teardown needs SIGKILL.
     #[must_use]
     pub fn leaves_stubborn_child(mut self) -> Self {
@@ -168,7 +176,9 @@ pub struct FakeHost {
 
 #[derive(Debug)]
 struct Inner {
-    programs: Mutex<BTreeMap<String, FakeProgram>>,
+    /// Each name's programs, one per start in order (the last repeats), and how many
+    /// starts there were.
+    programs: Mutex<BTreeMap<String, (Vec<FakeProgram>, usize)>>,
     system: FakeSystem,
     workspaces: Mutex<Vec<Arc<MemEval>>>,
     spawned: Mutex<Vec<(String, AgentCommand)>>,
@@ -192,7 +202,19 @@ impl FakeHost {
 
     /// Registers what the program named `name` does.
     pub fn program(&self, name: &str, program: FakeProgram) {
-        lock(&self.inner.programs).insert(name.to_owned(), program);
+        self.programs(name, vec![program]);
+    }
+
+    /// Registers what the program named `name` does on each start: the first start runs
+    /// `programs[0]`, the second `programs[1]`, and so on; the last one repeats. An empty
+    /// list unregisters the name.
+    pub fn programs(&self, name: &str, programs: Vec<FakeProgram>) {
+        let mut registered = lock(&self.inner.programs);
+        if programs.is_empty() {
+            registered.remove(name);
+        } else {
+            registered.insert(name.to_owned(), (programs, 0));
+        }
     }
 
     /// A harness on these fakes.
@@ -265,7 +287,14 @@ impl Processes for FakeHost {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let Some(program) = lock(&self.inner.programs).get(&name).cloned() else {
+        let next = lock(&self.inner.programs)
+            .get_mut(&name)
+            .map(|(programs, starts)| {
+                let program = programs[(*starts).min(programs.len() - 1)].clone();
+                *starts += 1;
+                program
+            });
+        let Some(program) = next else {
             return Err(ProcTrackError::Spawn {
                 program: command.program,
                 source: std::io::Error::from(std::io::ErrorKind::NotFound),
@@ -292,6 +321,7 @@ impl Processes for FakeHost {
         let (exit_tx, exit_rx) = watch::channel(None);
         let exit_tx = Arc::new(exit_tx);
         let (stdout, writer) = tokio::io::duplex(64 * 1024);
+        let oom = program.end == End::OomKilled;
         let script = tokio::spawn(run_script(
             program,
             writer,
@@ -301,6 +331,7 @@ impl Processes for FakeHost {
             root,
         ));
         Ok(Box::new(FakeProcess {
+            oom,
             system: system.clone(),
             root,
             known,
@@ -319,6 +350,7 @@ impl Processes for FakeHost {
             .unwrap_or_default();
         lock(&self.inner.programs)
             .get(&name)
+            .and_then(|(programs, starts)| programs.get((*starts).min(programs.len() - 1)))
             .is_some_and(|p| p.end == End::Exit(0))
     }
 }
@@ -349,12 +381,17 @@ async fn run_script(
             system.exit(root.pid);
             exit.send_replace(Some(AgentExit::Code(code)));
         }
+        End::OomKilled => {
+            system.exit(root.pid);
+            exit.send_replace(Some(AgentExit::Signal(SIGKILL)));
+        }
         End::Hang => std::future::pending().await,
     }
 }
 
 /// A running fake program.
 struct FakeProcess {
+    oom: bool,
     system: FakeSystem,
     root: ProcRef,
     known: Vec<LedgerEntry>,
@@ -390,6 +427,10 @@ impl Process for FakeProcess {
 
     fn exit(&self) -> Option<AgentExit> {
         *self.exit.borrow()
+    }
+
+    fn oom_killed(&self) -> bool {
+        self.oom
     }
 
     fn refresh(&mut self) {}

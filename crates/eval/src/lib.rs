@@ -101,16 +101,20 @@
 
 mod capped_log;
 mod clean;
+mod compare;
 mod error;
 mod eval;
 mod events;
 #[cfg(any(test, feature = "mock"))]
 mod fake;
 mod host;
+mod identity;
 mod limits;
 mod merge;
+mod metrics;
 mod phases;
 mod records;
+mod render;
 mod report;
 mod runner;
 #[cfg(feature = "schema")]
@@ -121,11 +125,16 @@ mod stop;
 #[cfg(feature = "yaml")]
 mod suite;
 mod timeline;
+mod trials;
 mod units;
+mod usage;
 mod watch;
 
 pub use crate::clean::{
     CleanupOptions, CleanupReport, WorkspaceAction, WorkspaceCleanup, clean_abandoned,
+};
+pub use crate::compare::{
+    Comparison, Flip, PAIRED_TEST, PairedTest, RunSide, TaskDelta, compare_runs, sign_test,
 };
 pub use crate::error::EvalError;
 pub use crate::events::{
@@ -138,30 +147,40 @@ pub use crate::host::{
     Clock, EvalWorkspace, Harness, Pipe, Process, Processes, SystemClock, TempWorkspaces,
     TrackedProcesses, WorkspaceEnd, Workspaces,
 };
+pub use crate::identity::suite_identity;
 pub use crate::limits::{
     DEFAULT_MAX_FILES, DEFAULT_MAX_OUTPUT_SIZE, DEFAULT_MAX_SESSION_ACTIONS, DEFAULT_MAX_TURNS,
     LimitSet, Monitor, PartialLimits,
 };
-pub use crate::merge::{merge_summaries, read_summary};
+pub use crate::merge::{MergeOptions, merge_summaries, read_summary};
+pub use crate::metrics::{Metrics, TaskSummary, pass_at_k, pass_hat_k};
 pub use crate::records::{
     LiveRun, PhaseNow, STATUS_FILE, current_phase, live_runs, millis, rfc3339, write_json,
 };
-pub use crate::report::{
-    Cleanup, Counts, EvalSummary, Limits, PhaseRecord, PhaseStatus, Report, ReviewVerdict,
-    RunSummary, Status, Termination, Totals,
+pub use crate::render::{
+    ProgressLines, ProgressSink, render_comparison, render_summary, timeline_text, usage_text,
 };
-pub use crate::runner::{Containment, NoObserver, Observer, RunOutcome, RunPlan, run, run_tracked};
+pub use crate::report::{
+    Attempt, Cleanup, Counts, ErrorKind, EvalSummary, FailOn, Limits, PhaseRecord, PhaseStatus,
+    Report, ReviewVerdict, RunInfo, RunSummary, Status, Termination, Totals,
+};
+pub use crate::runner::{
+    Containment, MAX_RETRY_BACKOFF, NoObserver, Observer, RETRY_BACKOFF, RunOutcome, RunPlan, run,
+    run_tracked,
+};
 #[cfg(feature = "schema")]
 pub use crate::schema::schemas;
 pub use crate::settings::{
     DEFAULT_GRACE, DEFAULT_PHASE_TIMEOUT, DEFAULT_READY_TIMEOUT, DEFAULT_TIMEOUT, EvalPhases,
-    EvalSpec, PhaseCommand, PhaseSettings, Readiness, ServiceSpec, Settings, injection,
-    valid_env_name,
+    EvalSpec, MAX_EPOCHS, MAX_RETRIES, PhaseCommand, PhaseSettings, Readiness, ServiceSpec,
+    Settings, injection, injection_arg, valid_env_name,
 };
 pub use crate::shard::Shard;
 pub use crate::stop::{Stop, StopLevel, StopReason, Stopper};
 #[cfg(feature = "yaml")]
 pub use crate::suite::{Suite, SuiteEval};
 pub use crate::timeline::{EventType, MAX_EVENTS, Summary, Timeline, TimelineEvent};
-pub use crate::units::{parse_duration, parse_size};
+pub use crate::trials::{Resume, Trial};
+pub use crate::units::{parse_cost, parse_duration, parse_size};
+pub use crate::usage::{TokenUsage, UsageEvent, UsageMeter};
 pub use crate::watch::{FileChange, WatchUpdate, inotify_limits};

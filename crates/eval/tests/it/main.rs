@@ -14,3 +14,4 @@ mod phases;
 mod runs;
 mod stops;
 mod support;
+mod trials;
