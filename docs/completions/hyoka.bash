@@ -82,14 +82,23 @@ _hyoka() {
             hyoka__subcmd__help,sim-agent)
                 cmd="hyoka__subcmd__help__subcmd__sim__subcmd__agent"
                 ;;
+            hyoka__subcmd__help__subcmd__report,compare)
+                cmd="hyoka__subcmd__help__subcmd__report__subcmd__compare"
+                ;;
             hyoka__subcmd__help__subcmd__report,merge)
                 cmd="hyoka__subcmd__help__subcmd__report__subcmd__merge"
+                ;;
+            hyoka__subcmd__report,compare)
+                cmd="hyoka__subcmd__report__subcmd__compare"
                 ;;
             hyoka__subcmd__report,help)
                 cmd="hyoka__subcmd__report__subcmd__help"
                 ;;
             hyoka__subcmd__report,merge)
                 cmd="hyoka__subcmd__report__subcmd__merge"
+                ;;
+            hyoka__subcmd__report__subcmd__help,compare)
+                cmd="hyoka__subcmd__report__subcmd__help__subcmd__compare"
                 ;;
             hyoka__subcmd__report__subcmd__help,help)
                 cmd="hyoka__subcmd__report__subcmd__help__subcmd__help"
@@ -330,8 +339,22 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__help__subcmd__report)
-            opts="merge"
+            opts="merge compare"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        hyoka__subcmd__help__subcmd__report__subcmd__compare)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -440,7 +463,7 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__report)
-            opts="-v -q -h -V --verbose --quiet --help --version merge help"
+            opts="-v -q -h -V --verbose --quiet --help --version merge compare help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -453,9 +476,37 @@ _hyoka() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        hyoka__subcmd__report__subcmd__help)
-            opts="merge help"
+        hyoka__subcmd__report__subcmd__compare)
+            opts="-v -q -h -V --json --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        hyoka__subcmd__report__subcmd__help)
+            opts="merge compare help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        hyoka__subcmd__report__subcmd__help__subcmd__compare)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -496,7 +547,7 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__report__subcmd__merge)
-            opts="-o -v -q -h -V --output --run-id --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --output --run-id --allow-partial --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -608,7 +659,7 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__run)
-            opts="-v -q -h -V --run-id --reports --workspace-root --starter --keep-workspace --timeout --grace --max-turns --max-files --max-output-size --max-session-actions --events --suite --workers --shard --file --build --build-timeout --review --review-timeout --isolate-home --pass-env --json --verbose --quiet --help --version"
+            opts="-v -q -h -V --run-id --reports --workspace-root --starter --keep-workspace --timeout --grace --max-turns --max-files --max-output-size --max-session-actions --max-tokens --max-cost --epochs --retries --resume --rerun-changed --fail-on --events --suite --workers --shard --file --build --build-timeout --review --review-timeout --isolate-home --pass-env --json --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -655,6 +706,26 @@ _hyoka() {
                     return 0
                     ;;
                 --max-session-actions)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-tokens)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-cost)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --epochs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --retries)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --fail-on)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -29,7 +29,7 @@ use crate::report::{
 use crate::settings::EvalSpec;
 use crate::stop::Stop;
 use crate::timeline::TimelineBuilder;
-use crate::trials::Trial;
+use crate::trials::{Trial, attempt_id};
 use crate::usage::TokenUsage;
 use crate::watch::WatchUpdate;
 
@@ -165,12 +165,14 @@ pub(crate) async fn run_eval(
     ctx: &RunContext,
     trial: &Trial,
     identity: &str,
+    attempt: u32,
     stop: Stop,
 ) -> Result<Report, EvalError> {
     let spec = &*trial.spec;
     let clock = &*ctx.harness.clock;
-    let eval_id = trial.id.as_str();
-    let eval_dir = ctx.run_dir.join(eval_id);
+    let process_id = attempt_id(trial, attempt)?;
+    let eval_id = process_id.as_str();
+    let eval_dir = ctx.run_dir.join(trial.id.as_str());
     std::fs::create_dir_all(&eval_dir).map_err(|e| EvalError::io("create", &eval_dir, e))?;
     let started_at = clock.wall();
     let started = clock.now();
@@ -184,7 +186,7 @@ pub(crate) async fn run_eval(
         &WorkspaceOptions {
             root: ctx.workspace_root.clone(),
             run_id: ctx.run_id.clone(),
-            eval_id: ctx.name_with_eval.then(|| trial.id.clone()),
+            eval_id: ctx.name_with_eval.then(|| process_id.clone()),
             keep: ctx.keep,
             starter: spec.starter.clone(),
             inject: spec.phases.files.clone(),
@@ -196,7 +198,7 @@ pub(crate) async fn run_eval(
         if !spec.phases.isolate_home {
             return Ok((workspace, None));
         }
-        match isolated_home(ctx, &trial.id) {
+        match isolated_home(ctx, &process_id) {
             Ok(home) => Ok((workspace, Some(home))),
             Err(err) => {
                 let _ = close_workspace(workspace, Status::Error);

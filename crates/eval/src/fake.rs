@@ -172,6 +172,9 @@ impl Clock for FakeClock {
 pub struct FakeHost {
     inner: Arc<Inner>,
     clock: FakeClock,
+    /// The ids started through this harness: like a run's tracker, a harness gives an id to
+    /// one start only.
+    ids: Arc<Mutex<std::collections::BTreeSet<String>>>,
 }
 
 #[derive(Debug)]
@@ -197,6 +200,7 @@ impl FakeHost {
                 recorded: Mutex::new(Vec::new()),
             }),
             clock: FakeClock::new(wall),
+            ids: Arc::default(),
         }
     }
 
@@ -217,10 +221,15 @@ impl FakeHost {
         }
     }
 
-    /// A harness on these fakes.
+    /// A harness on these fakes, for one run: as a run's tracker does, it refuses to start
+    /// an id twice (`ProcTrackError::DuplicateEval`).
     pub fn harness(&self) -> Harness {
+        let run = Self {
+            ids: Arc::default(),
+            ..self.clone()
+        };
         Harness {
-            processes: Arc::new(self.clone()),
+            processes: Arc::new(run),
             workspaces: Arc::new(self.clone()),
             clock: Arc::new(self.clock),
         }
@@ -287,6 +296,11 @@ impl Processes for FakeHost {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
+        if !lock(&self.ids).insert(id.to_owned()) {
+            return Err(ProcTrackError::DuplicateEval {
+                eval_id: id.to_owned(),
+            });
+        }
         let next = lock(&self.inner.programs)
             .get_mut(&name)
             .map(|(programs, starts)| {
@@ -295,6 +309,8 @@ impl Processes for FakeHost {
                 program
             });
         let Some(program) = next else {
+            // As the tracker does after a failed start, the id is free again.
+            lock(&self.ids).remove(id);
             return Err(ProcTrackError::Spawn {
                 program: command.program,
                 source: std::io::Error::from(std::io::ErrorKind::NotFound),

@@ -103,7 +103,12 @@ pub fn suite_identity(specs: &[EvalSpec]) -> Result<String, EvalError> {
 /// Feeds a file or a directory tree into `hasher`: each entry's relative path and kind, a
 /// file's length and bytes, a link's target (never followed), in name order.
 fn hash_tree(hasher: &mut Sha256, root: &Path, rel: &Path) -> Result<(), EvalError> {
-    let path = root.join(rel);
+    // `root.join("")` would add a trailing slash, which a file's path must not have.
+    let path = if rel.as_os_str().is_empty() {
+        root.to_owned()
+    } else {
+        root.join(rel)
+    };
     let read = |e| EvalError::io("read", &path, e);
     let meta = std::fs::symlink_metadata(&path).map_err(read)?;
     let name = rel.as_os_str().as_encoded_bytes();

@@ -356,12 +356,13 @@ async fn trial_task(
     observer.eval_started(trial);
     let mut earlier: Vec<Attempt> = Vec::new();
     let mut report = loop {
-        let mut report = run_eval(ctx, trial, &planned.identity, stop.clone()).await?;
         let attempt = earlier.len() + 1;
+        let number = u32::try_from(attempt).unwrap_or(u32::MAX);
+        let mut report = run_eval(ctx, trial, &planned.identity, number, stop.clone()).await?;
         let retry = report.is_retryable()
             && attempt <= trial.spec.retries as usize
             && stop.reason().is_none();
-        report.attempts = u32::try_from(attempt).unwrap_or(u32::MAX);
+        report.attempts = number;
         if !retry {
             break report;
         }

@@ -124,8 +124,19 @@ pub(crate) fn plan_trials(
     Ok(planned)
 }
 
+/// The id a trial's processes and workspaces are tracked under on attempt `attempt` (from
+/// 1): the trial's id, then `<trial>.r<attempt>` for a retry, since a run's tracker gives an
+/// id to one attempt's processes only.
+pub(crate) fn attempt_id(trial: &Trial, attempt: u32) -> Result<EvalId, EvalError> {
+    if attempt <= 1 {
+        return Ok(trial.id.clone());
+    }
+    Ok(EvalId::new(format!("{}.r{attempt}", trial.id))?)
+}
+
 /// The trial's id (see the [module docs](self)), checked to leave room for the ids of its
-/// phases: `<trial>.build`, `<trial>.review`, `<trial>.home` and `<trial>.s.<service>`.
+/// phases on its last attempt: `<trial>[.r<n>]` followed by `.build`, `.review`, `.home` or
+/// `.s.<service>`.
 fn trial_id(spec: &EvalSpec, epoch: u32) -> Result<EvalId, EvalError> {
     let mut id = spec.eval_id.to_string();
     if let Some(agent) = &spec.agent {
@@ -134,18 +145,15 @@ fn trial_id(spec: &EvalSpec, epoch: u32) -> Result<EvalId, EvalError> {
     if spec.epochs > 1 {
         id = format!("{id}.{epoch}");
     }
-    let suffixes = [
-        ".review".to_owned(),
-        ".build".to_owned(),
-        ".home".to_owned(),
-    ]
-    .into_iter()
-    .chain(
-        spec.phases
-            .services
-            .iter()
-            .map(|s| format!(".s.{}", s.name)),
-    );
+    let retry = if spec.retries > 0 {
+        format!(".r{}", spec.retries + 1)
+    } else {
+        String::new()
+    };
+    let suffixes = [".review", ".build", ".home"]
+        .into_iter()
+        .map(|s| format!("{retry}{s}"))
+        .chain((spec.phases.services.iter()).map(|s| format!("{retry}.s.{}", s.name)));
     for suffix in suffixes {
         if EvalId::new(format!("{id}{suffix}")).is_err() {
             return Err(EvalError::invalid(

@@ -51,6 +51,13 @@ fn the_starters_contents_are_in_the_identity() {
     assert_ne!(second, first);
     std::os::unix::fs::symlink("/etc/passwd", dir.path().join("link")).unwrap();
     assert_ne!(with_starter(), second);
+    // An injected file (not a directory) is hashed too.
+    let file = dir.path().join("src/a.txt");
+    let mut injected = spec();
+    injected.phases.files = vec![crate::settings::injection(file.clone(), None).unwrap()];
+    let before = injected.identity().unwrap();
+    std::fs::write(&file, "three").unwrap();
+    assert_ne!(injected.identity().unwrap(), before);
     let mut missing = spec();
     missing.starter = Some(dir.path().join("nope"));
     assert!(missing.identity().is_err());

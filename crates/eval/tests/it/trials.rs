@@ -261,7 +261,13 @@ async fn retries_rerun_infrastructure_errors_only_after_a_backoff() {
     // The second attempt starts one backoff (1 s) after the first ended (100 ms in).
     assert_eq!(earlier[0].started_at, "2027-01-15T08:00:00.000Z");
     assert_eq!(flaky.started_at, "2027-01-15T08:00:01.100Z");
-    assert_eq!(case.spawned()[..3], ["flaky.s.svc", "flaky.s.svc", "flaky"]);
+    // A retry's processes are tracked as `<trial>.r<attempt>`: a run's tracker gives an id
+    // to one attempt only. Its records stay in the trial's directory.
+    assert_eq!(
+        case.spawned()[..3],
+        ["flaky.s.svc", "flaky.r2.s.svc", "flaky.r2"]
+    );
+    assert!(case.path("flaky", "report.json").is_file());
     // The agent's failure is its result: one attempt, whatever `retries` says.
     assert_eq!((failing.status, failing.attempts), (Status::Failed, 1));
     assert!(failing.earlier_attempts.is_empty());
@@ -305,7 +311,10 @@ async fn retries_stop_when_spent_and_at_a_stop_request() {
     assert_eq!((report.status, report.attempts), (Status::Error, 3));
     assert_eq!(report.earlier_attempts.len(), 2);
     assert_eq!(outcome.summary.duration_ms, 3_000);
-    assert!(case.spawned().iter().all(|id| id == "down.s.svc"));
+    assert_eq!(
+        case.spawned(),
+        ["down.s.svc", "down.r2.s.svc", "down.r3.s.svc"]
+    );
 
     // A stop during the backoff ends the trial with the attempt it has.
     let again = Arc::new(Case::new());

@@ -13,6 +13,7 @@
 mod bad_input;
 mod chaos;
 mod clean;
+mod cluster;
 mod codegen;
 mod demo;
 mod detect;
@@ -25,4 +26,5 @@ mod run;
 mod signals;
 mod suite;
 mod support;
+mod trials;
 mod trust;
