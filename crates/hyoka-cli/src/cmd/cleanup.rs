@@ -35,8 +35,7 @@ pub(crate) async fn exec(args: CleanArgs) -> Result<ExitStatus, Fail> {
     };
     let output = tokio::task::spawn_blocking(move || clean_abandoned(&options))
         .await
-        .map_err(|e| Fail::failure(format!("clean failed: {e}")))?
-        .map_err(|e| crate::harness::failure(&e))?;
+        .map_err(|e| Fail::failure(format!("clean failed: {e}")))??;
     print(&output, json);
     Ok(if output.remaining {
         ExitStatus::Failure

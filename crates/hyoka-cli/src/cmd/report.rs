@@ -11,16 +11,15 @@ pub(crate) fn merge(args: &MergeArgs) -> Result<ExitStatus, Fail> {
         .inputs
         .iter()
         .map(|input| read_summary(input))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| Fail::usage(e.to_string()))?;
+        .collect::<Result<Vec<_>, _>>()?;
     let options = MergeOptions {
         run_id: args.run_id.as_ref().map(ToString::to_string),
         allow_partial: args.allow_partial,
     };
-    let merged = merge_summaries(&shards, &options).map_err(|e| Fail::usage(e.to_string()))?;
+    let merged = merge_summaries(&shards, &options)?;
     match &args.output {
         Some(path) => {
-            write_json(path, &merged).map_err(|e| Fail::failure(e.to_string()))?;
+            write_json(path, &merged)?;
             crate::out::text(&hyoka_eval::render_summary(&merged, path));
         }
         None => crate::out::json(&merged),
@@ -33,8 +32,7 @@ pub(crate) fn merge(args: &MergeArgs) -> Result<ExitStatus, Fail> {
 }
 
 pub(crate) fn compare(args: &CompareArgs) -> Result<ExitStatus, Fail> {
-    let read = |path| read_summary(path).map_err(|e| Fail::usage(e.to_string()));
-    let (a, b) = (read(&args.a)?.1, read(&args.b)?.1);
+    let (a, b) = (read_summary(&args.a)?.1, read_summary(&args.b)?.1);
     let comparison = compare_runs(
         (&args.a.display().to_string(), &a),
         (&args.b.display().to_string(), &b),

@@ -91,7 +91,7 @@ fn plan(args: &RunArgs) -> Result<RunPlan, Fail> {
     let (evals, name_with_eval, suite) = if let Some(path) = &args.suite {
         let text = std::fs::read_to_string(path)
             .map_err(|e| Fail::usage(format!("cannot read suite {}: {e}", path.display())))?;
-        let suite = Suite::from_yaml(&text, path).map_err(|e| Fail::usage(e.to_string()))?;
+        let suite = Suite::from_yaml(&text, path)?;
         (suite.specs(&cli, args.shard), true, suite.identity(&cli))
     } else {
         if args.command.first().is_none_or(|p| p.is_empty()) {
