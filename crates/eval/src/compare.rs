@@ -102,7 +102,7 @@ pub enum Flip {
     Broken,
 }
 
-/// The paired test over tasks (see the [module docs](self)).
+/// The paired test over tasks: the exact two-sided sign test (see [`compare_runs`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PairedTest {
     /// Which test ([`PAIRED_TEST`]).
@@ -119,8 +119,14 @@ pub struct PairedTest {
     pub p_value: f64,
 }
 
-/// Compares run `b` with run `a` (each with where it was read from); see the
-/// [module docs](self).
+/// Compares run `b` with run `a` (each with where it was read from).
+///
+/// Tasks (an eval, with its agent) are matched by eval id and agent; a task's pass rate is
+/// `passed / (passed + failed)` (errors and trials not run are no results), and it flipped
+/// when it is solved (a pass rate of at least one half) in one run and not in the other. The
+/// test is the exact two-sided sign test over the tasks scored in both runs: a task whose
+/// rate is higher in B counts for B, lower for A, equal is a tie and dropped; the p-value is
+/// [`sign_test`]'s. With one trial per task this is McNemar's exact test.
 pub fn compare_runs(a: (&str, &RunSummary), b: (&str, &RunSummary)) -> Comparison {
     let (a_tasks, b_tasks) = (
         TaskSummary::of_trials(&a.1.evals),

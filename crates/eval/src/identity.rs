@@ -17,7 +17,11 @@ use crate::error::EvalError;
 use crate::settings::{EvalSpec, Readiness};
 
 impl EvalSpec {
-    /// The eval's identity (see the [module docs](self)): a lowercase hex SHA-256.
+    /// The eval's identity: a lowercase hex SHA-256 of its command, the contents of its
+    /// starter and injected files (paths, kinds, bytes and link targets, read without
+    /// following links), its environment, limits, timeout, event source, phases and agent.
+    /// The grace period, retries, epochs, workers and paths are left out: they do not decide
+    /// a result. A trial's identity adds its epoch.
     ///
     /// # Errors
     /// [`EvalError::Io`] when the starter or an injected file cannot be read.

@@ -9,8 +9,11 @@
 //!   a whole suite file before anything runs; [`Shard`] picks a shard of it.
 //! - A run: [`run_tracked`] (the one call an embedder needs: a `hyoka-proctrack` tracker,
 //!   real workspaces) or [`run`] on any [`Harness`] takes a [`RunPlan`], a [`Stop`] handle and
-//!   an [`Observer`], runs the evals on `workers` in plan order and returns a [`RunOutcome`]:
-//!   each eval's [`Report`] (`report.json`) and the [`RunSummary`] (`run.json`).
+//!   an [`Observer`], runs each eval's `epochs` [`Trial`]s on `workers` in plan order (an
+//!   infrastructure error runs again, up to `retries`; a [`Resume`] keeps what an earlier run
+//!   finished, by [`EvalSpec::identity`]) and returns a [`RunOutcome`]: each trial's
+//!   [`Report`] (`report.json`, its [`Status`] and [`ErrorKind`] saying whose result it is)
+//!   and the [`RunSummary`] (`run.json`, with [`TaskSummary`]s: pass@k, pass^k).
 //! - An eval goes through its phases in order: setup (the workspace, an isolated home),
 //!   services ([`ServiceSpec`], [`Readiness`]), the agent, build and review
 //!   ([`PhaseCommand`], a [`ReviewVerdict`]), cleanup; each is a [`PhaseRecord`].
@@ -23,9 +26,14 @@
 //!   [`Workspaces`]/[`EvalWorkspace`] ([`TempWorkspaces`]), [`Clock`] ([`SystemClock`]); with
 //!   the `mock` feature `FakeHost`, `FakeProgram` and `FakeClock` run the same policy in
 //!   memory.
+//! - Spending: readers turn an agent's reports into [`UsageEvent`]s, accumulated by the
+//!   [`Monitor`]'s [`UsageMeter`] into [`TokenUsage`] and limited by `max_tokens` and
+//!   `max_cost`.
 //! - Records are written atomically ([`write_json`]); [`merge_summaries`] joins the
-//!   summaries of a suite's shards (each read as evidence by [`read_summary`]); with the
-//!   `schema` feature [`schemas`] gives their JSON Schemas.
+//!   summaries of a suite's shards (each read as evidence by [`read_summary`], checked to
+//!   make one run); [`compare_runs`] pairs two runs' tasks; [`render_summary`] and
+//!   [`render_comparison`] say it for people; with the `schema` feature [`schemas`] gives
+//!   the records' JSON Schemas.
 //! - After a crash, [`clean_abandoned`] repairs what abandoned runs left behind (their
 //!   processes through `hyoka-proctrack`, their workspaces through `hyoka-workspace`, each
 //!   only when provably the run instance's, with the run owner's power).

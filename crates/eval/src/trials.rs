@@ -37,7 +37,9 @@ const MAX_REPORT: u64 = 16 << 20;
 #[derive(Debug, Clone)]
 pub struct Trial {
     /// The trial's id: its records' directory under the run, its processes' id in the
-    /// ledger, and part of its workspace's name (see the [module docs](self)).
+    /// ledger, and part of its workspace's name. The eval's id when the eval has one trial;
+    /// else the eval's id, the agent's name (when a suite names agents) and the epoch,
+    /// joined by dots (`fix-bug.claude.2`).
     pub id: EvalId,
     /// Which repeat of the eval, from 1.
     pub epoch: u32,

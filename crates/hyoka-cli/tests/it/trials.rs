@@ -594,7 +594,7 @@ fn merge_refuses_what_is_not_one_run_and_names_the_inputs() {
         "eval id \"../../etc\" breaks the id grammar",
     );
     let backwards = forged("backwards", &|r| {
-        r["ended_at"] = "2001-01-01T00:00:00.000Z".into()
+        r["ended_at"] = "2001-01-01T00:00:00.000Z".into();
     });
     refused(&merge(&[&one, &backwards], &[]), "its times run backwards");
     let empty = forged("empty", &|r| r["evals"] = serde_json::json!([]));
