@@ -54,6 +54,18 @@ impl Case {
             .unwrap()
     }
 
+    /// Runs `plan` to the error it must end in.
+    pub(crate) async fn run_err(&self, plan: &RunPlan) -> hyoka_eval::EvalError {
+        run(
+            plan,
+            &self.host.harness(),
+            Stop::never(),
+            Arc::new(NoObserver),
+        )
+        .await
+        .unwrap_err()
+    }
+
     /// The eval's `action_timeline.json`.
     pub(crate) fn timeline(&self, eval: &str) -> Timeline {
         let path = self.path(eval, "action_timeline.json");

@@ -371,14 +371,7 @@ async fn a_resume_keeps_finished_trials_and_refuses_changed_evals() {
     changed.command = vec!["other".into()];
     let mut refused = resumed.clone();
     refused.evals[0] = changed;
-    let err = hyoka_eval::run(
-        &refused,
-        &case.host.harness(),
-        Stop::never(),
-        Arc::new(hyoka_eval::NoObserver),
-    )
-    .await
-    .unwrap_err();
+    let err = case.run_err(&refused).await;
     assert!(
         matches!(&err, EvalError::Changed { evals } if evals == &["e"]),
         "{err}"
@@ -530,14 +523,7 @@ async fn a_trial_that_cannot_record_leaves_the_rest_not_run() {
         eval("b", "agent"),
         eval("c", "agent"),
     ]);
-    let err = hyoka_eval::run(
-        &plan,
-        &case.host.harness(),
-        Stop::never(),
-        Arc::new(hyoka_eval::NoObserver),
-    )
-    .await
-    .unwrap_err();
+    let err = case.run_err(&plan).await;
     assert!(
         matches!(&err, EvalError::Eval { eval_id, .. } if eval_id == "b"),
         "{err}"
