@@ -128,13 +128,10 @@ fn limits(c: &mut Criterion) {
                 max_files: 1_000_000,
                 max_output_size: 0,
                 max_session_actions: 0,
+                ..LimitSet::default()
             });
             for (i, event) in events.iter().enumerate() {
-                let crossed = match event {
-                    AgentEvent::Turn { .. } => monitor.turn(),
-                    AgentEvent::ToolCall { .. } => monitor.action(),
-                };
-                black_box(crossed);
+                black_box(monitor.event(event));
                 black_box(monitor.usage(i as u64, i as u64 * 100));
             }
         });

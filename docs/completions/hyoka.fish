@@ -49,6 +49,11 @@ complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l max-turns -d 'Stop a
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l max-files -d 'Stop after this many files created or changed; 0 disables. Default: 50' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l max-output-size -d 'Stop after this many bytes of files created or changed (1048576, 512KiB, 1MiB, 1MB); 0 disables. Default: 1MiB' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l max-session-actions -d 'Stop after this many tool calls; 0 disables. Default: 50' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l max-tokens -d 'Stop after the agent reports this many tokens (all kinds); 0 (the default) disables' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l max-cost -d 'Stop after the agent reports spending more than this many US dollars; 0 disables' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l epochs -d 'Run each eval this many times (trials), each in its own workspace. Default: 1' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l retries -d 'Rerun a trial that ended in an infrastructure error up to N times, with backoff' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l fail-on -d 'Exit 1 when a trial did not pass (failure), errored or did not run (error), or never' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l events -d 'Where turns and tool calls come from: none, stream-json (the agent\'s stdout) or jsonl (lines appended to $HYOKA_EVENTS). Default: none' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l suite -d 'Run the evals of a YAML suite file instead of one command' -r -F
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l workers -d 'How many evals run at once' -r
@@ -59,6 +64,8 @@ complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l build-timeout -d 'Th
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l review -d 'After the build, run this shell command as the review phase; it may print a JSON verdict `{"pass": bool, "score": number, "notes": "…"}`' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l review-timeout -d 'The review phase\'s timeout. Default: 10m' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l pass-env -d 'With --isolate-home, also pass this environment variable through. Repeatable' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l resume -d 'Continue the run --run-id names: keep its finished trials, run the rest'
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l rerun-changed -d 'With --resume, rerun the trials of evals that changed instead of refusing'
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l isolate-home -d 'Give the agent and its phases their own HOME and XDG directories and a cleared environment (PATH, locale, TERM, TZ, USER and --pass-env variables are kept)'
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l json -d 'Print the run summary (run.json) on stdout instead of the human summary'
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -106,19 +113,27 @@ complete -c hyoka -n "__fish_hyoka_using_subcommand doctor" -s v -l verbose -d '
 complete -c hyoka -n "__fish_hyoka_using_subcommand doctor" -s q -l quiet -d 'Only errors on stderr'
 complete -c hyoka -n "__fish_hyoka_using_subcommand doctor" -s h -l help -d 'Print help'
 complete -c hyoka -n "__fish_hyoka_using_subcommand doctor" -s V -l version -d 'Print version'
-complete -c hyoka -n "__fish_hyoka_using_subcommand report; and not __fish_seen_subcommand_from merge help" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
-complete -c hyoka -n "__fish_hyoka_using_subcommand report; and not __fish_seen_subcommand_from merge help" -s q -l quiet -d 'Only errors on stderr'
-complete -c hyoka -n "__fish_hyoka_using_subcommand report; and not __fish_seen_subcommand_from merge help" -s h -l help -d 'Print help'
-complete -c hyoka -n "__fish_hyoka_using_subcommand report; and not __fish_seen_subcommand_from merge help" -s V -l version -d 'Print version'
-complete -c hyoka -n "__fish_hyoka_using_subcommand report; and not __fish_seen_subcommand_from merge help" -f -a "merge" -d 'Merge the run.json files of a suite\'s shards into one summary'
-complete -c hyoka -n "__fish_hyoka_using_subcommand report; and not __fish_seen_subcommand_from merge help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c hyoka -n "__fish_hyoka_using_subcommand report; and not __fish_seen_subcommand_from merge compare help" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c hyoka -n "__fish_hyoka_using_subcommand report; and not __fish_seen_subcommand_from merge compare help" -s q -l quiet -d 'Only errors on stderr'
+complete -c hyoka -n "__fish_hyoka_using_subcommand report; and not __fish_seen_subcommand_from merge compare help" -s h -l help -d 'Print help'
+complete -c hyoka -n "__fish_hyoka_using_subcommand report; and not __fish_seen_subcommand_from merge compare help" -s V -l version -d 'Print version'
+complete -c hyoka -n "__fish_hyoka_using_subcommand report; and not __fish_seen_subcommand_from merge compare help" -f -a "merge" -d 'Merge the run.json files of a suite\'s shards into one summary'
+complete -c hyoka -n "__fish_hyoka_using_subcommand report; and not __fish_seen_subcommand_from merge compare help" -f -a "compare" -d 'Compare two runs: per-task pass rates, flipped tasks, totals, a paired sign test'
+complete -c hyoka -n "__fish_hyoka_using_subcommand report; and not __fish_seen_subcommand_from merge compare help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from merge" -s o -l output -d 'Write the merged summary here (atomically) instead of stdout' -r -F
-complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from merge" -l run-id -d 'The merged run\'s id. Default: the shards\' common run id, else `merged`' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from merge" -l run-id -d 'The merged run\'s id. Default: the shards\' run id' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from merge" -l allow-partial -d 'Merge even when shards are missing (run.json lists them in missing_shards)'
 complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from merge" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from merge" -s q -l quiet -d 'Only errors on stderr'
 complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from merge" -s h -l help -d 'Print help'
 complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from merge" -s V -l version -d 'Print version'
+complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from compare" -l json -d 'Print the comparison as JSON on stdout'
+complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from compare" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from compare" -s q -l quiet -d 'Only errors on stderr'
+complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from compare" -s h -l help -d 'Print help'
+complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from compare" -s V -l version -d 'Print version'
 complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from help" -f -a "merge" -d 'Merge the run.json files of a suite\'s shards into one summary'
+complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from help" -f -a "compare" -d 'Compare two runs: per-task pass rates, flipped tasks, totals, a paired sign test'
 complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l backend -d 'Where the agent runs: pty or tmux' -r -f -a "pty\t'A pseudo-terminal owned by hyoka (the embedded default)'
 tmux\t'A session on a private tmux server: it survives a restart of hyoka and can be re-attached with `--tmux-session`'"
@@ -169,3 +184,4 @@ complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_su
 complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook help" -f -a "hook" -d 'Forward a Claude Code hook (payload on stdin) to the running respawn controller'
 complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c hyoka -n "__fish_hyoka_using_subcommand help; and __fish_seen_subcommand_from report" -f -a "merge" -d 'Merge the run.json files of a suite\'s shards into one summary'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and __fish_seen_subcommand_from report" -f -a "compare" -d 'Compare two runs: per-task pass rates, flipped tasks, totals, a paired sign test'

@@ -7,15 +7,17 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use hyoka_eval::{Containment, EvalSpec, Observer, Report, RunPlan, RunSummary, Stop, run_tracked};
+use hyoka_eval::{
+    Containment, EvalSpec, Observer, Report, RunPlan, RunSummary, Stop, Trial, run_tracked,
+};
 use hyoka_workspace::{EvalId, RunId};
 
 /// Prints one line per eval as it starts and ends.
 struct Progress;
 
 impl Observer for Progress {
-    fn eval_started(&self, spec: &EvalSpec) {
-        println!("started  {}", spec.eval_id);
+    fn eval_started(&self, trial: &Trial) {
+        println!("started  {}", trial.id);
     }
 
     fn eval_finished(&self, report: &Report) {

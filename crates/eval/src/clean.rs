@@ -151,29 +151,7 @@ pub fn clean_abandoned(options: &CleanupOptions) -> Result<CleanupReport, EvalEr
     let mut workspaces = Vec::new();
     let mut remaining = false;
     for report in &runs {
-        remaining |= if args.dry_run {
-            !report.found.is_empty() || report.refused.is_some()
-        } else {
-            !report.is_clean()
-        };
-        let Some(authority) = report.authority else {
-            continue;
-        };
-        let instance = match &report.instance {
-            Some(instance) => InstanceRule::Exactly(instance.as_str()),
-            None => InstanceRule::Absent,
-        };
-        let expected = Expected {
-            run_id: &report.run_id,
-            instance,
-            owner_uid: authority.user_filter(),
-            kept_before,
-        };
-        for workspace in &report.workspaces {
-            let result = dispose(authority, &roots, &workspace.path, &expected, args.dry_run);
-            remaining |= result.action.remains();
-            workspaces.push(result);
-        }
+        remaining |= dispose_run(report, &roots, args.dry_run, kept_before, &mut workspaces);
     }
     // Marked workspaces of runs whose reports are not under `reports`.
     for (path, marker) in find_marked(workspace_root) {
@@ -200,6 +178,74 @@ pub fn clean_abandoned(options: &CleanupOptions) -> Result<CleanupReport, EvalEr
         workspaces,
         remaining,
     })
+}
+
+/// Repairs one abandoned run, as [`clean_abandoned`] does for each (its processes, cgroup
+/// leaves and workspaces; the ledger marked cleaned), before a resumed run takes its id
+/// over. A live run is left alone (its owner lock then refuses the resume). Blocks for the
+/// grace period.
+///
+/// # Errors
+/// [`EvalError::Clean`] when the run cannot be cleaned.
+pub(crate) fn clean_abandoned_run(
+    run_dir: &Path,
+    workspace_root: &Path,
+    grace: Duration,
+) -> Result<CleanupReport, EvalError> {
+    let options = CleanOptions {
+        grace,
+        ..CleanOptions::default()
+    };
+    let report =
+        hyoka_proctrack::clean_run(run_dir, &options).map_err(|source| EvalError::Clean {
+            context: format!("cannot repair run {} to resume it", run_dir.display()),
+            source,
+        })?;
+    let mut roots = vec![workspace_root.to_owned(), std::env::temp_dir()];
+    roots.dedup();
+    let mut workspaces = Vec::new();
+    let remaining = dispose_run(&report, &roots, false, None, &mut workspaces);
+    Ok(CleanupReport {
+        dry_run: false,
+        runs: vec![report],
+        workspaces,
+        remaining,
+    })
+}
+
+/// Removes the workspaces a cleaned run's ledger names (into `out`); returns whether
+/// anything that should be gone remains.
+fn dispose_run(
+    report: &CleanReport,
+    roots: &[PathBuf],
+    dry_run: bool,
+    kept_before: Option<u64>,
+    out: &mut Vec<WorkspaceCleanup>,
+) -> bool {
+    let mut remaining = if dry_run {
+        !report.found.is_empty() || report.refused.is_some()
+    } else {
+        !report.is_clean()
+    };
+    let Some(authority) = report.authority else {
+        return remaining;
+    };
+    let instance = match &report.instance {
+        Some(instance) => InstanceRule::Exactly(instance.as_str()),
+        None => InstanceRule::Absent,
+    };
+    let expected = Expected {
+        run_id: &report.run_id,
+        instance,
+        owner_uid: authority.user_filter(),
+        kept_before,
+    };
+    for workspace in &report.workspaces {
+        let result = dispose(authority, roots, &workspace.path, &expected, dry_run);
+        remaining |= result.action.remains();
+        out.push(result);
+    }
+    remaining
 }
 
 /// Removes one recorded workspace with `authority`'s power only, after `hyoka-workspace`'s

@@ -88,6 +88,27 @@ pub enum EvalError {
         /// What is missing, and what to do instead.
         reason: String,
     },
+    /// The shards given to a merge do not make one run: different suites or run ids,
+    /// missing or repeated shards, ids that break the id grammar, times that run backwards,
+    /// no trials. The message names the inputs.
+    #[error("{message}")]
+    Merge {
+        /// What is wrong, in one line, naming the inputs.
+        message: String,
+    },
+    /// A resumed run found finished trials of evals whose settings changed since the run
+    /// began.
+    #[error(
+        "cannot resume: eval{} {} changed since the run began (finished trials were run with \
+         other settings); rerun {} with --rerun-changed, or start another run",
+        if evals.len() == 1 { "" } else { "s" },
+        evals.join(", "),
+        if evals.len() == 1 { "its trials" } else { "their trials" }
+    )]
+    Changed {
+        /// The evals that changed, in plan order.
+        evals: Vec<String>,
+    },
     /// Abandoned runs could not be listed or cleaned.
     #[error("{context}: {source}")]
     Clean {
@@ -142,6 +163,8 @@ impl EvalError {
             | Self::DuplicateEval { .. }
             | Self::Summary { .. }
             | Self::Sandbox { .. }
+            | Self::Merge { .. }
+            | Self::Changed { .. }
             | Self::Tracker(
                 ProcTrackError::RunLive { .. }
                 | ProcTrackError::UncleanRun { .. }

@@ -24,12 +24,15 @@ use crate::phases::{
 };
 use crate::ps::LiveStatus;
 use crate::records::{STATUS_FILE, millis, rfc3339, write_json};
-use crate::report::PhaseStatus;
-use crate::report::{Cleanup, Counts, Limits, Report, Status, Termination};
+use crate::report::{
+    Cleanup, Counts, ErrorKind, Limits, PhaseRecord, PhaseStatus, Report, Status, Termination,
+};
 use crate::sandbox::{SandboxDecision, SandboxMode, SandboxRecord, Writable, decide};
 use crate::settings::EvalSpec;
-use crate::stop::{Stop, StopReason};
+use crate::stop::Stop;
 use crate::timeline::TimelineBuilder;
+use crate::trials::{Trial, attempt_id};
+use crate::usage::TokenUsage;
 use crate::watch::WatchUpdate;
 use hyoka_proctrack::{NetNamespace, Network, Sandbox};
 
@@ -52,12 +55,16 @@ pub(crate) struct RunContext {
     pub(crate) harness: Harness,
 }
 
-/// The report of an eval that never started because a stop was requested first.
-pub(crate) fn not_started(ctx: &RunContext, spec: &EvalSpec, reason: StopReason) -> Report {
+/// A report of `trial` with nothing done yet: no workspace, no counts, no phases.
+fn blank_report(ctx: &RunContext, trial: &Trial, identity: &str, status: Status) -> Report {
+    let spec = &trial.spec;
     let now = rfc3339(ctx.harness.clock.wall());
     Report {
         run_id: ctx.run_id.to_string(),
         eval_id: spec.eval_id.to_string(),
+        trial: trial.id.to_string(),
+        epoch: trial.epoch,
+        agent: spec.agent.clone(),
         command: spec
             .command
             .iter()
@@ -67,20 +74,42 @@ pub(crate) fn not_started(ctx: &RunContext, spec: &EvalSpec, reason: StopReason)
         started_at: now.clone(),
         ended_at: now,
         duration_ms: 0,
-        status: Status::Failed,
+        status,
+        error_kind: None,
         termination: Termination::Interrupted,
         exit_code: None,
         signal: None,
         limits: limits_of(spec),
         counts: Counts::default(),
+        usage: None,
         cleanup: Cleanup {
             workspace_removed: true,
             ..Cleanup::default()
         },
-        error: Some(format!("not started: {} arrived first", reason.name())),
+        error: None,
         phases: Vec::new(),
         review: None,
         sandbox: None,
+        attempts: 1,
+        earlier_attempts: Vec::new(),
+        identity: identity.to_owned(),
+    }
+}
+
+/// The report of a trial that never started: a stop was requested first, or an earlier
+/// trial could not record.
+pub(crate) fn not_started(
+    ctx: &RunContext,
+    trial: &Trial,
+    identity: &str,
+    termination: Termination,
+    why: String,
+) -> Report {
+    Report {
+        termination,
+        error: Some(why),
+        attempts: 0,
+        ..blank_report(ctx, trial, identity, Status::NotRun)
     }
 }
 
@@ -90,26 +119,64 @@ fn limits_of(spec: &EvalSpec) -> Limits {
         max_files: spec.limits.max_files,
         max_output_size: spec.limits.max_output_size,
         max_session_actions: spec.limits.max_session_actions,
+        max_tokens: spec.limits.max_tokens,
+        max_cost: spec.limits.max_cost,
         timeout_ms: millis(spec.timeout),
         grace_ms: millis(spec.grace),
     }
 }
 
-/// Runs one eval through its phases (setup, services, agent, build, review, cleanup) and
-/// writes its records. Every outcome of the agent and of every phase becomes a report; only a
-/// failure to create the workspace or write the records is an error.
+/// Whose result a trial is, from how its agent and phases ended (see [`Status`] and
+/// [`ErrorKind`]): the infrastructure's faults first (including an interruption), then the
+/// agent's result, then the scorer's faults, then the phases' verdicts.
+fn classify(
+    outcome: &AgentOutcome,
+    phases: &[PhaseRecord],
+    interrupted: bool,
+) -> (Status, Option<ErrorKind>) {
+    let phase = |name: &str, status: PhaseStatus| {
+        phases.iter().any(|p| p.name == name && p.status == status)
+    };
+    let agent_passed = outcome.termination == Termination::Exited && outcome.exit_code == Some(0);
+    let scorer = |status| phase("build", status) || phase("review", status);
+    if outcome.infra
+        || interrupted
+        || outcome.termination == Termination::Interrupted
+        || phase("cleanup", PhaseStatus::Failed)
+    {
+        (Status::Error, Some(ErrorKind::Infra))
+    } else if !agent_passed {
+        (Status::Failed, None)
+    } else if scorer(PhaseStatus::Error) {
+        (Status::Error, Some(ErrorKind::Scorer))
+    } else if scorer(PhaseStatus::Failed) {
+        (Status::Failed, None)
+    } else {
+        (Status::Passed, None)
+    }
+}
+
+/// Runs one attempt of a trial through its phases (setup, services, agent, build, review,
+/// cleanup) and writes its logs and timeline; the caller writes `report.json` once it
+/// decides whether the attempt is the last. Every outcome of the agent and of every phase,
+/// and a workspace that cannot be made, becomes a report; only records that cannot be
+/// written are an error.
 #[expect(
     clippy::too_many_lines,
     reason = "the phases, in order, read best as one sequence"
 )]
 pub(crate) async fn run_eval(
     ctx: &RunContext,
-    spec: &EvalSpec,
+    trial: &Trial,
+    identity: &str,
+    attempt: u32,
     stop: Stop,
 ) -> Result<Report, EvalError> {
+    let spec = &*trial.spec;
     let clock = &*ctx.harness.clock;
-    let eval_id = spec.eval_id.as_str();
-    let eval_dir = ctx.run_dir.join(eval_id);
+    let process_id = attempt_id(trial, attempt)?;
+    let eval_id = process_id.as_str();
+    let eval_dir = ctx.run_dir.join(trial.id.as_str());
     std::fs::create_dir_all(&eval_dir).map_err(|e| EvalError::io("create", &eval_dir, e))?;
     let started_at = clock.wall();
     let started = clock.now();
@@ -118,24 +185,48 @@ pub(crate) async fn run_eval(
     let live = LiveStatus::new(&eval_dir, started_at);
     live.phase("setup", clock.wall());
     let setup = PhaseClock::start(clock, "setup");
-    let mut workspace = create_recorded(
+    let created = create_recorded(
         ctx,
         eval_id,
         &WorkspaceOptions {
             root: ctx.workspace_root.clone(),
             run_id: ctx.run_id.clone(),
-            eval_id: ctx.name_with_eval.then(|| spec.eval_id.clone()),
+            eval_id: ctx.name_with_eval.then(|| process_id.clone()),
             keep: ctx.keep,
             starter: spec.starter.clone(),
             inject: spec.phases.files.clone(),
             instance: ctx.harness.processes.instance(),
             owner: ctx.harness.processes.marker_owner(),
         },
-    )?;
-    let home = if spec.phases.isolate_home {
-        Some(isolated_home(ctx, &spec.eval_id)?)
-    } else {
-        None
+    )
+    .and_then(|workspace| {
+        if !spec.phases.isolate_home {
+            return Ok((workspace, None));
+        }
+        match isolated_home(ctx, &process_id) {
+            Ok(home) => Ok((workspace, Some(home))),
+            Err(err) => {
+                let _ = close_workspace(workspace, Status::Error);
+                Err(err)
+            }
+        }
+    });
+    let (mut workspace, home) = match created {
+        Ok(created) => created,
+        Err(err) => {
+            // The workspace or the home could not be made: the machine's fault, retried.
+            let why = format!("cannot prepare the workspace: {err}");
+            let _ = std::fs::remove_file(eval_dir.join(STATUS_FILE));
+            return Ok(Report {
+                termination: Termination::SetupFailed,
+                error_kind: Some(ErrorKind::Infra),
+                started_at: rfc3339(started_at),
+                duration_ms: millis(clock.now().saturating_duration_since(started)),
+                phases: vec![setup.finish(PhaseStatus::Error, None, Some(why.clone()))],
+                error: Some(why),
+                ..blank_report(ctx, trial, identity, Status::Error)
+            });
+        }
     };
     let mut sandbox = eval_sandbox(ctx, spec, workspace.path(), home.as_ref().map(|h| h.path()))?;
     let skipped_links = workspace.skipped_links();
@@ -198,7 +289,7 @@ pub(crate) async fn run_eval(
             }
             Err((reason, reports)) => {
                 teardowns.extend(reports);
-                phases.push(phase.finish(PhaseStatus::Failed, None, Some(reason.clone())));
+                phases.push(phase.finish(PhaseStatus::Error, None, Some(reason.clone())));
                 service_failure = Some(reason);
             }
         }
@@ -211,6 +302,7 @@ pub(crate) async fn run_eval(
         AgentOutcome::not_run(
             Termination::ServiceFailed,
             reason,
+            true,
             TimelineBuilder::new(started),
         )
     } else {
@@ -230,7 +322,7 @@ pub(crate) async fn run_eval(
         .await;
         let agent_status = match outcome.termination {
             Termination::Exited if outcome.exit_code == Some(0) => PhaseStatus::Passed,
-            Termination::SpawnFailed => PhaseStatus::Error,
+            _ if outcome.infra => PhaseStatus::Error,
             _ => PhaseStatus::Failed,
         };
         let detail = (agent_status != PhaseStatus::Passed).then(|| {
@@ -254,6 +346,7 @@ pub(crate) async fn run_eval(
         Termination::Interrupted | Termination::SpawnFailed | Termination::ServiceFailed
     );
     let mut verdict = None;
+    let mut interrupted = false;
     for (name, command) in [
         ("build", &spec.phases.build),
         ("review", &spec.phases.review),
@@ -281,6 +374,7 @@ pub(crate) async fn run_eval(
             format!("{name} {}", run.record.status.as_str()),
         );
         teardowns.push(run.teardown);
+        interrupted |= run.interrupted;
         if name == "review" {
             verdict = run.verdict;
         }
@@ -289,20 +383,10 @@ pub(crate) async fn run_eval(
     teardowns.extend(stop_services(services, &Escalation::new()).await);
 
     // The eval passes only if the agent and every phase that ran passed: a later phase can
-    // never turn a limit, a timeout or a failed agent into a pass.
-    let agent_passed = outcome.termination == Termination::Exited && outcome.exit_code == Some(0);
-    let phases_passed = phases
-        .iter()
-        .all(|p| matches!(p.status, PhaseStatus::Passed | PhaseStatus::Skipped));
-    let status = match outcome.termination {
-        Termination::SpawnFailed => Status::Error,
-        Termination::ServiceFailed if outcome.exit_code.is_none() && outcome.signal.is_none() => {
-            Status::Error
-        }
-        _ if agent_passed && phases_passed => Status::Passed,
-        _ => Status::Failed,
-    };
-
+    // never turn a limit, a timeout or a failed agent into a pass. Cleanup may still turn a
+    // pass into an infrastructure error (survivors, leftovers), so the workspace is closed
+    // with the status decided so far.
+    let (status, _) = classify(&outcome, &phases, interrupted);
     live.phase("cleanup", clock.wall());
     let cleanup_clock = PhaseClock::start(clock, "cleanup");
     let workspace_path = workspace_path.display().to_string();
@@ -358,41 +442,35 @@ pub(crate) async fn run_eval(
             )
         }),
     ));
+    let (status, error_kind) = classify(&outcome, &phases, interrupted);
     let duration = clock.now().saturating_duration_since(started);
     let timeline = outcome.timeline.finish(
         ctx.run_id.as_str(),
-        eval_id,
+        spec.eval_id.as_str(),
         outcome.counts,
         duration,
         outcome.unknown_lines,
         outcome.malformed_lines,
     );
     let report = Report {
-        run_id: ctx.run_id.to_string(),
-        eval_id: eval_id.to_owned(),
-        command: spec
-            .command
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect(),
         workspace: workspace_path,
         started_at: rfc3339(started_at),
         ended_at: rfc3339(clock.wall()),
         duration_ms: millis(duration),
-        status,
+        error_kind,
         termination: outcome.termination,
         exit_code: outcome.exit_code,
         signal: outcome.signal,
-        limits: limits_of(spec),
         counts: outcome.counts,
+        usage: outcome.usage,
         cleanup,
         error: outcome.error,
         phases,
         review: verdict,
         sandbox: sandbox.map(|s| s.record),
+        ..blank_report(ctx, trial, identity, status)
     };
     write_json(&eval_dir.join("action_timeline.json"), &timeline)?;
-    write_json(&eval_dir.join("report.json"), &report)?;
     let _ = std::fs::remove_file(eval_dir.join(STATUS_FILE));
     Ok(report)
 }
@@ -546,6 +624,9 @@ struct AgentOutcome {
     exit_code: Option<i32>,
     signal: Option<i32>,
     error: Option<String>,
+    /// Whether the agent's end is the infrastructure's fault (see [`ErrorKind::Infra`]).
+    infra: bool,
+    usage: Option<TokenUsage>,
     counts: Counts,
     timeline: TimelineBuilder,
     unknown_lines: u64,
@@ -555,13 +636,21 @@ struct AgentOutcome {
 }
 
 impl AgentOutcome {
-    /// The outcome of an agent that was never started.
-    fn not_run(termination: Termination, error: String, timeline: TimelineBuilder) -> Self {
+    /// The outcome of an agent that was never started (`infra`: through no fault of its
+    /// command).
+    fn not_run(
+        termination: Termination,
+        error: String,
+        infra: bool,
+        timeline: TimelineBuilder,
+    ) -> Self {
         Self {
             termination,
             exit_code: None,
             signal: None,
             error: Some(error),
+            infra,
+            usage: None,
             counts: Counts::default(),
             timeline,
             unknown_lines: 0,
@@ -606,8 +695,10 @@ async fn run_agent(
     let (eval_dir, env, clock) = (pcx.eval_dir, pcx.env, pcx.clock);
     let mut timeline = TimelineBuilder::new(started);
     let mut monitor = Monitor::new(spec.limits);
+    // The agent's own command missing or not executable is its result; anything else
+    // that keeps it from starting is the machine's fault.
     let spawn_failed = |error: String, timeline: TimelineBuilder| {
-        AgentOutcome::not_run(Termination::SpawnFailed, error, timeline)
+        AgentOutcome::not_run(Termination::SpawnFailed, error, true, timeline)
     };
     let log = match CappedLog::create(&eval_dir.join("output.log"), OUTPUT_CAP).await {
         Ok(log) => log,
@@ -634,7 +725,7 @@ async fn run_agent(
     if let Err(err) = ctx
         .harness
         .processes
-        .record_workspace(spec.eval_id.as_str(), workspace.path())
+        .record_workspace(pcx.eval_id, workspace.path())
     {
         return spawn_failed(
             format!("cannot record the workspace in the ledger: {err}"),
@@ -643,22 +734,21 @@ async fn run_agent(
     }
     let (watch_tx, mut watch_rx) = unbounded_channel::<WatchUpdate>();
     let watcher = workspace.watch(watch_tx);
-    let mut agent = match ctx
-        .harness
-        .processes
-        .spawn(spec.eval_id.as_str(), command)
-        .await
-    {
+    let mut agent = match ctx.harness.processes.spawn(pcx.eval_id, command).await {
         Ok(agent) => agent,
         Err(err) => {
             let _ = log.finish().await;
-            let message = match &err {
-                ProcTrackError::Spawn { program, source } => {
-                    format!("cannot start {:?}: {source}", program.display().to_string())
-                }
-                other => format!("cannot start the agent: {other}"),
+            let (message, infra) = match &err {
+                ProcTrackError::Spawn { program, source } => (
+                    format!("cannot start {:?}: {source}", program.display().to_string()),
+                    !matches!(
+                        source.kind(),
+                        std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied
+                    ),
+                ),
+                other => (format!("cannot start the agent: {other}"), true),
             };
-            return spawn_failed(message, timeline);
+            return AgentOutcome::not_run(Termination::SpawnFailed, message, infra, timeline);
         }
     };
     // Read now: teardown removes the cgroup leaf, after which the agent no longer reports it.
@@ -702,11 +792,7 @@ async fn run_agent(
             }
             Some(event) = agent_rx.recv() => {
                 timeline.agent(clock.now(), &event);
-                let crossed = match event {
-                    AgentEvent::Turn { .. } => monitor.turn(),
-                    AgentEvent::ToolCall { .. } => monitor.action(),
-                };
-                if let Some(termination) = crossed {
+                if let Some(termination) = monitor.event(&event) {
                     break End::Stopped(termination);
                 }
             }
@@ -734,6 +820,8 @@ async fn run_agent(
         }
     };
     let stop_counts = monitor.counts();
+    // Read before teardown removes the cgroup leaf that counts the kernel's OOM kills.
+    let oom_killed = agent.oom_killed();
     if let End::Stopped(termination) = end {
         if !matches!(
             termination,
@@ -801,10 +889,7 @@ async fn run_agent(
     // and to the counts unless a limit already froze them.
     while let Ok(event) = agent_rx.try_recv() {
         timeline.agent(clock.now(), &event);
-        match event {
-            AgentEvent::Turn { .. } => drop(monitor.turn()),
-            AgentEvent::ToolCall { .. } => drop(monitor.action()),
-        }
+        let _ = monitor.event(&event);
     }
     while let Ok(update) = watch_rx.try_recv() {
         if let Some((change, path)) = update.change {
@@ -852,11 +937,22 @@ async fn run_agent(
             _ => format!("unknown exit{stopped}"),
         },
     );
+    // A process of the agent killed by the kernel's OOM killer, when the agent then failed,
+    // is the machine's fault.
+    let oom = oom_killed
+        && termination == Termination::Exited
+        && exit_code != Some(0)
+        && service_error.is_none();
+    let infra = service_error.is_some() || oom;
+    let error = service_error
+        .or_else(|| oom.then(|| "the kernel's OOM killer ended a process of the agent".to_owned()));
     AgentOutcome {
         termination,
         exit_code,
         signal,
-        error: service_error,
+        error,
+        infra,
+        usage: monitor.spending(),
         counts,
         timeline,
         unknown_lines,

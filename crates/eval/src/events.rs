@@ -1,9 +1,24 @@
-//! Agent events: turns and tool calls, from Claude Code's stream-json or from JSON lines the
-//! agent appends to `$HYOKA_EVENTS`.
+//! Agent events: turns, tool calls and spending, from Claude Code's stream-json or from JSON
+//! lines the agent appends to `$HYOKA_EVENTS`.
 //!
 //! Both sources produce the same [`AgentEvent`]s, counted one way: a turn is one assistant
-//! message, an action is one tool call. Unknown or malformed lines are counted and skipped,
-//! never fatal.
+//! message, an action is one tool call, and tokens and cost arrive as
+//! [`AgentEvent::Usage`]. Unknown or malformed lines are counted and skipped, never fatal.
+//!
+//! # Adding a reader for another agent's format
+//!
+//! A reader is a parser from the agent's output (a line, a chunk) to [`AgentEvent`]s; it
+//! keeps whatever state its format needs (the stream-json reader remembers recent message
+//! ids) and nothing else. It never counts against limits and never writes records: the eval
+//! feeds every event to the one [`Monitor`](crate::Monitor), which counts turns and actions,
+//! accumulates spending in its [`UsageMeter`](crate::UsageMeter) and says which limit was
+//! crossed, and the records read the monitor. For spending, a reader emits
+//! [`UsageEvent::Increment`] when its format reports spending step by step (subtracting what
+//! it already reported when the format repeats a running figure, as stream-json does for the
+//! lines of one message) and [`UsageEvent::Total`] when the format gives an authoritative
+//! running total (Claude Code's `result` line); it leaves a field `None` when the format does
+//! not say, so nothing is guessed. A new format then needs an [`EventSource`] variant and
+//! a line in the eval's output pump (`eval.rs`), nothing more.
 
 mod jsonl;
 mod lines;
@@ -12,6 +27,8 @@ mod stream_json;
 pub use self::jsonl::parse_jsonl_event;
 pub use self::lines::{LineSplitter, MAX_LINE};
 pub use self::stream_json::{LineKind, StreamJsonParser};
+
+use crate::usage::UsageEvent;
 
 /// How the harness learns what the agent does.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -43,7 +60,7 @@ impl std::str::FromStr for EventSource {
 }
 
 /// One thing the agent did.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum AgentEvent {
     /// An assistant message began.
     Turn {
@@ -59,6 +76,8 @@ pub enum AgentEvent {
         /// The call's input, as JSON text, truncated on a character boundary.
         input: Option<String>,
     },
+    /// The agent reported tokens or cost.
+    Usage(UsageEvent),
 }
 
 /// How much of a tool call's input the timeline keeps.

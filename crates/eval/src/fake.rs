@@ -47,6 +47,7 @@ enum Step {
 enum End {
     Exit(i32),
     Hang,
+    OomKilled,
 }
 
 /// What a fake program does when it is started: steps in order (wait, print a line on
@@ -110,6 +111,13 @@ impl FakeProgram {
         self
     }
 
+    /// Is killed by the kernel's OOM killer (SIGKILL, counted by its cgroup) after its steps.
+    #[must_use]
+    pub fn oom_killed(mut self) -> Self {
+        self.end = End::OomKilled;
+        self
+    }
+
     /// Starts a child in its process group that ignores SIGTERM, so teardown needs SIGKILL.
     #[must_use]
     pub fn leaves_stubborn_child(mut self) -> Self {
@@ -165,11 +173,16 @@ impl Clock for FakeClock {
 pub struct FakeHost {
     inner: Arc<Inner>,
     clock: FakeClock,
+    /// The ids started through this harness: like a run's tracker, a harness gives an id to
+    /// one start only.
+    ids: Arc<Mutex<std::collections::BTreeSet<String>>>,
 }
 
 #[derive(Debug)]
 struct Inner {
-    programs: Mutex<BTreeMap<String, FakeProgram>>,
+    /// Each name's programs, one per start in order (the last repeats), and how many
+    /// starts there were.
+    programs: Mutex<BTreeMap<String, (Vec<FakeProgram>, usize)>>,
     system: FakeSystem,
     workspaces: Mutex<Vec<Arc<MemEval>>>,
     spawned: Mutex<Vec<(String, AgentCommand)>>,
@@ -193,18 +206,36 @@ impl FakeHost {
                 }),
             }),
             clock: FakeClock::new(wall),
+            ids: Arc::default(),
         }
     }
 
     /// Registers what the program named `name` does.
     pub fn program(&self, name: &str, program: FakeProgram) {
-        lock(&self.inner.programs).insert(name.to_owned(), program);
+        self.programs(name, vec![program]);
     }
 
-    /// A harness on these fakes.
+    /// Registers what the program named `name` does on each start: the first start runs
+    /// `programs[0]`, the second `programs[1]`, and so on; the last one repeats. An empty
+    /// list unregisters the name.
+    pub fn programs(&self, name: &str, programs: Vec<FakeProgram>) {
+        let mut registered = lock(&self.inner.programs);
+        if programs.is_empty() {
+            registered.remove(name);
+        } else {
+            registered.insert(name.to_owned(), (programs, 0));
+        }
+    }
+
+    /// A harness on these fakes, for one run: as a run's tracker does, it refuses to start
+    /// an id twice (`ProcTrackError::DuplicateEval`).
     pub fn harness(&self) -> Harness {
+        let run = Self {
+            ids: Arc::default(),
+            ..self.clone()
+        };
         Harness {
-            processes: Arc::new(self.clone()),
+            processes: Arc::new(run),
             workspaces: Arc::new(self.clone()),
             clock: Arc::new(self.clock),
         }
@@ -277,7 +308,21 @@ impl Processes for FakeHost {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let Some(program) = lock(&self.inner.programs).get(&name).cloned() else {
+        if !lock(&self.ids).insert(id.to_owned()) {
+            return Err(ProcTrackError::DuplicateEval {
+                eval_id: id.to_owned(),
+            });
+        }
+        let next = lock(&self.inner.programs)
+            .get_mut(&name)
+            .map(|(programs, starts)| {
+                let program = programs[(*starts).min(programs.len() - 1)].clone();
+                *starts += 1;
+                program
+            });
+        let Some(program) = next else {
+            // As the tracker does after a failed start, the id is free again.
+            lock(&self.ids).remove(id);
             return Err(ProcTrackError::Spawn {
                 program: command.program,
                 source: std::io::Error::from(std::io::ErrorKind::NotFound),
@@ -304,6 +349,7 @@ impl Processes for FakeHost {
         let (exit_tx, exit_rx) = watch::channel(None);
         let exit_tx = Arc::new(exit_tx);
         let (stdout, writer) = tokio::io::duplex(64 * 1024);
+        let oom = program.end == End::OomKilled;
         let script = tokio::spawn(run_script(
             program,
             writer,
@@ -313,6 +359,7 @@ impl Processes for FakeHost {
             root,
         ));
         Ok(Box::new(FakeProcess {
+            oom,
             system: system.clone(),
             root,
             known,
@@ -340,6 +387,7 @@ impl Processes for FakeHost {
             .unwrap_or_default();
         lock(&self.inner.programs)
             .get(&name)
+            .and_then(|(programs, starts)| programs.get((*starts).min(programs.len() - 1)))
             .is_some_and(|p| p.end == End::Exit(0))
     }
 }
@@ -370,12 +418,17 @@ async fn run_script(
             system.exit(root.pid);
             exit.send_replace(Some(AgentExit::Code(code)));
         }
+        End::OomKilled => {
+            system.exit(root.pid);
+            exit.send_replace(Some(AgentExit::Signal(SIGKILL)));
+        }
         End::Hang => std::future::pending().await,
     }
 }
 
 /// A running fake program.
 struct FakeProcess {
+    oom: bool,
     system: FakeSystem,
     root: ProcRef,
     known: Vec<LedgerEntry>,
@@ -411,6 +464,10 @@ impl Process for FakeProcess {
 
     fn exit(&self) -> Option<AgentExit> {
         *self.exit.borrow()
+    }
+
+    fn oom_killed(&self) -> bool {
+        self.oom
     }
 
     fn refresh(&mut self) {}

@@ -43,6 +43,11 @@ pub trait Process: Send {
     async fn wait(&mut self) -> Option<AgentExit>;
     /// Its exit, if already known.
     fn exit(&self) -> Option<AgentExit>;
+    /// Whether the kernel's OOM killer killed a process of its tree, as far as it can be
+    /// told (a cgroup leaf counts OOM kills; without one, `false`). Read before teardown.
+    fn oom_killed(&self) -> bool {
+        false
+    }
     /// Finds what it started since the last call (and keeps any ledger current). May block
     /// for a `/proc` scan.
     fn refresh(&mut self);
@@ -297,6 +302,21 @@ impl Process for TrackedProcess {
 
     fn exit(&self) -> Option<AgentExit> {
         self.0.exit()
+    }
+
+    fn oom_killed(&self) -> bool {
+        // `memory.events` exists where the memory controller is enabled for the leaf; its
+        // `oom_kill` line counts the processes the OOM killer ended in it.
+        self.0
+            .cgroup()
+            .and_then(|leaf| std::fs::read_to_string(leaf.join("memory.events")).ok())
+            .is_some_and(|events| {
+                events.lines().any(|line| {
+                    line.strip_prefix("oom_kill ")
+                        .and_then(|n| n.trim().parse::<u64>().ok())
+                        .is_some_and(|n| n > 0)
+                })
+            })
     }
 
     fn refresh(&mut self) {

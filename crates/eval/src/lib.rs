@@ -9,8 +9,11 @@
 //!   a whole suite file before anything runs; [`Shard`] picks a shard of it.
 //! - A run: [`run_tracked`] (the one call an embedder needs: a `hyoka-proctrack` tracker,
 //!   real workspaces) or [`run`] on any [`Harness`] takes a [`RunPlan`], a [`Stop`] handle and
-//!   an [`Observer`], runs the evals on `workers` in plan order and returns a [`RunOutcome`]:
-//!   each eval's [`Report`] (`report.json`) and the [`RunSummary`] (`run.json`).
+//!   an [`Observer`], runs each eval's `epochs` [`Trial`]s on `workers` in plan order (an
+//!   infrastructure error runs again, up to `retries`; a [`Resume`] keeps what an earlier run
+//!   finished, by [`EvalSpec::identity`]) and returns a [`RunOutcome`]: each trial's
+//!   [`Report`] (`report.json`, its [`Status`] and [`ErrorKind`] saying whose result it is)
+//!   and the [`RunSummary`] (`run.json`, with [`TaskSummary`]s: pass@k, pass^k).
 //! - An eval goes through its phases in order: setup (the workspace, an isolated home),
 //!   services ([`ServiceSpec`], [`Readiness`]), the agent, build and review
 //!   ([`PhaseCommand`], a [`ReviewVerdict`]), cleanup; each is a [`PhaseRecord`].
@@ -27,9 +30,14 @@
 //!   [`Workspaces`]/[`EvalWorkspace`] ([`TempWorkspaces`]), [`Clock`] ([`SystemClock`]); with
 //!   the `mock` feature `FakeHost`, `FakeProgram` and `FakeClock` run the same policy in
 //!   memory.
+//! - Spending: readers turn an agent's reports into [`UsageEvent`]s, accumulated by the
+//!   [`Monitor`]'s [`UsageMeter`] into [`TokenUsage`] and limited by `max_tokens` and
+//!   `max_cost`.
 //! - Records are written atomically ([`write_json`]); [`merge_summaries`] joins the
-//!   summaries of a suite's shards (each read as evidence by [`read_summary`]); with the
-//!   `schema` feature [`schemas`] gives their JSON Schemas.
+//!   summaries of a suite's shards (each read as evidence by [`read_summary`], checked to
+//!   make one run); [`compare_runs`] pairs two runs' tasks; [`render_summary`] and
+//!   [`render_comparison`] say it for people; with the `schema` feature [`schemas`] gives
+//!   the records' JSON Schemas.
 //! - After a crash, [`clean_abandoned`] repairs what abandoned runs left behind (their
 //!   processes through `hyoka-proctrack`, their workspaces through `hyoka-workspace`, each
 //!   only when provably the run instance's, with the run owner's power).
@@ -105,17 +113,21 @@
 
 mod capped_log;
 mod clean;
+mod compare;
 mod error;
 mod eval;
 mod events;
 #[cfg(any(test, feature = "mock"))]
 mod fake;
 mod host;
+mod identity;
 mod limits;
 mod merge;
+mod metrics;
 mod phases;
 mod ps;
 mod records;
+mod render;
 mod report;
 mod runner;
 mod sandbox;
@@ -127,11 +139,16 @@ mod stop;
 #[cfg(feature = "yaml")]
 mod suite;
 mod timeline;
+mod trials;
 mod units;
+mod usage;
 mod watch;
 
 pub use crate::clean::{
     CleanupOptions, CleanupReport, WorkspaceAction, WorkspaceCleanup, clean_abandoned,
+};
+pub use crate::compare::{
+    Comparison, Flip, PAIRED_TEST, PairedTest, RunSide, TaskDelta, compare_runs, sign_test,
 };
 pub use crate::error::EvalError;
 pub use crate::events::{
@@ -144,18 +161,26 @@ pub use crate::host::{
     Clock, EvalWorkspace, Harness, Pipe, Process, Processes, SystemClock, TempWorkspaces,
     TrackedProcesses, WorkspaceEnd, Workspaces,
 };
+pub use crate::identity::suite_identity;
 pub use crate::limits::{
     DEFAULT_MAX_FILES, DEFAULT_MAX_OUTPUT_SIZE, DEFAULT_MAX_SESSION_ACTIONS, DEFAULT_MAX_TURNS,
     LimitSet, Monitor, PartialLimits,
 };
-pub use crate::merge::{merge_summaries, read_summary};
+pub use crate::merge::{MergeOptions, merge_summaries, read_summary};
+pub use crate::metrics::{Metrics, TaskSummary, pass_at_k, pass_hat_k};
 pub use crate::ps::{LiveRun, PhaseNow, current_phase, live_runs, render_live_runs};
 pub use crate::records::{STATUS_FILE, millis, rfc3339, write_json};
-pub use crate::report::{
-    Cleanup, Counts, EvalSummary, Limits, PhaseRecord, PhaseStatus, Report, ReviewVerdict,
-    RunSummary, Status, Termination, Totals,
+pub use crate::render::{
+    ProgressLines, ProgressSink, render_comparison, render_summary, timeline_text, usage_text,
 };
-pub use crate::runner::{Containment, NoObserver, Observer, RunOutcome, RunPlan, run, run_tracked};
+pub use crate::report::{
+    Attempt, Cleanup, Counts, ErrorKind, EvalSummary, FailOn, Limits, PhaseRecord, PhaseStatus,
+    Report, ReviewVerdict, RunInfo, RunSummary, Status, Termination, Totals,
+};
+pub use crate::runner::{
+    Containment, MAX_RETRY_BACKOFF, NoObserver, Observer, RETRY_BACKOFF, RunOutcome, RunPlan, run,
+    run_tracked,
+};
 pub use crate::sandbox::{
     SandboxDecision, SandboxMode, SandboxRecord, SandboxSettings, SandboxSpec, decide,
 };
@@ -163,13 +188,15 @@ pub use crate::sandbox::{
 pub use crate::schema::schemas;
 pub use crate::settings::{
     DEFAULT_GRACE, DEFAULT_PHASE_TIMEOUT, DEFAULT_READY_TIMEOUT, DEFAULT_TIMEOUT, EvalPhases,
-    EvalSpec, PhaseCommand, PhaseSettings, Readiness, ServiceSpec, Settings, injection,
-    valid_env_name,
+    EvalSpec, MAX_EPOCHS, MAX_RETRIES, PhaseCommand, PhaseSettings, Readiness, ServiceSpec,
+    Settings, injection, injection_arg, valid_env_name,
 };
 pub use crate::shard::Shard;
 pub use crate::stop::{Stop, StopLevel, StopReason, Stopper};
 #[cfg(feature = "yaml")]
 pub use crate::suite::{Suite, SuiteEval};
 pub use crate::timeline::{EventType, MAX_EVENTS, Summary, Timeline, TimelineEvent};
-pub use crate::units::{MAX_DURATION, parse_duration, parse_size};
+pub use crate::trials::{Resume, Trial};
+pub use crate::units::{MAX_DURATION, parse_cost, parse_duration, parse_size};
+pub use crate::usage::{TokenUsage, UsageEvent, UsageMeter};
 pub use crate::watch::{FileChange, WatchUpdate, inotify_limits};

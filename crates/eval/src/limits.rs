@@ -1,12 +1,16 @@
 //! Limits and their enforcement while the agent runs.
 //!
-//! [`Monitor`] is sans-IO: it takes counted events (turns, tool calls, workspace usage) and
-//! says, in O(1) per event, whether a limit has just been crossed. The first limit crossed
-//! wins; its [`Termination`] and the counts at that moment are frozen for the report.
+//! [`Monitor`] is sans-IO: it takes counted events (turns, tool calls, spending, workspace
+//! usage) and says, in O(1) per event, whether a limit has just been crossed. The first
+//! limit crossed wins; its [`Termination`] and the counts at that moment are frozen for the
+//! report. Spending is accumulated here, in the monitor's one [`UsageMeter`], whatever
+//! reader reported it.
 
 use serde::{Deserialize, Serialize};
 
+use crate::events::AgentEvent;
 use crate::report::{Counts, Termination};
+use crate::usage::{TokenUsage, UsageEvent, UsageMeter};
 
 /// Built-in limits, used when neither the command line, the eval nor the suite's defaults
 /// set one. `0` disables a limit.
@@ -18,8 +22,8 @@ pub const DEFAULT_MAX_OUTPUT_SIZE: u64 = 1024 * 1024;
 /// See [`DEFAULT_MAX_TURNS`].
 pub const DEFAULT_MAX_SESSION_ACTIONS: u64 = 50;
 
-/// The four counted limits in force for one eval (`0` disables one).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// The counted limits in force for one eval (`0` disables one).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct LimitSet {
     /// Assistant messages.
     pub max_turns: u64,
@@ -29,6 +33,10 @@ pub struct LimitSet {
     pub max_output_size: u64,
     /// Tool calls.
     pub max_session_actions: u64,
+    /// Tokens the agent reports (input, output, cache reads and writes); off by default.
+    pub max_tokens: u64,
+    /// Dollars the agent reports spending; off by default.
+    pub max_cost: f64,
 }
 
 impl Default for LimitSet {
@@ -38,13 +46,15 @@ impl Default for LimitSet {
             max_files: DEFAULT_MAX_FILES,
             max_output_size: DEFAULT_MAX_OUTPUT_SIZE,
             max_session_actions: DEFAULT_MAX_SESSION_ACTIONS,
+            max_tokens: 0,
+            max_cost: 0.0,
         }
     }
 }
 
 /// Limits given at one level (command line, eval, suite defaults): unset fields fall through
 /// to the next level.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct PartialLimits {
     /// Assistant messages.
     pub max_turns: Option<u64>,
@@ -54,6 +64,10 @@ pub struct PartialLimits {
     pub max_output_size: Option<u64>,
     /// Tool calls.
     pub max_session_actions: Option<u64>,
+    /// Tokens the agent reports.
+    pub max_tokens: Option<u64>,
+    /// Dollars the agent reports spending.
+    pub max_cost: Option<f64>,
 }
 
 impl PartialLimits {
@@ -65,6 +79,8 @@ impl PartialLimits {
             max_files: self.max_files.or(lower.max_files),
             max_output_size: self.max_output_size.or(lower.max_output_size),
             max_session_actions: self.max_session_actions.or(lower.max_session_actions),
+            max_tokens: self.max_tokens.or(lower.max_tokens),
+            max_cost: self.max_cost.or(lower.max_cost),
         }
     }
 
@@ -78,6 +94,8 @@ impl PartialLimits {
             max_session_actions: self
                 .max_session_actions
                 .unwrap_or(builtin.max_session_actions),
+            max_tokens: self.max_tokens.unwrap_or(builtin.max_tokens),
+            max_cost: self.max_cost.unwrap_or(builtin.max_cost),
         }
     }
 }
@@ -87,6 +105,7 @@ impl PartialLimits {
 pub struct Monitor {
     limits: LimitSet,
     counts: Counts,
+    spending: UsageMeter,
     stopped: Option<(Termination, Counts)>,
 }
 
@@ -96,6 +115,7 @@ impl Monitor {
         Self {
             limits,
             counts: Counts::default(),
+            spending: UsageMeter::default(),
             stopped: None,
         }
     }
@@ -108,6 +128,38 @@ impl Monitor {
     /// The limit that stopped the session and the counts at that moment, once one has.
     pub fn stopped(&self) -> Option<(Termination, Counts)> {
         self.stopped
+    }
+
+    /// The tokens and cost the agent reported so far, or `None` when it reported none.
+    pub fn spending(&self) -> Option<TokenUsage> {
+        self.spending.usage()
+    }
+
+    /// Counts one agent event (a turn, a tool call, a report of spending). Returns the limit
+    /// crossed, if this crossed the first.
+    pub fn event(&mut self, event: &AgentEvent) -> Option<Termination> {
+        match event {
+            AgentEvent::Turn { .. } => self.turn(),
+            AgentEvent::ToolCall { .. } => self.action(),
+            AgentEvent::Usage(usage) => self.spend(usage),
+        }
+    }
+
+    /// Counts one report of spending against `max_tokens` and `max_cost`.
+    pub fn spend(&mut self, event: &UsageEvent) -> Option<Termination> {
+        self.spending.apply(event);
+        let usage = self.spending.usage().unwrap_or_default();
+        let max_cost = self.limits.max_cost;
+        self.check(
+            usage.tokens(),
+            self.limits.max_tokens,
+            Termination::MaxTokens,
+        )
+        .or_else(|| {
+            (max_cost > 0.0 && usage.cost_usd.is_some_and(|c| c > max_cost))
+                .then(|| self.stop(Termination::MaxCost))
+                .flatten()
+        })
     }
 
     /// Counts one assistant message. Returns the limit crossed, if this crossed the first.
@@ -144,8 +196,17 @@ impl Monitor {
             })
     }
 
+    /// Stops with `termination` when `count` is over `limit` (0: no limit).
     fn check(&mut self, count: u64, limit: u64, termination: Termination) -> Option<Termination> {
-        if self.stopped.is_some() || limit == 0 || count <= limit {
+        if limit == 0 || count <= limit {
+            return None;
+        }
+        self.stop(termination)
+    }
+
+    /// Freezes `termination` and the counts, unless a limit already stopped the session.
+    fn stop(&mut self, termination: Termination) -> Option<Termination> {
+        if self.stopped.is_some() {
             return None;
         }
         self.stopped = Some((termination, self.counts));

@@ -376,12 +376,20 @@ pub(crate) async fn stop_services(
 pub(crate) struct PhaseRun {
     pub(crate) record: PhaseRecord,
     pub(crate) teardown: TeardownReport,
-    /// The review's verdict, when it printed one.
+    /// The review's verdict, when it printed a valid one.
     pub(crate) verdict: Option<ReviewVerdict>,
+    /// Whether a stop request cut it short.
+    pub(crate) interrupted: bool,
 }
 
 /// Runs `command` as the phase `name` (`build` or `review`) in the workspace, with its own
 /// timeout and containment; output goes to `<name>.log`.
+///
+/// The phase's verdict: a build passes when it exits 0 and fails on another exit code (the
+/// agent's work does not build). A review's printed JSON verdict decides when it exits 0 or
+/// 1; without one, exit 0 passes and exit 1 fails. Anything else is the scorer's error
+/// ([`PhaseStatus::Error`]): a signal, another exit code, a timeout, a command that cannot
+/// start, or a printed verdict that is not valid (`{"pass": …}` of the wrong shape).
 pub(crate) async fn run_phase(
     pcx: PhaseContext<'_>,
     name: &'static str,
@@ -402,6 +410,7 @@ pub(crate) async fn run_phase(
         record: clock.finish(PhaseStatus::Error, None, Some(detail)),
         teardown: TeardownReport::default(),
         verdict: None,
+        interrupted: false,
     };
     let log = match CappedLog::create(&eval_dir.join(format!("{name}.log")), OUTPUT_CAP).await {
         Ok(log) => log,
@@ -420,10 +429,10 @@ pub(crate) async fn run_phase(
     };
     let (capture_tx, mut capture_rx) = mpsc::unbounded_channel::<Vec<u8>>();
     let pumps = pump_both(agent.as_mut(), &log, Some(capture_tx));
-    let (exit, stopped) = tokio::select! {
-        exit = agent.wait() => (exit, None),
-        () = tokio::time::sleep(phase.timeout) => (None, Some(format!("timed out after {}", humantime::format_duration(phase.timeout)))),
-        reason = stop.requested() => (None, Some(format!("stopped by {}", reason.name()))),
+    let (exit, stopped, interrupted) = tokio::select! {
+        exit = agent.wait() => (exit, None, false),
+        () = tokio::time::sleep(phase.timeout) => (None, Some(format!("timed out after {}", humantime::format_duration(phase.timeout))), false),
+        reason = stop.requested() => (None, Some(format!("stopped by {}", reason.name())), true),
     };
     let escalation = Escalation::new();
     if matches!(stop.level(), StopLevel::Force(_)) {
@@ -436,28 +445,41 @@ pub(crate) async fn run_phase(
         stdout.extend_from_slice(&chunk[..chunk.len().min(room)]);
     }
     let exit_code = exit.and_then(AgentExit::code);
-    let verdict = (name == "review").then(|| parse_verdict(&stdout)).flatten();
-    let (status, detail) = match (&stopped, exit) {
-        (Some(why), _) => (PhaseStatus::Failed, Some(why.clone())),
-        (None, Some(AgentExit::Code(0))) => match &verdict {
-            Some(v) if !v.pass => (
+    let printed = (name == "review").then(|| parse_verdict(&stdout)).flatten();
+    let (status, detail) = match (stopped, exit) {
+        (Some(why), _) => (PhaseStatus::Error, Some(why)),
+        (None, Some(AgentExit::Signal(sig))) => (
+            PhaseStatus::Error,
+            Some(format!("crashed: killed by signal {sig}")),
+        ),
+        (None, Some(AgentExit::Code(code))) if name != "review" => match code {
+            0 => (PhaseStatus::Passed, None),
+            code => (PhaseStatus::Failed, Some(format!("exit code {code}"))),
+        },
+        (None, Some(AgentExit::Code(code))) => match &printed {
+            Some(Err(why)) => (
+                PhaseStatus::Error,
+                Some(format!("printed an invalid verdict: {why}")),
+            ),
+            Some(Ok(v)) if code <= 1 && v.pass => (PhaseStatus::Passed, None),
+            Some(Ok(_)) if code <= 1 => (
                 PhaseStatus::Failed,
                 Some("the review's verdict is a fail".to_owned()),
             ),
-            _ => (PhaseStatus::Passed, None),
+            None if code == 0 => (PhaseStatus::Passed, None),
+            None if code == 1 => (PhaseStatus::Failed, Some("exit code 1".to_owned())),
+            _ => (
+                PhaseStatus::Error,
+                Some(format!("crashed: exit code {code} (a review exits 0 or 1)")),
+            ),
         },
-        (None, Some(AgentExit::Code(code))) => {
-            (PhaseStatus::Failed, Some(format!("exit code {code}")))
-        }
-        (None, Some(AgentExit::Signal(sig))) => {
-            (PhaseStatus::Failed, Some(format!("killed by signal {sig}")))
-        }
-        (None, _) => (PhaseStatus::Failed, Some("unknown exit".to_owned())),
+        (None, _) => (PhaseStatus::Error, Some("unknown exit".to_owned())),
     };
     PhaseRun {
         record: clock.finish(status, exit_code, detail),
         teardown,
-        verdict,
+        verdict: printed.and_then(Result::ok),
+        interrupted,
     }
 }
 
@@ -486,14 +508,19 @@ async fn stop_and_drain(
 }
 
 /// Finds a verdict in a review's stdout: the whole output as JSON, or else its last line
-/// that parses as one.
-pub(crate) fn parse_verdict(stdout: &[u8]) -> Option<ReviewVerdict> {
+/// that is a JSON object with a `pass` key. `None` when there is none; an error when that
+/// object is not a valid verdict.
+pub(crate) fn parse_verdict(stdout: &[u8]) -> Option<Result<ReviewVerdict, String>> {
     let text = String::from_utf8_lossy(stdout);
-    serde_json::from_str(text.trim()).ok().or_else(|| {
-        text.lines()
-            .rev()
-            .find_map(|line| serde_json::from_str(line.trim()).ok())
-    })
+    std::iter::once(text.trim())
+        .chain(text.lines().rev().map(str::trim))
+        .find_map(|candidate| {
+            let value: serde_json::Value = serde_json::from_str(candidate).ok()?;
+            value
+                .as_object()?
+                .contains_key("pass")
+                .then(|| serde_json::from_value::<ReviewVerdict>(value).map_err(|e| e.to_string()))
+        })
 }
 
 /// Pumps a phase process's stdout and stderr into `log`; stdout also into `capture`.

@@ -1,20 +1,29 @@
-//! The shapes of `report.json` (one eval) and `run.json` (one run).
+//! The shapes of `report.json` (one trial of an eval) and `run.json` (one run).
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-/// How an eval ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+use crate::metrics::{Metrics, TaskSummary};
+use crate::usage::TokenUsage;
+
+/// How a trial ended, and whose result it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum Status {
-    /// The agent exited 0 and no limit, timeout or phase failed.
+    /// The agent exited 0 within its limits and every phase that ran passed.
     Passed,
-    /// The agent exited non-zero, hit a limit or a timeout, or was interrupted.
+    /// The agent's result: it exited non-zero, hit a limit or its timeout, its command does
+    /// not exist, its work did not build, or the review's verdict is a fail.
     Failed,
-    /// hyoka could not run the eval (for example the command could not be spawned).
+    /// No result, and not the agent's fault: `error_kind` says whose (`infra`: the machine,
+    /// a service, the workspace, an interruption; `scorer`: the build or review crashed,
+    /// timed out or gave no valid verdict). Not counted in pass rates.
     Error,
+    /// Never started: the run was interrupted first, or skipped the trial after a fatal
+    /// error. Not counted in pass rates.
+    NotRun,
 }
 
 impl Status {
@@ -24,6 +33,37 @@ impl Status {
             Self::Passed => "passed",
             Self::Failed => "failed",
             Self::Error => "error",
+            Self::NotRun => "not_run",
+        }
+    }
+
+    /// Whether the trial counts in pass rates (passed or failed).
+    pub fn is_scored(self) -> bool {
+        matches!(self, Self::Passed | Self::Failed)
+    }
+}
+
+/// Whose fault an `error` trial is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The infrastructure: a phase process other than the agent's missing command could not
+    /// start, a service was not ready or died, the workspace or the disk failed, the kernel's
+    /// OOM killer struck, processes survived teardown, or the run was interrupted while the
+    /// trial ran. `--retries` reruns these (never an interrupted one), and so does a resume.
+    Infra,
+    /// The scorer: the build or the review crashed (a signal, or a review exit code other
+    /// than 0 and 1), timed out, could not start, or the review printed an invalid verdict.
+    Scorer,
+}
+
+impl ErrorKind {
+    /// The name as serialized.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Infra => "infra",
+            Self::Scorer => "scorer",
         }
     }
 }
@@ -45,12 +85,20 @@ pub enum Termination {
     MaxOutputSize,
     /// `--max-session-actions` was crossed.
     MaxSessionActions,
+    /// `--max-tokens` was crossed.
+    MaxTokens,
+    /// `--max-cost` was crossed.
+    MaxCost,
     /// hyoka was interrupted (SIGINT, SIGTERM, SIGHUP).
     Interrupted,
     /// The command could not be started.
     SpawnFailed,
     /// A service the eval needs never became ready, or died while the agent ran.
     ServiceFailed,
+    /// The workspace (or the isolated home) could not be made: the agent never started.
+    SetupFailed,
+    /// The trial was skipped because an earlier one hit a fatal error.
+    Skipped,
 }
 
 impl Termination {
@@ -63,15 +111,19 @@ impl Termination {
             Self::MaxFiles => "max_files",
             Self::MaxOutputSize => "max_output_size",
             Self::MaxSessionActions => "max_session_actions",
+            Self::MaxTokens => "max_tokens",
+            Self::MaxCost => "max_cost",
             Self::Interrupted => "interrupted",
             Self::SpawnFailed => "spawn_failed",
             Self::ServiceFailed => "service_failed",
+            Self::SetupFailed => "setup_failed",
+            Self::Skipped => "skipped",
         }
     }
 }
 
 /// The limits in force for an eval (0 means disabled).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Limits {
     /// `--max-turns`.
@@ -82,6 +134,12 @@ pub struct Limits {
     pub max_output_size: u64,
     /// `--max-session-actions`.
     pub max_session_actions: u64,
+    /// `--max-tokens`.
+    #[serde(default)]
+    pub max_tokens: u64,
+    /// `--max-cost`, in US dollars.
+    #[serde(default)]
+    pub max_cost: f64,
     /// `--timeout`, in milliseconds.
     pub timeout_ms: u64,
     /// `--grace`, in milliseconds.
@@ -150,7 +208,8 @@ impl Default for Cleanup {
     }
 }
 
-/// `reports/<run_id>/<eval_id>/report.json`.
+/// `reports/<run_id>/<trial>/report.json`: one trial of an eval (see [`Report::trial`] for
+/// the directory).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Report {
@@ -158,6 +217,17 @@ pub struct Report {
     pub run_id: String,
     /// The eval (`main` for a single command).
     pub eval_id: String,
+    /// The trial: its directory under the run and its processes' id in the ledger. The
+    /// eval's id when the eval has one trial; else the eval's id, then the agent's name
+    /// (with a suite's `agents:`), then the epoch, joined by dots (`fix-bug.claude.2`).
+    #[serde(default)]
+    pub trial: String,
+    /// Which repeat of the eval this is, from 1 (`--epochs`).
+    #[serde(default = "one")]
+    pub epoch: u32,
+    /// The agent of a suite's `agents:` map that ran it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
     /// The agent's argv.
     pub command: Vec<String>,
     /// The workspace path.
@@ -168,8 +238,11 @@ pub struct Report {
     pub ended_at: String,
     /// Wall time in milliseconds.
     pub duration_ms: u64,
-    /// passed, failed or error.
+    /// passed, failed, error or not_run.
     pub status: Status,
+    /// Whose fault an `error` is: `infra` or `scorer`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<ErrorKind>,
     /// Why the agent stopped.
     pub termination: Termination,
     /// The agent's exit code, when it exited.
@@ -180,6 +253,9 @@ pub struct Report {
     pub limits: Limits,
     /// The counts at the moment the agent stopped.
     pub counts: Counts,
+    /// The tokens and cost the agent reported; absent when it reported none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<TokenUsage>,
     /// The cleanup.
     pub cleanup: Cleanup,
     /// Human-readable detail (for example why a spawn failed).
@@ -196,6 +272,121 @@ pub struct Report {
     /// sandbox or for no network.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<crate::sandbox::SandboxRecord>,
+    /// How many times the trial was attempted (`--retries` reruns infrastructure errors); 0
+    /// when it never started.
+    #[serde(default = "one")]
+    pub attempts: u32,
+    /// The earlier attempts, each an infrastructure error, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier_attempts: Vec<Attempt>,
+    /// The trial's identity: a SHA-256 of its eval's resolved settings (command, the
+    /// starter's and injected files' contents, environment, limits, timeout, events, phases,
+    /// agent) and its epoch. A resumed run keeps a finished trial only when it is unchanged.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub identity: String,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// An earlier attempt of a trial that was retried.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Attempt {
+    /// RFC 3339 start time.
+    pub started_at: String,
+    /// Wall time in milliseconds.
+    pub duration_ms: u64,
+    /// Why the attempt stopped.
+    pub termination: Termination,
+    /// Whose fault it was (always `infra`: nothing else is retried).
+    pub error_kind: ErrorKind,
+    /// What went wrong.
+    pub reason: String,
+}
+
+impl Attempt {
+    /// The attempt that `report` records.
+    pub fn of(report: &Report) -> Self {
+        Self {
+            started_at: report.started_at.clone(),
+            duration_ms: report.duration_ms,
+            termination: report.termination,
+            error_kind: report.error_kind.unwrap_or(ErrorKind::Infra),
+            reason: report
+                .reason()
+                .unwrap_or_else(|| report.termination.as_str().to_owned()),
+        }
+    }
+}
+
+impl Report {
+    /// Whether `--retries` may run the trial again: an infrastructure error that is not an
+    /// interruption.
+    pub fn is_retryable(&self) -> bool {
+        self.status == Status::Error
+            && self.error_kind == Some(ErrorKind::Infra)
+            && self.termination != Termination::Interrupted
+    }
+
+    /// Why the trial did not pass, in one line: the agent's end (an exit code, a limit, a
+    /// spawn failure's reason), or the failing phase (the build's exit, the review's
+    /// verdict and score), or the error. `None` for a pass.
+    pub fn reason(&self) -> Option<String> {
+        if self.status == Status::Passed {
+            return None;
+        }
+        let agent_failed = !(self.termination == Termination::Exited && self.exit_code == Some(0));
+        if self.status == Status::NotRun
+            || (self.status == Status::Error && self.error_kind == Some(ErrorKind::Infra))
+            || (agent_failed && self.status == Status::Failed)
+        {
+            if let Some(error) = &self.error {
+                return Some(error.clone());
+            }
+            return Some(match (self.termination, self.exit_code, self.signal) {
+                (Termination::Exited, Some(code), _) => {
+                    format!("the agent exited with code {code}")
+                }
+                (Termination::Exited, None, Some(signal)) => {
+                    format!("the agent was killed by signal {signal}")
+                }
+                (termination, ..) => termination.as_str().replace('_', " "),
+            });
+        }
+        let phase = self.phases.iter().find(|p| {
+            matches!(p.name.as_str(), "build" | "review" | "cleanup")
+                && matches!(p.status, PhaseStatus::Failed | PhaseStatus::Error)
+        })?;
+        let mut why = format!(
+            "{} {}",
+            phase.name,
+            if phase.status == PhaseStatus::Error {
+                "error"
+            } else {
+                "failed"
+            }
+        );
+        if let Some(detail) = &phase.detail {
+            why = format!("{why}: {detail}");
+        }
+        if phase.name == "review"
+            && let Some(verdict) = &self.review
+        {
+            use std::fmt::Write as _;
+            let pass = if verdict.pass { "pass" } else { "fail" };
+            let _ = write!(why, " (verdict {pass}");
+            if let Some(score) = verdict.score {
+                let _ = write!(why, ", score {score}");
+            }
+            if let Some(notes) = &verdict.notes {
+                let _ = write!(why, ": {}", crate::events::truncate_chars(notes, 200));
+            }
+            why.push(')');
+        }
+        Some(why)
+    }
 }
 
 /// How a phase ended.
@@ -258,14 +449,26 @@ pub struct ReviewVerdict {
     pub notes: Option<String>,
 }
 
-/// One eval's line in `run.json`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// One trial's line in `run.json` `evals`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct EvalSummary {
     /// The eval.
     pub eval_id: String,
-    /// passed, failed or error.
+    /// The trial's id (see [`Report::trial`]).
+    #[serde(default)]
+    pub trial: String,
+    /// Which repeat of the eval, from 1.
+    #[serde(default = "one")]
+    pub epoch: u32,
+    /// The agent of a suite's `agents:` map that ran it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// passed, failed, error or not_run.
     pub status: Status,
+    /// Whose fault an `error` is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<ErrorKind>,
     /// Why the agent stopped.
     pub termination: Termination,
     /// The agent's exit code.
@@ -274,23 +477,79 @@ pub struct EvalSummary {
     pub duration_ms: u64,
     /// The counts.
     pub counts: Counts,
-    /// Where its report is, relative to the run directory.
+    /// The tokens and cost the agent reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<TokenUsage>,
+    /// The review's score, when it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score: Option<f64>,
+    /// How many times the trial was attempted.
+    #[serde(default = "one")]
+    pub attempts: u32,
+    /// Why it did not pass, in one line ([`Report::reason`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Where its report is, relative to the run directory (`<trial>/report.json`).
     pub report: String,
 }
 
-/// Totals over a run.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+impl EvalSummary {
+    /// The line of `report`.
+    pub fn of(report: &Report) -> Self {
+        let trial = if report.trial.is_empty() {
+            report.eval_id.clone()
+        } else {
+            report.trial.clone()
+        };
+        Self {
+            eval_id: report.eval_id.clone(),
+            report: format!("{trial}/report.json"),
+            trial,
+            epoch: report.epoch,
+            agent: report.agent.clone(),
+            status: report.status,
+            error_kind: report.error_kind,
+            termination: report.termination,
+            exit_code: report.exit_code,
+            duration_ms: report.duration_ms,
+            counts: report.counts,
+            usage: report.usage,
+            score: report.review.as_ref().and_then(|v| v.score),
+            attempts: report.attempts,
+            reason: report.reason(),
+        }
+    }
+}
+
+/// Totals over a run's trials.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Totals {
-    /// Evals in the run.
+    /// Trials in the run (evals times epochs, times agents).
     pub evals: u64,
-    /// Evals that passed.
+    /// Trials that passed.
     pub passed: u64,
-    /// Evals that failed.
+    /// Trials that failed.
     pub failed: u64,
-    /// Evals that errored.
+    /// Trials that ended in an error (`errors_infra` plus `errors_scorer`).
     pub errors: u64,
-    /// Evals per termination reason.
+    /// Errors of the infrastructure.
+    #[serde(default)]
+    pub errors_infra: u64,
+    /// Errors of the scorer.
+    #[serde(default)]
+    pub errors_scorer: u64,
+    /// Trials that never started.
+    #[serde(default)]
+    pub not_run: u64,
+    /// Trials attempted more than once (`--retries`).
+    #[serde(default)]
+    pub retried: u64,
+    /// `passed / (passed + failed)`: errors and trials not run are not counted; absent when
+    /// no trial was scored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pass_rate: Option<f64>,
+    /// Trials per termination reason.
     pub terminations: BTreeMap<String, u64>,
 }
 
@@ -300,79 +559,163 @@ pub struct Totals {
 pub struct RunSummary {
     /// The run.
     pub run_id: String,
+    /// The version of hyoka that wrote it.
+    #[serde(default)]
+    pub hyoka_version: String,
+    /// The suite's identity: a SHA-256 of every eval's resolved settings (all shards), so
+    /// that `report merge` joins only shards of one suite.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suite: Option<String>,
+    /// The shard this run is (`I/N`), when it is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<String>,
+    /// The shards missing from a merge made with `--allow-partial`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing_shards: Vec<usize>,
     /// RFC 3339 start time.
     pub started_at: String,
     /// RFC 3339 end time.
     pub ended_at: String,
     /// Wall time in milliseconds.
     pub duration_ms: u64,
-    /// passed when every eval passed.
+    /// passed when every trial passed; else failed when one failed, else error when one
+    /// errored, else not_run.
     pub status: Status,
-    /// Per-eval results, in suite order.
+    /// Per-trial results, in plan order (each eval's trials together).
     pub evals: Vec<EvalSummary>,
+    /// Per task (an eval, with an agent when the suite names agents): trials, passes,
+    /// pass@k and pass^k, the mean review score.
+    #[serde(default)]
+    pub tasks: Vec<TaskSummary>,
+    /// The task figures averaged over tasks.
+    #[serde(default)]
+    pub metrics: Metrics,
+    /// The tokens and cost the trials reported, summed; absent when none reported any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<TokenUsage>,
     /// Totals.
     pub totals: Totals,
 }
 
+/// Which outcomes make a pipeline step fail (`hyoka run --fail-on`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum FailOn {
+    /// Any trial that did not pass (failed, errored or not run): the default.
+    #[default]
+    Failure,
+    /// Only a trial that errored or did not run; failing agents do not fail the step.
+    Error,
+    /// Nothing.
+    Never,
+}
+
+impl std::str::FromStr for FailOn {
+    type Err = crate::error::EvalError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "failure" => Ok(Self::Failure),
+            "error" => Ok(Self::Error),
+            "never" => Ok(Self::Never),
+            _ => Err(crate::error::EvalError::invalid(
+                "--fail-on",
+                text,
+                "expected failure, error or never",
+            )),
+        }
+    }
+}
+
+/// What identifies a run in its summary, besides its trials.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunInfo {
+    /// The run.
+    pub run_id: String,
+    /// RFC 3339 start time.
+    pub started_at: String,
+    /// RFC 3339 end time.
+    pub ended_at: String,
+    /// Wall time in milliseconds.
+    pub duration_ms: u64,
+    /// The suite's identity.
+    pub suite: Option<String>,
+    /// The shard (`I/N`).
+    pub shard: Option<String>,
+}
+
 impl RunSummary {
-    /// Builds the summary of a run from its eval reports.
-    pub fn from_reports(
-        run_id: &str,
-        started_at: String,
-        ended_at: String,
-        duration_ms: u64,
-        reports: &[Report],
-    ) -> Self {
-        let evals = reports
-            .iter()
-            .map(|r| EvalSummary {
-                eval_id: r.eval_id.clone(),
-                status: r.status,
-                termination: r.termination,
-                exit_code: r.exit_code,
-                duration_ms: r.duration_ms,
-                counts: r.counts,
-                report: format!("{}/report.json", r.eval_id),
-            })
-            .collect();
-        Self::from_evals(run_id, started_at, ended_at, duration_ms, evals)
+    /// Whether the run fails a pipeline step under `policy`.
+    pub fn fails(&self, policy: FailOn) -> bool {
+        match policy {
+            FailOn::Failure => self.status != Status::Passed,
+            FailOn::Error => self.totals.errors + self.totals.not_run > 0,
+            FailOn::Never => false,
+        }
     }
 
-    /// Builds a summary from per-eval lines, computing the status and the totals.
-    pub fn from_evals(
-        run_id: &str,
-        started_at: String,
-        ended_at: String,
-        duration_ms: u64,
-        evals: Vec<EvalSummary>,
-    ) -> Self {
+    /// Builds the summary of a run from its trials' reports.
+    pub fn from_reports(info: RunInfo, reports: &[Report]) -> Self {
+        Self::from_evals(info, reports.iter().map(EvalSummary::of).collect())
+    }
+
+    /// Builds a summary from per-trial lines, computing the status, the totals, the tasks
+    /// and the metrics.
+    pub fn from_evals(info: RunInfo, evals: Vec<EvalSummary>) -> Self {
         let mut totals = Totals::default();
         for eval in &evals {
             totals.evals += 1;
-            match eval.status {
-                Status::Passed => totals.passed += 1,
-                Status::Failed => totals.failed += 1,
-                Status::Error => totals.errors += 1,
+            match (eval.status, eval.error_kind) {
+                (Status::Passed, _) => totals.passed += 1,
+                (Status::Failed, _) => totals.failed += 1,
+                (Status::Error, kind) => {
+                    totals.errors += 1;
+                    match kind {
+                        Some(ErrorKind::Scorer) => totals.errors_scorer += 1,
+                        _ => totals.errors_infra += 1,
+                    }
+                }
+                (Status::NotRun, _) => totals.not_run += 1,
+            }
+            if eval.attempts > 1 {
+                totals.retried += 1;
             }
             *totals
                 .terminations
                 .entry(eval.termination.as_str().to_owned())
                 .or_default() += 1;
         }
+        let scored = totals.passed + totals.failed;
+        #[expect(
+            clippy::cast_precision_loss,
+            reason = "trial counts are far below 2^52"
+        )]
+        let pass_rate = (scored > 0).then(|| totals.passed as f64 / scored as f64);
+        totals.pass_rate = pass_rate;
         let status = if totals.passed == totals.evals {
             Status::Passed
-        } else if totals.errors > 0 && totals.failed == 0 {
+        } else if totals.failed > 0 {
+            Status::Failed
+        } else if totals.errors > 0 {
             Status::Error
         } else {
-            Status::Failed
+            Status::NotRun
         };
+        let tasks = TaskSummary::of_trials(&evals);
+        let metrics = Metrics::of_tasks(&tasks);
         Self {
-            run_id: run_id.to_owned(),
-            started_at,
-            ended_at,
-            duration_ms,
+            run_id: info.run_id,
+            hyoka_version: env!("CARGO_PKG_VERSION").to_owned(),
+            suite: info.suite,
+            shard: info.shard,
+            missing_shards: Vec::new(),
+            started_at: info.started_at,
+            ended_at: info.ended_at,
+            duration_ms: info.duration_ms,
             status,
+            usage: TokenUsage::total(evals.iter().filter_map(|e| e.usage.as_ref())),
             evals,
+            tasks,
+            metrics,
             totals,
         }
     }

@@ -1,8 +1,8 @@
-//! A run: evals on a pool of workers, each with its records, then `run.json`.
+//! A run: trials on a pool of workers, each with its records, then `run.json`.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use hyoka_proctrack::{Launcher, SandboxSupport, Tracker, TrackerOptions};
@@ -12,10 +12,18 @@ use crate::error::EvalError;
 use crate::eval::{RunContext, not_started, run_eval};
 use crate::host::Harness;
 use crate::records::{millis, rfc3339, write_json};
-use crate::report::{Report, RunSummary};
+use crate::report::{Attempt, Report, RunInfo, RunSummary, Termination};
 use crate::sandbox::decide;
 use crate::settings::{DEFAULT_GRACE, EvalSpec};
+use crate::shard::Shard;
 use crate::stop::Stop;
+use crate::trials::{Planned, Resume, Trial, plan_trials};
+
+/// The wait before the first retry of a trial; each further retry waits twice as long, up
+/// to [`MAX_RETRY_BACKOFF`].
+pub const RETRY_BACKOFF: Duration = Duration::from_secs(1);
+/// The longest wait between two attempts of a trial.
+pub const MAX_RETRY_BACKOFF: Duration = Duration::from_mins(1);
 
 /// Everything a run needs, validated by the caller.
 #[derive(Debug, Clone)]
@@ -28,22 +36,30 @@ pub struct RunPlan {
     pub workspace_root: PathBuf,
     /// When workspaces are kept.
     pub keep: KeepPolicy,
-    /// Whether workspace names carry the eval id (`hyoka-<run>-<eval>-XXXXXX`), as suites'
-    /// do.
+    /// Whether workspace names carry the trial's id (`hyoka-<run>-<trial>-XXXXXX`), as
+    /// suites' do.
     pub name_with_eval: bool,
-    /// The evals, in the order they start.
+    /// The evals, in the order they start; each runs `epochs` trials.
     pub evals: Vec<EvalSpec>,
-    /// How many evals run at once (at least one).
+    /// How many trials run at once (at least one).
     pub workers: usize,
     /// The caller's environment, from which an isolated home passes the basics (`PATH`,
     /// locale, `TERM`, `TZ`, `USER`, `LOGNAME`) and an eval's `pass_env` through. The
     /// harness reads no environment itself.
     pub inherited_env: Vec<(OsString, OsString)>,
+    /// Continue an earlier run with this id: keep the trials it finished (see
+    /// [`Resume`]). Without an earlier run, the run starts afresh.
+    pub resume: Option<Resume>,
+    /// The suite's identity, recorded in `run.json` for `report merge` (see
+    /// [`suite_identity`](crate::suite_identity)).
+    pub suite: Option<String>,
+    /// The shard of the suite this run is, recorded in `run.json`.
+    pub shard: Option<Shard>,
 }
 
 impl RunPlan {
     /// A plan for `evals` under `<reports>/<run_id>`, with workspaces in `workspace_root`,
-    /// one worker, workspaces never kept, and an empty inherited environment.
+    /// one worker, workspaces never kept, an empty inherited environment, and no resume.
     pub fn new(
         run_id: RunId,
         reports: impl Into<PathBuf>,
@@ -59,6 +75,9 @@ impl RunPlan {
             evals,
             workers: 1,
             inherited_env: Vec::new(),
+            resume: None,
+            suite: None,
+            shard: None,
         }
     }
 
@@ -78,19 +97,30 @@ pub struct Containment {
     pub shim_grace: Option<Duration>,
 }
 
-/// Progress of a run, as it happens. Called from the evals' tasks: keep it quick.
+/// Progress of a run, as it happens. Called from the trials' tasks: keep it quick.
 pub trait Observer: Send + Sync {
-    /// An eval starts (it has a worker).
-    fn eval_started(&self, spec: &EvalSpec) {
-        let _ = spec;
+    /// A trial starts (it has a worker).
+    fn eval_started(&self, trial: &Trial) {
+        let _ = trial;
     }
 
-    /// An eval ended (or was recorded as not started) and its records are written.
+    /// An attempt of a trial ended in an infrastructure error; it runs again after
+    /// `retry_in`.
+    fn attempt_failed(&self, report: &Report, retry_in: Duration) {
+        let _ = (report, retry_in);
+    }
+
+    /// A trial ended (or was recorded as not run) and its records are written and synced.
     fn eval_finished(&self, report: &Report) {
         let _ = report;
     }
 
-    /// Every eval ended and `run.json` is written.
+    /// A resumed run keeps a trial an earlier run finished; it does not run again.
+    fn eval_kept(&self, report: &Report) {
+        let _ = report;
+    }
+
+    /// Every trial ended and `run.json` is written.
     fn run_finished(&self, summary: &RunSummary) {
         let _ = summary;
     }
@@ -102,26 +132,34 @@ pub struct NoObserver;
 
 impl Observer for NoObserver {}
 
-/// What a finished run left: its reports, in plan order, and the summary in `run.json`.
+/// What a finished run left: its trials' reports, in plan order, and the summary in
+/// `run.json`.
 #[derive(Debug, Clone)]
 pub struct RunOutcome {
-    /// Each eval's `report.json`.
+    /// Each trial's `report.json`.
     pub reports: Vec<Report>,
     /// `run.json`.
     pub summary: RunSummary,
     /// `<reports>/<run_id>`.
     pub run_dir: PathBuf,
+    /// How many trials a resumed run kept from the earlier run.
+    pub kept: usize,
 }
 
 /// Runs `plan` with real containment: takes the run's owner lock and ledger (a
-/// `hyoka-proctrack` [`Tracker`]), runs every eval through it, writes `run.json`, and
+/// `hyoka-proctrack` [`Tracker`]), runs every trial through it, writes `run.json`, and
 /// closes the ledger. The one call an embedder needs.
+///
+/// With [`RunPlan::resume`], an earlier run with this id that was abandoned (its owner died)
+/// is repaired first, as `hyoka clean` would (its processes stopped, its workspaces
+/// removed), and the trials it finished are kept.
 ///
 /// # Errors
 /// [`EvalError::Tracker`] when the run cannot start (its id is live, or an earlier run with
 /// it was never cleaned, or the reports directory is unusable, which is checked before
 /// anything is created); [`EvalError::Sandbox`] (before anything is created) when an eval
-/// asks for a sandbox the machine cannot give; otherwise as [`run`].
+/// asks for a sandbox the machine cannot give; [`EvalError::Changed`] when a resume finds
+/// finished trials of evals that changed; otherwise as [`run`].
 pub async fn run_tracked(
     plan: &RunPlan,
     containment: Containment,
@@ -131,6 +169,15 @@ pub async fn run_tracked(
     hyoka_proctrack::check_reports_dir(&plan.reports, hyoka_proctrack::ReportsUse::Write)?;
     // A sandbox the machine cannot give is refused before the run's directory exists.
     check_sandboxes(plan, SandboxSupport::detect)?;
+    let trials = plan_trials(&plan.evals, &plan.run_dir(), plan.resume)?;
+    if plan.resume.is_some() && plan.run_dir().is_dir() {
+        let (run_dir, root) = (plan.run_dir(), plan.workspace_root.clone());
+        tokio::task::spawn_blocking(move || {
+            crate::clean::clean_abandoned_run(&run_dir, &root, DEFAULT_GRACE)
+        })
+        .await
+        .map_err(|source| EvalError::Task { source })??;
+    }
     let mut options = TrackerOptions::new(plan.run_id.as_str(), &plan.reports);
     options.shim = containment.shim;
     options.shim_grace = containment.shim_grace.unwrap_or(DEFAULT_GRACE);
@@ -141,7 +188,8 @@ pub async fn run_tracked(
             "no cgroup layer; containment uses the shim, sessions and the marker"
         );
     }
-    let result = run(plan, &Harness::tracked(tracker.clone()), stop, observer).await;
+    let harness = Harness::tracked(tracker.clone());
+    let result = run_trials(plan, trials, &harness, stop, observer).await;
     // Marks the ledger cleaned and releases the owner lock: the run is over.
     if let Err(err) = tracker.close() {
         tracing::error!(error = %err, "cannot close the run's ledger");
@@ -149,14 +197,18 @@ pub async fn run_tracked(
     result
 }
 
-/// Runs the evals of `plan` on `harness`, up to `plan.workers` at once, in plan order, and
-/// writes `run.json`. Each eval writes its own records as it ends. A requested stop stops the
-/// running evals and records the others as not started.
+/// Runs the trials of `plan` on `harness`, up to `plan.workers` at once, in plan order, and
+/// writes `run.json`. Each trial writes its own records as it ends (synced before it counts
+/// as finished); a trial that ends in an infrastructure error runs again, with backoff, up to
+/// its eval's `retries`. A requested stop stops the running trials and records the others as
+/// not run; so does an error that leaves a trial without records (those already running
+/// finish). With [`RunPlan::resume`], trials an earlier run finished are kept.
 ///
 /// # Errors
-/// [`EvalError::Eval`] for the first eval that could not run or record (the others still
-/// ran, and `run.json` was written); [`EvalError::Record`] when `run.json` cannot be
-/// written.
+/// [`EvalError::InvalidValue`] and [`EvalError::Changed`] before anything runs (see
+/// [`RunPlan`]); [`EvalError::Eval`] for the first trial that could not run or record (the
+/// others were recorded, and `run.json` was written); [`EvalError::Record`] when `run.json`
+/// cannot be written.
 pub async fn run(
     plan: &RunPlan,
     harness: &Harness,
@@ -164,6 +216,23 @@ pub async fn run(
     observer: Arc<dyn Observer>,
 ) -> Result<RunOutcome, EvalError> {
     check_sandboxes(plan, || harness.processes.sandbox_support())?;
+    let trials = plan_trials(&plan.evals, &plan.run_dir(), plan.resume)?;
+    run_trials(plan, trials, harness, stop, observer).await
+}
+
+/// A trial's place in the results: kept from an earlier run, or running.
+enum Slot {
+    Kept(Box<Report>),
+    Running(tokio::task::JoinHandle<Result<Report, EvalError>>),
+}
+
+async fn run_trials(
+    plan: &RunPlan,
+    trials: Vec<Planned>,
+    harness: &Harness,
+    stop: Stop,
+    observer: Arc<dyn Observer>,
+) -> Result<RunOutcome, EvalError> {
     let run_dir = plan.run_dir();
     std::fs::create_dir_all(&run_dir).map_err(|e| EvalError::io("create", &run_dir, e))?;
     let ctx = Arc::new(RunContext {
@@ -179,43 +248,67 @@ pub async fn run(
     let started_at = clock.wall();
     let started = clock.now();
     let semaphore = Arc::new(tokio::sync::Semaphore::new(plan.workers.max(1)));
-    let mut tasks = Vec::with_capacity(plan.evals.len());
-    for spec in plan.evals.iter().cloned() {
-        // Permits are taken here, in plan order, so evals start in the order the plan lists
-        // them (tasks would otherwise race for permits on a multi-threaded runtime). The
-        // semaphore is never closed.
+    // Set by the first trial that cannot record: the trials after it are skipped.
+    let fatal: Arc<OnceLock<String>> = Arc::new(OnceLock::new());
+    let mut slots = Vec::with_capacity(trials.len());
+    let mut kept = 0;
+    for planned in trials {
+        if let Some(report) = planned.kept {
+            observer.eval_kept(&report);
+            kept += 1;
+            slots.push(Slot::Kept(Box::new(report)));
+            continue;
+        }
+        // Permits are taken here, in plan order, so trials start in the order the plan
+        // lists them (tasks would otherwise race for permits on a multi-threaded runtime).
+        // The semaphore is never closed.
         let Ok(permit) = semaphore.clone().acquire_owned().await else {
             break;
         };
-        let (ctx, observer, stop) = (Arc::clone(&ctx), Arc::clone(&observer), stop.clone());
-        tasks.push(tokio::spawn(async move {
+        let (ctx, observer, stop, fatal) = (
+            Arc::clone(&ctx),
+            Arc::clone(&observer),
+            stop.clone(),
+            Arc::clone(&fatal),
+        );
+        slots.push(Slot::Running(tokio::spawn(async move {
             let _permit = permit;
-            let eval_id = spec.eval_id.to_string();
-            let result = eval_task(&ctx, &spec, stop, &*observer).await;
-            result.map_err(|source| EvalError::Eval {
-                eval_id,
-                source: Box::new(source),
+            let eval_id = planned.trial.id.to_string();
+            let result = trial_task(&ctx, &planned, stop, &fatal, &*observer).await;
+            result.map_err(|source| {
+                let _ = fatal.set(format!("trial {eval_id} could not record: {source}"));
+                EvalError::Eval {
+                    eval_id,
+                    source: Box::new(source),
+                }
             })
-        }));
+        })));
     }
-    let mut reports = Vec::with_capacity(tasks.len());
+    let mut reports = Vec::with_capacity(slots.len());
     let mut first_error = None;
-    for task in tasks {
-        match task.await {
-            Ok(Ok(report)) => reports.push(report),
-            Ok(Err(err)) => {
-                first_error.get_or_insert(err);
-            }
-            Err(source) => {
-                first_error.get_or_insert(EvalError::Task { source });
-            }
+    for slot in slots {
+        match slot {
+            Slot::Kept(report) => reports.push(*report),
+            Slot::Running(task) => match task.await {
+                Ok(Ok(report)) => reports.push(report),
+                Ok(Err(err)) => {
+                    first_error.get_or_insert(err);
+                }
+                Err(source) => {
+                    first_error.get_or_insert(EvalError::Task { source });
+                }
+            },
         }
     }
     let summary = RunSummary::from_reports(
-        ctx.run_id.as_str(),
-        rfc3339(started_at),
-        rfc3339(clock.wall()),
-        millis(clock.now().saturating_duration_since(started)),
+        RunInfo {
+            run_id: ctx.run_id.to_string(),
+            started_at: rfc3339(started_at),
+            ended_at: rfc3339(clock.wall()),
+            duration_ms: millis(clock.now().saturating_duration_since(started)),
+            suite: plan.suite.clone(),
+            shard: plan.shard.map(|s| format!("{}/{}", s.index, s.count)),
+        },
         &reports,
     );
     write_json(&run_dir.join("run.json"), &summary)?;
@@ -227,6 +320,7 @@ pub async fn run(
         reports,
         summary,
         run_dir,
+        kept,
     })
 }
 
@@ -250,23 +344,67 @@ fn check_sandboxes(
     Ok(())
 }
 
-/// One eval's task: its run, or its not-started record once a stop was requested.
-async fn eval_task(
+/// How long to wait before attempt `attempt + 1` of a trial.
+fn backoff(attempt: usize) -> Duration {
+    let doublings = u32::try_from(attempt.saturating_sub(1))
+        .unwrap_or(u32::MAX)
+        .min(16);
+    (RETRY_BACKOFF * 2u32.pow(doublings)).min(MAX_RETRY_BACKOFF)
+}
+
+/// One trial's task: its attempts and its records, or its not-run record once a stop was
+/// requested or an earlier trial could not record.
+async fn trial_task(
     ctx: &RunContext,
-    spec: &EvalSpec,
+    planned: &Planned,
     stop: Stop,
+    fatal: &OnceLock<String>,
     observer: &dyn Observer,
 ) -> Result<Report, EvalError> {
-    if let Some(reason) = stop.reason() {
-        let report = not_started(ctx, spec, reason);
-        let dir = ctx.run_dir.join(spec.eval_id.as_str());
+    let trial = &planned.trial;
+    let dir = ctx.run_dir.join(trial.id.as_str());
+    let skip = match (stop.reason(), fatal.get()) {
+        (Some(reason), _) => Some((
+            Termination::Interrupted,
+            format!("not started: {} arrived first", reason.name()),
+        )),
+        (None, Some(error)) => Some((Termination::Skipped, format!("not started: {error}"))),
+        (None, None) => None,
+    };
+    if let Some((termination, why)) = skip {
+        let report = not_started(ctx, trial, &planned.identity, termination, why);
         std::fs::create_dir_all(&dir).map_err(|e| EvalError::io("create", &dir, e))?;
-        let written = write_json(&dir.join("report.json"), &report);
+        write_json(&dir.join("report.json"), &report)?;
         observer.eval_finished(&report);
-        return written.map(|()| report);
+        return Ok(report);
     }
-    observer.eval_started(spec);
-    let report = run_eval(ctx, spec, stop).await?;
+    observer.eval_started(trial);
+    let mut earlier: Vec<Attempt> = Vec::new();
+    let mut report = loop {
+        let attempt = earlier.len() + 1;
+        let number = u32::try_from(attempt).unwrap_or(u32::MAX);
+        let mut report = run_eval(ctx, trial, &planned.identity, number, stop.clone()).await?;
+        let retry = report.is_retryable()
+            && attempt <= trial.spec.retries as usize
+            && stop.reason().is_none();
+        report.attempts = number;
+        if !retry {
+            break report;
+        }
+        let delay = backoff(attempt);
+        observer.attempt_failed(&report, delay);
+        tracing::warn!(trial = %trial.id, attempt, reason = report.reason().unwrap_or_default(), "infrastructure error; retrying in {}", humantime::format_duration(delay));
+        let mut stopped = stop.clone();
+        tokio::select! {
+            () = tokio::time::sleep(delay) => earlier.push(Attempt::of(&report)),
+            // A stop during the wait ends the trial with the attempt it has.
+            _ = stopped.requested() => break report,
+        }
+    };
+    report.earlier_attempts = earlier;
+    // Written atomically and synced (the attempt's logs and timeline already are): from here
+    // on the trial counts as finished, also for a resume after a crash.
+    write_json(&dir.join("report.json"), &report)?;
     observer.eval_finished(&report);
     Ok(report)
 }

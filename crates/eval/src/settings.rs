@@ -42,6 +42,11 @@ pub struct Settings {
     pub phases: PhaseSettings,
     /// The kernel sandbox and the network.
     pub sandbox: SandboxSettings,
+    /// How many trials of each eval run (`--epochs`, at least 1).
+    pub epochs: Option<u32>,
+    /// How many times a trial that ended in an infrastructure error is run again
+    /// (`--retries`).
+    pub retries: Option<u32>,
 }
 
 /// The phase settings of one level; `None` falls through to the next level.
@@ -132,7 +137,19 @@ pub struct EvalSpec {
     pub phases: EvalPhases,
     /// The kernel sandbox and the network of every process of the eval.
     pub sandbox: SandboxSpec,
+    /// How many trials of the eval run (at least 1; the built-in value is 1).
+    pub epochs: u32,
+    /// How many times a trial that ended in an infrastructure error is run again, with
+    /// backoff (the built-in value is 0).
+    pub retries: u32,
+    /// The agent of a suite's `agents:` map this eval runs with, when it names one.
+    pub agent: Option<String>,
 }
+
+/// The most trials of one eval (`--epochs`).
+pub const MAX_EPOCHS: u32 = 10_000;
+/// The most retries of one trial (`--retries`).
+pub const MAX_RETRIES: u32 = 100;
 
 /// The phases around the agent, resolved for one eval.
 #[derive(Debug, Clone, Default)]
@@ -193,6 +210,19 @@ pub fn injection(source: PathBuf, target: Option<PathBuf>) -> Result<Injection, 
         )
     })?;
     Ok(injection)
+}
+
+/// A file injection given as text, `SRC` or `SRC:DEST` (as `hyoka run --file` takes it),
+/// checked as [`injection`] checks it.
+///
+/// # Errors
+/// As [`injection`].
+pub fn injection_arg(spec: &str) -> Result<Injection, EvalError> {
+    let (source, target) = match spec.split_once(':') {
+        Some((source, target)) => (source, Some(PathBuf::from(target))),
+        None => (spec, None),
+    };
+    injection(PathBuf::from(source), target)
 }
 
 /// Whether `name` can be an environment variable's name (not empty, no `=`, no NUL).
@@ -260,6 +290,17 @@ impl EvalSpec {
                 .unwrap_or(EventSource::None),
             phases,
             sandbox: SandboxSpec::resolve(&levels.iter().map(|l| &l.sandbox).collect::<Vec<_>>()),
+            epochs: levels
+                .iter()
+                .find_map(|l| l.epochs)
+                .unwrap_or(1)
+                .clamp(1, MAX_EPOCHS),
+            retries: levels
+                .iter()
+                .find_map(|l| l.retries)
+                .unwrap_or(0)
+                .min(MAX_RETRIES),
+            agent: None,
         }
     }
 }

@@ -2,15 +2,23 @@
 //! runs.
 //!
 //! ```yaml
+//! agents:                      # optional: every eval without a command runs with each
+//!   claude: [claude, -p, "{prompt}", --output-format, stream-json, --verbose]
+//!   other: [other-agent, --task, "{prompt}"]
 //! defaults:
 //!   timeout: 10m
 //!   grace: 5s
 //!   events: stream-json
-//!   limits: { max_turns: 25, max_files: 50, max_output_size: 1MiB, max_session_actions: 50 }
+//!   limits: { max_turns: 25, max_files: 50, max_output_size: 1MiB, max_session_actions: 50,
+//!             max_tokens: 2000000, max_cost: 5.0 }
 //!   env: { MODE: eval }
+//!   epochs: 3                  # trials per eval (per agent)
+//!   retries: 1                 # reruns of a trial that ended in an infrastructure error
 //! evals:
 //!   - id: fix-bug
-//!     command: [claude, -p, "fix the failing test"]   # or one string, run by `sh -c`
+//!     prompt: "fix the failing test"   # replaces {prompt} in the agents' commands
+//!   - id: own-command
+//!     command: [claude, -p, "fix the failing test"]   # runs as is; or one string, run by `sh -c`
 //!     starter: starters/bug    # relative to the suite file
 //!     timeout: 5m
 //!     limits: { max_turns: 10 }
@@ -51,8 +59,8 @@ use crate::error::EvalError;
 use crate::limits::PartialLimits;
 use crate::sandbox::{SandboxMode, SandboxSettings};
 use crate::settings::{
-    self, DEFAULT_PHASE_TIMEOUT, DEFAULT_READY_TIMEOUT, EvalSpec, PhaseCommand, PhaseSettings,
-    Readiness, ServiceSpec, Settings,
+    self, DEFAULT_PHASE_TIMEOUT, DEFAULT_READY_TIMEOUT, EvalSpec, MAX_EPOCHS, MAX_RETRIES,
+    PhaseCommand, PhaseSettings, Readiness, ServiceSpec, Settings,
 };
 use crate::shard::Shard;
 use crate::units;
@@ -60,6 +68,9 @@ use crate::units;
 /// A validated suite.
 #[derive(Debug, Clone)]
 pub struct Suite {
+    /// The `agents:` map, by name: each agent's argv, where `{prompt}` stands for an eval's
+    /// prompt.
+    pub agents: BTreeMap<String, Vec<OsString>>,
     /// The `defaults:` level.
     pub defaults: Settings,
     /// The evals, in file order.
@@ -71,8 +82,11 @@ pub struct Suite {
 pub struct SuiteEval {
     /// Its id, unique in the suite.
     pub id: EvalId,
-    /// The agent's argv.
+    /// Its own argv (its prompt already in place of `{prompt}`); empty when it runs with
+    /// each of the suite's agents instead.
     pub command: Vec<OsString>,
+    /// Its prompt, for `{prompt}` in the agents' commands.
+    pub prompt: Option<String>,
     /// Its starter directory, resolved against the suite file's directory.
     pub starter: Option<PathBuf>,
     /// The eval's own level of settings.
@@ -95,28 +109,52 @@ impl Suite {
         })
     }
 
+    /// The suite's identity with `cli` as the strongest level (see
+    /// [`suite_identity`](crate::suite_identity)): of every eval, whatever the shard.
+    ///
+    /// # Errors
+    /// [`EvalError::Io`] when a starter or an injected file cannot be read.
+    pub fn identity(&self, cli: &Settings) -> Result<String, EvalError> {
+        crate::identity::suite_identity(&self.specs(cli, None))
+    }
+
     /// The effective settings of every eval (of `shard`, when given), with `cli` as the
-    /// strongest level: `cli` > the eval > `defaults` > built-in.
+    /// strongest level: `cli` > the eval > `defaults` > built-in. An eval without a command
+    /// gives one spec per agent (in name order), its prompt in place of `{prompt}`; a shard
+    /// takes whole evals, with all their agents.
     pub fn specs(&self, cli: &Settings, shard: Option<Shard>) -> Vec<EvalSpec> {
-        self.evals
-            .iter()
-            .enumerate()
-            .filter(|(position, _)| shard.is_none_or(|shard| shard.includes(*position)))
-            .map(|(_, eval)| {
+        let mut specs = Vec::new();
+        for (position, eval) in self.evals.iter().enumerate() {
+            if shard.is_some_and(|shard| !shard.includes(position)) {
+                continue;
+            }
+            let resolve = |command: Vec<OsString>| {
                 EvalSpec::resolve(
                     eval.id.clone(),
-                    eval.command.clone(),
+                    command,
                     eval.starter.clone(),
                     &[cli, &eval.settings, &self.defaults],
                 )
-            })
-            .collect()
+            };
+            if !eval.command.is_empty() {
+                specs.push(resolve(eval.command.clone()));
+                continue;
+            }
+            for (name, command) in &self.agents {
+                let mut spec = resolve(with_prompt(command, eval.prompt.as_deref()));
+                spec.agent = Some(name.clone());
+                specs.push(spec);
+            }
+        }
+        specs
     }
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawSuite {
+    #[serde(default)]
+    agents: BTreeMap<String, Vec<String>>,
     #[serde(default)]
     defaults: RawSettings,
     evals: Vec<RawEval>,
@@ -140,6 +178,8 @@ struct RawSettings {
     network: Option<String>,
     sandbox_write: Option<Vec<String>>,
     sandbox_read_only: Option<bool>,
+    epochs: Option<u32>,
+    retries: Option<u32>,
 }
 
 // The eval's own fields plus the settings fields: serde cannot deny unknown fields through
@@ -148,7 +188,8 @@ struct RawSettings {
 #[serde(deny_unknown_fields)]
 struct RawEval {
     id: String,
-    command: RawCommand,
+    command: Option<RawCommand>,
+    prompt: Option<String>,
     starter: Option<String>,
     timeout: Option<String>,
     grace: Option<String>,
@@ -165,6 +206,8 @@ struct RawEval {
     network: Option<String>,
     sandbox_write: Option<Vec<String>>,
     sandbox_read_only: Option<bool>,
+    epochs: Option<u32>,
+    retries: Option<u32>,
 }
 
 /// `sandbox: true`, `sandbox: false` or `sandbox: best-effort`.
@@ -176,7 +219,15 @@ enum RawSandbox {
 }
 
 impl RawEval {
-    fn split(self) -> (String, RawCommand, Option<String>, RawSettings) {
+    fn split(
+        self,
+    ) -> (
+        String,
+        Option<RawCommand>,
+        Option<String>,
+        Option<String>,
+        RawSettings,
+    ) {
         let settings = RawSettings {
             timeout: self.timeout,
             grace: self.grace,
@@ -193,8 +244,10 @@ impl RawEval {
             network: self.network,
             sandbox_write: self.sandbox_write,
             sandbox_read_only: self.sandbox_read_only,
+            epochs: self.epochs,
+            retries: self.retries,
         };
-        (self.id, self.command, self.starter, settings)
+        (self.id, self.command, self.prompt, self.starter, settings)
     }
 }
 
@@ -319,6 +372,8 @@ struct RawLimits {
     max_files: Option<u64>,
     max_output_size: Option<RawSize>,
     max_session_actions: Option<u64>,
+    max_tokens: Option<u64>,
+    max_cost: Option<f64>,
 }
 
 #[derive(Deserialize)]
@@ -409,23 +464,86 @@ fn describe_path(text: &str, path: &str) -> String {
     }
 }
 
+/// The longest agent name (it becomes part of trial ids).
+const MAX_AGENT_NAME: usize = 32;
+
+/// `command` with `prompt` in place of every `{prompt}`.
+fn with_prompt(command: &[OsString], prompt: Option<&str>) -> Vec<OsString> {
+    // In a shell script (`sh -c SCRIPT`, as a string command becomes) the prompt is quoted
+    // for `sh`, so it stays one word whatever it holds.
+    let shell = command.len() == 3 && command[0] == "sh" && command[1] == "-c";
+    command
+        .iter()
+        .enumerate()
+        .map(|(i, arg)| match (arg.to_str(), prompt) {
+            (Some(text), Some(prompt)) if text.contains(PROMPT) => {
+                OsString::from(if shell && i == 2 {
+                    text.replace(PROMPT, &format!("'{}'", prompt.replace('\'', r"'\''")))
+                } else {
+                    text.replace(PROMPT, prompt)
+                })
+            }
+            _ => arg.clone(),
+        })
+        .collect()
+}
+
+/// What a command writes where an eval's prompt goes.
+const PROMPT: &str = "{prompt}";
+
+fn uses_prompt(command: &[String]) -> bool {
+    command.iter().any(|arg| arg.contains(PROMPT))
+}
+
 fn validate(raw: RawSuite, base: &Path) -> Result<Suite, String> {
     let defaults = settings(raw.defaults, base)
         .map_err(|(field, e)| format!("defaults, field {field}: {e}"))?;
+    let mut agents = BTreeMap::new();
+    for (name, command) in raw.agents {
+        if EvalId::new(name.clone()).is_err() || name.len() > MAX_AGENT_NAME {
+            return Err(format!(
+                "agents, {name:?}: an agent's name is 1 to {MAX_AGENT_NAME} of letters, \
+                 digits, '.', '_', '-', starting with a letter or digit"
+            ));
+        }
+        if command.first().is_none_or(String::is_empty) {
+            return Err(format!("agents, {name:?}: the command is empty"));
+        }
+        agents.insert(name, command);
+    }
     if raw.evals.is_empty() {
         return Err("field evals: the suite has no evals".to_owned());
     }
     let mut seen = HashSet::new();
     let mut evals = Vec::with_capacity(raw.evals.len());
     for (index, eval) in raw.evals.into_iter().enumerate() {
-        let (id, command, starter, raw_settings) = eval.split();
+        let (id, command, prompt, starter, raw_settings) = eval.split();
         let name = format!("eval {id:?} (evals[{index}])");
         let eval_id = EvalId::new(id.clone()).map_err(|e| format!("{name}, field id: {e}"))?;
         if !seen.insert(id.clone()) {
             return Err(format!("{name}, field id: duplicate eval id {id:?}"));
         }
-        if command.is_empty() {
-            return Err(format!("{name}, field command: the command is empty"));
+        let command = match command {
+            Some(command) if command.is_empty() => {
+                return Err(format!("{name}, field command: the command is empty"));
+            }
+            Some(command) => command.0,
+            None if agents.is_empty() => {
+                return Err(format!(
+                    "{name}, field command: the eval has no command and the suite names no agents"
+                ));
+            }
+            None => Vec::new(),
+        };
+        let needs_prompt = if command.is_empty() {
+            agents.values().any(|c| uses_prompt(c))
+        } else {
+            uses_prompt(&command)
+        };
+        if needs_prompt && prompt.is_none() {
+            return Err(format!(
+                "{name}, field prompt: the command uses {PROMPT} but the eval sets no prompt"
+            ));
         }
         let starter = match starter {
             Some(starter) => {
@@ -444,14 +562,24 @@ fn validate(raw: RawSuite, base: &Path) -> Result<Suite, String> {
             .map_err(|(field, e)| format!("{name}, field {field}: {e}"))?;
         check_phase_ids(&eval_id, &settings.phases, &defaults.phases)
             .map_err(|(field, e)| format!("{name}, field {field}: {e}"))?;
+        let command: Vec<OsString> = command.into_iter().map(OsString::from).collect();
         evals.push(SuiteEval {
             id: eval_id,
-            command: command.argv(),
+            command: with_prompt(&command, prompt.as_deref()),
+            prompt,
             starter,
             settings,
         });
     }
-    Ok(Suite { defaults, evals })
+    let agents = agents
+        .into_iter()
+        .map(|(name, command)| (name, command.into_iter().map(OsString::from).collect()))
+        .collect();
+    Ok(Suite {
+        agents,
+        defaults,
+        evals,
+    })
 }
 
 /// Phase processes are tracked under `<eval>.build`, `<eval>.review` and
@@ -500,21 +628,18 @@ fn settings(raw: RawSettings, base: &Path) -> Result<Settings, (&'static str, St
         .map(|e| e.parse().map_err(|e: EvalError| e.to_string()))
         .transpose()
         .map_err(|e| ("events", e))?;
-    let limits = match raw.limits {
-        None => PartialLimits::default(),
-        Some(limits) => PartialLimits {
-            max_turns: limits.max_turns,
-            max_files: limits.max_files,
-            max_output_size: match limits.max_output_size {
-                None => None,
-                Some(RawSize::Bytes(bytes)) => Some(bytes),
-                Some(RawSize::Text(text)) => Some(
-                    units::parse_size(&text)
-                        .map_err(|e| ("limits.max_output_size", e.to_string()))?,
-                ),
-            },
-            max_session_actions: limits.max_session_actions,
-        },
+    let limits = limits(raw.limits)?;
+    let epochs = match raw.epochs {
+        Some(n) if n == 0 || n > MAX_EPOCHS => {
+            return Err(("epochs", format!("{n} is not 1 to {MAX_EPOCHS}")));
+        }
+        n => n,
+    };
+    let retries = match raw.retries {
+        Some(n) if n > MAX_RETRIES => {
+            return Err(("retries", format!("{n} is more than {MAX_RETRIES}")));
+        }
+        n => n,
     };
     let env = env_pairs(raw.env).map_err(|e| ("env", e))?;
     let files = raw
@@ -577,6 +702,8 @@ fn settings(raw: RawSettings, base: &Path) -> Result<Settings, (&'static str, St
             pass_env: raw.pass_env,
         },
         sandbox,
+        epochs,
+        retries,
     })
 }
 
@@ -620,6 +747,34 @@ fn sandbox_settings(
         network,
         write,
         read_only,
+    })
+}
+
+fn limits(raw: Option<RawLimits>) -> Result<PartialLimits, (&'static str, String)> {
+    let Some(limits) = raw else {
+        return Ok(PartialLimits::default());
+    };
+    Ok(PartialLimits {
+        max_turns: limits.max_turns,
+        max_files: limits.max_files,
+        max_output_size: match limits.max_output_size {
+            None => None,
+            Some(RawSize::Bytes(bytes)) => Some(bytes),
+            Some(RawSize::Text(text)) => Some(
+                units::parse_size(&text).map_err(|e| ("limits.max_output_size", e.to_string()))?,
+            ),
+        },
+        max_session_actions: limits.max_session_actions,
+        max_tokens: limits.max_tokens,
+        max_cost: match limits.max_cost {
+            Some(cost) if !cost.is_finite() || cost < 0.0 => {
+                return Err((
+                    "limits.max_cost",
+                    format!("{cost} is not a cost in dollars (0 or more)"),
+                ));
+            }
+            cost => cost,
+        },
     })
 }
 

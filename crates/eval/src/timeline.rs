@@ -174,6 +174,8 @@ impl TimelineBuilder {
                     None,
                 );
             }
+            // Spending is in `report.json` `usage`, not an event of its own.
+            AgentEvent::Usage(_) => {}
         }
     }
 

@@ -1,4 +1,5 @@
-//! Parsers for the units on the command line and in suite files: durations and sizes.
+//! Parsers for the units on the command line and in suite files: durations, sizes and
+//! costs.
 
 use std::time::Duration;
 
@@ -33,6 +34,23 @@ pub fn parse_duration(text: &str) -> Result<Duration, EvalError> {
         ));
     }
     Ok(duration)
+}
+
+/// Parses a cost in US dollars (`0.1`, `$2.50`, `0`): a finite number, not negative.
+///
+/// # Errors
+/// [`EvalError::InvalidValue`] naming the text, with examples.
+pub fn parse_cost(text: &str) -> Result<f64, EvalError> {
+    let trimmed = text.trim();
+    let number = trimmed.strip_prefix('$').unwrap_or(trimmed);
+    match number.parse::<f64>() {
+        Ok(cost) if cost.is_finite() && cost >= 0.0 => Ok(cost),
+        _ => Err(EvalError::invalid(
+            "cost",
+            text,
+            "expected US dollars, 0 or more (examples: 0.5, $2.50)",
+        )),
+    }
 }
 
 /// Parses a byte size: `1048576`, `512KiB`, `1MiB`, `1MB`, `2GB`, `0`.

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use hyoka_eval::{EvalError, EventSource, SandboxMode, Shard, parse_duration, parse_size};
+use hyoka_eval::{
+    EvalError, EventSource, FailOn, SandboxMode, Shard, parse_cost, parse_duration, parse_size,
+};
 use hyoka_proctrack::Network;
 use hyoka_workspace::{KeepPolicy, RunId};
 
@@ -117,6 +119,34 @@ pub struct RunArgs {
     /// Stop after this many tool calls; 0 disables. Default: 50.
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub max_session_actions: Option<u64>,
+
+    /// Stop after the agent reports this many tokens (all kinds); 0 (the default) disables.
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub max_tokens: Option<u64>,
+
+    /// Stop after the agent reports spending more than this many US dollars; 0 disables.
+    #[arg(long, value_name = "USD", value_parser = parse_cost, allow_hyphen_values = true)]
+    pub max_cost: Option<f64>,
+
+    /// Run each eval this many times (trials), each in its own workspace. Default: 1.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(hyoka_eval::MAX_EPOCHS)))]
+    pub epochs: Option<u32>,
+
+    /// Rerun a trial that ended in an infrastructure error up to N times, with backoff.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=i64::from(hyoka_eval::MAX_RETRIES)))]
+    pub retries: Option<u32>,
+
+    /// Continue the run --run-id names: keep its finished trials, run the rest.
+    #[arg(long, requires = "run_id")]
+    pub resume: bool,
+
+    /// With --resume, rerun the trials of evals that changed instead of refusing.
+    #[arg(long, requires = "resume")]
+    pub rerun_changed: bool,
+
+    /// Exit 1 when a trial did not pass (failure), errored or did not run (error), or never.
+    #[arg(long, value_name = "WHEN", default_value = "failure", value_parser = parse_fail_on)]
+    pub fail_on: FailOn,
 
     /// Where turns and tool calls come from: none, stream-json (the agent's stdout) or jsonl
     /// (lines appended to $HYOKA_EVENTS). Default: none.
@@ -281,6 +311,24 @@ pub struct DoctorArgs {
 pub enum ReportCommand {
     /// Merge the run.json files of a suite's shards into one summary.
     Merge(MergeArgs),
+    /// Compare two runs: per-task pass rates, flipped tasks, totals, a paired sign test.
+    Compare(CompareArgs),
+}
+
+/// `hyoka report compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The baseline: a run directory or a run.json (merged ones too).
+    #[arg(value_name = "A")]
+    pub a: PathBuf,
+
+    /// The run compared with it.
+    #[arg(value_name = "B")]
+    pub b: PathBuf,
+
+    /// Print the comparison as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `hyoka report merge`.
@@ -294,9 +342,13 @@ pub struct MergeArgs {
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
 
-    /// The merged run's id. Default: the shards' common run id, else `merged`.
+    /// The merged run's id. Default: the shards' run id.
     #[arg(long, value_name = "ID", value_parser = parse_run_id)]
     pub run_id: Option<RunId>,
+
+    /// Merge even when shards are missing (run.json lists them in missing_shards).
+    #[arg(long)]
+    pub allow_partial: bool,
 }
 
 /// `hyoka demo`.
@@ -375,6 +427,10 @@ fn parse_run_id(text: &str) -> Result<RunId, String> {
 }
 
 fn parse_keep(text: &str) -> Result<KeepPolicy, String> {
+    text.parse()
+}
+
+fn parse_fail_on(text: &str) -> Result<FailOn, EvalError> {
     text.parse()
 }
 

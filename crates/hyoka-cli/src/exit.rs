@@ -75,6 +75,18 @@ impl Fail {
     }
 }
 
+/// A library call's error as the command's failure: bad input (such as a reports path that
+/// does not exist) exits 2, anything else 1.
+impl From<hyoka_eval::EvalError> for Fail {
+    fn from(err: hyoka_eval::EvalError) -> Self {
+        if err.is_bad_input() {
+            Self::usage(err.to_string())
+        } else {
+            Self::failure(err.to_string())
+        }
+    }
+}
+
 impl fmt::Display for Fail {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)

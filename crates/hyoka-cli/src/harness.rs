@@ -23,13 +23,3 @@ pub(crate) fn run_failure(err: EvalError) -> Fail {
         err => Fail::failure(err.to_string()),
     }
 }
-
-/// A library call's error as the command's failure: bad input (such as a reports path that
-/// does not exist) exits 2, anything else 1.
-pub(crate) fn failure(err: &EvalError) -> Fail {
-    if err.is_bad_input() {
-        Fail::usage(err.to_string())
-    } else {
-        Fail::failure(err.to_string())
-    }
-}

@@ -31,6 +31,13 @@ pub(crate) fn json(value: &impl serde::Serialize) {
     ));
 }
 
+/// Prints text a library rendered, line by line.
+pub(crate) fn text(text: &str) {
+    for line in text.lines() {
+        outln!("{line}");
+    }
+}
+
 #[doc(hidden)]
 pub(crate) fn line(args: std::fmt::Arguments<'_>) {
     if QUIET.load(std::sync::atomic::Ordering::Relaxed) {

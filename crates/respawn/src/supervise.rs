@@ -937,7 +937,7 @@ fn announce(
         clippy::disallowed_methods,
         reason = "the session's start, recorded for people; nothing decides on it"
     )]
-    let now = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
+    let now = humantime::format_rfc3339_millis(SystemTime::now()).to_string();
     let (backend, tmux_session) = match backend {
         Backend::Pty => ("pty", None),
         Backend::Tmux { .. } => ("tmux", Some(session)),

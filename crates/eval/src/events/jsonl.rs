@@ -1,11 +1,17 @@
 //! The `$HYOKA_EVENTS` format: one JSON object per line appended by the agent.
 //!
-//! `{"type":"turn"}` and `{"type":"tool_call","name":"bash","path":"src/x.rs","input":…}`.
+//! - `{"type":"turn"}`: one assistant message;
+//! - `{"type":"tool_call","name":"bash","path":"src/x.rs","input":…}`: one tool call;
+//! - `{"type":"usage","input_tokens":120,"output_tokens":40,"cache_read_tokens":0,
+//!   "cache_creation_tokens":0,"cost_usd":0.002}`: spending since the previous usage line
+//!   (every field optional); with `"total":true` the figures are the agent's running totals
+//!   instead, replacing what was counted.
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::{AgentEvent, INPUT_PREVIEW_BYTES, truncate_chars};
+use crate::usage::{TokenUsage, UsageEvent};
 
 #[derive(Deserialize)]
 struct Line<'a> {
@@ -19,6 +25,18 @@ struct Line<'a> {
     path: Option<String>,
     #[serde(default, borrow)]
     input: Option<&'a RawValue>,
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens: Option<u64>,
+    #[serde(default)]
+    cache_read_tokens: Option<u64>,
+    #[serde(default)]
+    cache_creation_tokens: Option<u64>,
+    #[serde(default)]
+    cost_usd: Option<f64>,
+    #[serde(default)]
+    total: bool,
 }
 
 /// Parses one line; `None` for an unknown or malformed line (the caller counts it).
@@ -35,6 +53,21 @@ pub fn parse_jsonl_event(line: &[u8]) -> Option<AgentEvent> {
                 .input
                 .map(|raw| truncate_chars(raw.get(), INPUT_PREVIEW_BYTES)),
         }),
+        "usage" => {
+            let usage = TokenUsage {
+                input_tokens: line.input_tokens,
+                output_tokens: line.output_tokens,
+                cache_read_tokens: line.cache_read_tokens,
+                cache_creation_tokens: line.cache_creation_tokens,
+                // A negative or non-finite cost is not a cost.
+                cost_usd: line.cost_usd.filter(|c| c.is_finite() && *c >= 0.0),
+            };
+            Some(AgentEvent::Usage(if line.total {
+                UsageEvent::Total(usage)
+            } else {
+                UsageEvent::Increment(usage)
+            }))
+        }
         _ => None,
     }
 }

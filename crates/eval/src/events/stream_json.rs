@@ -7,6 +7,12 @@
 //! one `tool_use` block. Content that is not a block list (some captures carry a placeholder
 //! string) is accepted and yields no tool calls.
 //!
+//! Spending: an assistant line's `message.usage` is the message's usage so far (the lines of
+//! one message repeat it, growing), so each line yields the increase over the message's
+//! previous line as a [`UsageEvent::Increment`]; the `result` line's `usage` and
+//! `total_cost_usd` (`cost_usd` in older versions) are the session's totals, a
+//! [`UsageEvent::Total`]. Usage or cost of another shape (a placeholder string) is ignored.
+//!
 //! Parsing borrows from the line and skips every field it does not need, so it costs a
 //! fraction of building a `serde_json::Value` (see the `events` benchmark).
 
@@ -18,6 +24,7 @@ use serde::de::{self, IgnoredAny, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
 use super::{AgentEvent, INPUT_PREVIEW_BYTES, input_path, truncate_chars};
+use crate::usage::{TokenUsage, UsageEvent};
 
 /// What a line was.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,6 +51,12 @@ struct Line<'a> {
     kind: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     message: Option<Message<'a>>,
+    #[serde(borrow, default)]
+    usage: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    total_cost_usd: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    cost_usd: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -52,6 +65,40 @@ struct Message<'a> {
     id: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     content: Content<'a>,
+    #[serde(borrow, default)]
+    usage: Option<&'a RawValue>,
+}
+
+/// The token fields of an Anthropic `usage` object.
+#[derive(Deserialize)]
+struct RawUsage {
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens: Option<u64>,
+    #[serde(default)]
+    cache_read_input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_creation_input_tokens: Option<u64>,
+}
+
+/// A `usage` object's tokens; `None` for anything else (a placeholder string).
+fn tokens(raw: Option<&RawValue>) -> Option<TokenUsage> {
+    let usage: RawUsage = serde_json::from_str(raw?.get()).ok()?;
+    Some(TokenUsage {
+        input_tokens: usage.input_tokens,
+        output_tokens: usage.output_tokens,
+        cache_read_tokens: usage.cache_read_input_tokens,
+        cache_creation_tokens: usage.cache_creation_input_tokens,
+        cost_usd: None,
+    })
+}
+
+/// A cost in dollars: a finite, non-negative number, nothing else.
+fn cost(raw: Option<&RawValue>) -> Option<f64> {
+    serde_json::from_str::<f64>(raw?.get())
+        .ok()
+        .filter(|c| c.is_finite() && *c >= 0.0)
 }
 
 #[derive(Default)]
@@ -162,7 +209,8 @@ const RECENT_IDS: usize = 8;
 /// A stateful stream-json reader: feed it lines, get events and line kinds.
 #[derive(Debug, Default)]
 pub struct StreamJsonParser {
-    recent: std::collections::VecDeque<String>,
+    /// Recent message ids, each with the usage its last line reported.
+    recent: std::collections::VecDeque<(String, TokenUsage)>,
     /// Lines with an unknown `type`.
     pub unknown: u64,
     /// Lines that were not JSON objects (or were oversized).
@@ -183,7 +231,14 @@ impl StreamJsonParser {
             Some("assistant") => LineKind::Assistant,
             Some("system") => return LineKind::System,
             Some("user") => return LineKind::User,
-            Some("result") => return LineKind::Result,
+            Some("result") => {
+                let mut total = tokens(parsed.usage).unwrap_or_default();
+                total.cost_usd = cost(parsed.total_cost_usd).or_else(|| cost(parsed.cost_usd));
+                if !total.is_empty() {
+                    events.push(AgentEvent::Usage(UsageEvent::Total(total)));
+                }
+                return LineKind::Result;
+            }
             _ => {
                 self.unknown += 1;
                 return LineKind::Unknown;
@@ -192,21 +247,33 @@ impl StreamJsonParser {
         let Some(message) = parsed.message else {
             return kind;
         };
-        let new_turn = match message.id.as_deref() {
-            Some(id) if self.recent.iter().any(|seen| seen == id) => false,
+        let usage = tokens(message.usage);
+        let (new_turn, increment) = match message.id.as_deref() {
             Some(id) => {
-                if self.recent.len() == RECENT_IDS {
-                    self.recent.pop_front();
+                if let Some((_, last)) = self.recent.iter_mut().find(|(seen, _)| seen == id) {
+                    let increment = usage.map(|now| now.since(last));
+                    if let Some(now) = usage {
+                        *last = now;
+                    }
+                    (false, increment)
+                } else {
+                    if self.recent.len() == RECENT_IDS {
+                        self.recent.pop_front();
+                    }
+                    self.recent
+                        .push_back((id.to_owned(), usage.unwrap_or_default()));
+                    (true, usage)
                 }
-                self.recent.push_back(id.to_owned());
-                true
             }
-            None => true,
+            None => (true, usage),
         };
         if new_turn {
             events.push(AgentEvent::Turn {
                 message_id: message.id.map(Cow::into_owned),
             });
+        }
+        if let Some(increment) = increment.filter(|i| i.tokens() > 0) {
+            events.push(AgentEvent::Usage(UsageEvent::Increment(increment)));
         }
         for block in message.content.0 {
             if block.kind.as_deref() == Some("tool_use") {

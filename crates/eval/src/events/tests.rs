@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use super::*;
+use crate::usage::{TokenUsage, UsageMeter};
 
 fn parse_all(text: &str) -> (Vec<AgentEvent>, StreamJsonParser) {
     let mut parser = StreamJsonParser::default();
@@ -14,11 +15,22 @@ fn parse_all(text: &str) -> (Vec<AgentEvent>, StreamJsonParser) {
 }
 
 fn counts(events: &[AgentEvent]) -> (usize, usize) {
-    let turns = events
-        .iter()
-        .filter(|e| matches!(e, AgentEvent::Turn { .. }))
-        .count();
-    (turns, events.len() - turns)
+    let count = |f: fn(&AgentEvent) -> bool| events.iter().filter(|e| f(e)).count();
+    (
+        count(|e| matches!(e, AgentEvent::Turn { .. })),
+        count(|e| matches!(e, AgentEvent::ToolCall { .. })),
+    )
+}
+
+/// What a meter makes of the usage events.
+fn spending(events: &[AgentEvent]) -> Option<TokenUsage> {
+    let mut meter = UsageMeter::default();
+    for event in events {
+        if let AgentEvent::Usage(usage) = event {
+            meter.apply(usage);
+        }
+    }
+    meter.usage()
 }
 
 #[track_caller]
@@ -78,6 +90,74 @@ fn the_real_captures_give_the_indexed_counts() {
         checked += 1;
     }
     assert_eq!(checked, 4);
+    // The result line's totals are authoritative: what the messages said on the way is
+    // replaced by them. The normalized capture's placeholders are not numbers: no usage.
+    let usage = |file: &str| {
+        let text = std::fs::read_to_string(dir.join(file)).unwrap();
+        spending(&parse_all(&text).0)
+    };
+    assert_eq!(
+        usage("sheenapps-write-file.jsonl"),
+        Some(TokenUsage {
+            input_tokens: Some(11),
+            output_tokens: Some(235),
+            cache_read_tokens: Some(29482),
+            cache_creation_tokens: Some(489),
+            cost_usd: Some(0.090_077_749_999_999_98),
+        })
+    );
+    assert_eq!(
+        usage("gleam-basic-query.jsonl").and_then(|u| u.cost_usd),
+        Some(0.135_487_5)
+    );
+    assert_eq!(usage("claudeless-v2.1.12-normalized.jsonl"), None);
+}
+
+#[test]
+fn usage_of_one_message_counts_once_and_the_result_replaces_it() {
+    let lines = [
+        r#"{"type":"assistant","message":{"id":"m1","usage":{"input_tokens":4,"output_tokens":7},"content":[]}}"#,
+        r#"{"type":"assistant","message":{"id":"m1","usage":{"input_tokens":4,"output_tokens":210},"content":[]}}"#,
+        r#"{"type":"assistant","message":{"id":"m2","usage":{"input_tokens":7,"output_tokens":9,"cache_read_input_tokens":100},"content":[]}}"#,
+    ];
+    let (events, _) = parse_all(&lines.join("\n"));
+    // The second line of m1 adds only what grew: 4 + 7 input, 210 + 9 output.
+    assert_eq!(
+        spending(&events),
+        Some(TokenUsage {
+            input_tokens: Some(11),
+            output_tokens: Some(219),
+            cache_read_tokens: Some(100),
+            ..TokenUsage::default()
+        })
+    );
+    let result = r#"{"type":"result","total_cost_usd":0.42,"usage":{"input_tokens":20,"output_tokens":300}}"#;
+    let (events, _) = parse_all(&[lines.join("\n"), result.to_owned()].join("\n"));
+    assert_eq!(
+        spending(&events),
+        Some(TokenUsage {
+            input_tokens: Some(20),
+            output_tokens: Some(300),
+            cache_read_tokens: Some(100),
+            cache_creation_tokens: None,
+            cost_usd: Some(0.42),
+        })
+    );
+    // Older versions say cost_usd; a placeholder or a negative cost is no cost.
+    for (line, cost) in [
+        (r#"{"type":"result","cost_usd":0.5}"#, Some(0.5)),
+        (
+            r#"{"type":"result","cost_usd":"<COST>","usage":"<USAGE>"}"#,
+            None,
+        ),
+        (r#"{"type":"result","total_cost_usd":-1}"#, None),
+    ] {
+        assert_eq!(
+            spending(&parse_all(line).0).and_then(|u| u.cost_usd),
+            cost,
+            "{line}"
+        );
+    }
 }
 
 #[test]
@@ -162,6 +242,21 @@ fn jsonl_events() {
             path: Some("x.sh".into()),
             input: Some(r#"{"cmd":"ls"}"#.into())
         })
+    );
+    assert_eq!(
+        parse_jsonl_event(br#"{"type":"usage","input_tokens":5,"cost_usd":0.25}"#),
+        Some(AgentEvent::Usage(UsageEvent::Increment(TokenUsage {
+            input_tokens: Some(5),
+            cost_usd: Some(0.25),
+            ..TokenUsage::default()
+        })))
+    );
+    assert_eq!(
+        parse_jsonl_event(br#"{"type":"usage","output_tokens":9,"total":true}"#),
+        Some(AgentEvent::Usage(UsageEvent::Total(TokenUsage {
+            output_tokens: Some(9),
+            ..TokenUsage::default()
+        })))
     );
     assert_eq!(parse_jsonl_event(b"garbage"), None);
     assert_eq!(parse_jsonl_event(br#"{"type":"other"}"#), None);

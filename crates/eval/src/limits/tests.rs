@@ -28,6 +28,7 @@ fn limits(turns: u64, files: u64, bytes: u64, actions: u64) -> LimitSet {
         max_files: files,
         max_output_size: bytes,
         max_session_actions: actions,
+        ..LimitSet::default()
     }
 }
 

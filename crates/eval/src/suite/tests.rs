@@ -95,3 +95,108 @@ fn sandbox_fields_resolve_and_bad_ones_are_refused() {
         "defaults, field sandbox_write: /nonexistent/hyoka-cache does not exist",
     );
 }
+
+#[test]
+fn agents_run_every_eval_without_a_command_with_its_prompt() {
+    let yaml = r#"
+agents:
+  claude: [claude, -p, "{prompt}"]
+  codex: [codex, exec, "--prompt={prompt}"]
+defaults: { epochs: 3, retries: 1, limits: { max_tokens: 1000, max_cost: 0.5 } }
+evals:
+  - id: fix
+    prompt: fix the test
+  - id: own
+    command: "echo {prompt}"
+    prompt: it's $HOME
+    epochs: 1
+"#;
+    let suite = Suite::from_yaml(yaml, Path::new("s.yaml")).unwrap();
+    let specs = suite.specs(&Settings::default(), None);
+    let got: Vec<(String, Option<String>, Vec<String>, u32)> = specs
+        .iter()
+        .map(|s| {
+            (
+                s.eval_id.to_string(),
+                s.agent.clone(),
+                s.command
+                    .iter()
+                    .map(|a| a.to_string_lossy().into_owned())
+                    .collect(),
+                s.epochs,
+            )
+        })
+        .collect();
+    let strings = |a: &[&str]| a.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    assert_eq!(
+        got,
+        [
+            (
+                "fix".to_owned(),
+                Some("claude".to_owned()),
+                strings(&["claude", "-p", "fix the test"]),
+                3
+            ),
+            (
+                "fix".to_owned(),
+                Some("codex".to_owned()),
+                strings(&["codex", "exec", "--prompt=fix the test"]),
+                3
+            ),
+            (
+                "own".to_owned(),
+                None,
+                strings(&["sh", "-c", r"echo 'it'\''s $HOME'"]),
+                1
+            ),
+        ]
+    );
+    assert!(specs.iter().all(|s| s.retries == 1));
+    assert_eq!(
+        (specs[0].limits.max_tokens, specs[0].limits.max_cost),
+        (1000, 0.5)
+    );
+    // A shard takes whole evals, with all their agents.
+    let first = suite.specs(&Settings::default(), Some(Shard { index: 1, count: 2 }));
+    assert_eq!(first.len(), 2);
+    // The identity covers every eval whatever the shard, and changes with the settings.
+    let identity = suite.identity(&Settings::default()).unwrap();
+    assert_eq!(identity.len(), 64);
+    let stricter = Settings {
+        epochs: Some(5),
+        ..Settings::default()
+    };
+    assert_ne!(suite.identity(&stricter).unwrap(), identity);
+}
+
+#[test]
+fn agents_prompts_epochs_and_costs_are_checked() {
+    check_error(
+        "evals:\n  - id: a\n",
+        "eval \"a\" (evals[0]), field command: the eval has no command and the suite names no agents",
+    );
+    check_error(
+        "agents: { x: [x, \"{prompt}\"] }\nevals:\n  - id: a\n",
+        "eval \"a\" (evals[0]), field prompt: the command uses {prompt} but the eval sets no prompt",
+    );
+    check_error(
+        "agents: { \"../x\": [x] }\nevals:\n  - id: a\n",
+        "agents, \"../x\": an agent's name is 1 to 32",
+    );
+    check_error(
+        "agents: { x: [] }\nevals:\n  - id: a\n",
+        "agents, \"x\": the command is empty",
+    );
+    check_error(
+        "evals:\n  - id: a\n    command: [x]\n    epochs: 0\n",
+        "eval \"a\" (evals[0]), field epochs: 0 is not 1 to 10000",
+    );
+    check_error(
+        "defaults: { retries: 101 }\nevals:\n  - id: a\n    command: [x]\n",
+        "defaults, field retries: 101 is more than 100",
+    );
+    check_error(
+        "evals:\n  - id: a\n    command: [x]\n    limits: { max_cost: -1 }\n",
+        "field limits.max_cost: -1 is not a cost in dollars",
+    );
+}

@@ -78,3 +78,13 @@ fn durations() {
             .contains("\"soon\"")
     );
 }
+
+#[test]
+fn costs() {
+    for (text, expected) in [("0.1", Some(0.1)), ("$2.50", Some(2.5)), ("0", Some(0.0))] {
+        assert_eq!(parse_cost(text).ok(), expected, "{text:?}");
+    }
+    for bad in ["", "-1", "$", "lots", "inf", "NaN", "1e999"] {
+        assert!(parse_cost(bad).is_err(), "{bad:?}");
+    }
+}

@@ -15,3 +15,4 @@ mod runs;
 mod sandbox;
 mod stops;
 mod support;
+mod trials;

@@ -2,7 +2,9 @@
 //! an eval passes only when the agent exited 0 within its limits and every phase that ran
 //! passed.
 
-use hyoka_eval::{FakeProgram, PhaseCommand, Readiness, ServiceSpec, Status, Termination};
+use hyoka_eval::{
+    ErrorKind, FakeProgram, PhaseCommand, Readiness, ServiceSpec, Status, Termination,
+};
 
 use crate::support::{Case, eval, ms, phase, phases, tool_call, turn};
 
@@ -173,25 +175,29 @@ async fn a_later_phase_never_turns_a_failure_into_a_pass() {
     case.assert_nothing_left();
 }
 
+/// A missing agent command is the agent's result (a wrong command stays wrong however often
+/// it runs), not the machine's: `failed`, never retried.
 #[tokio::test(start_paused = true)]
-async fn an_agent_that_cannot_start_is_an_error_and_nothing_grades_it() {
+async fn a_missing_agent_command_fails_and_nothing_grades_it() {
     let case = Case::new();
     case.program("build", FakeProgram::new().exits(0));
     let mut spec = eval("e", "no-such-agent");
     spec.phases.build = Some(command("build"));
+    spec.retries = 3;
     let outcome = case.run(vec![spec]).await;
     let report = &outcome.reports[0];
     check(
         report,
-        Status::Error,
+        Status::Failed,
         Termination::SpawnFailed,
         &[
             "setup passed",
-            "agent error",
+            "agent failed",
             "build skipped",
             "cleanup passed",
         ],
     );
+    assert_eq!((report.error_kind, report.attempts), (None, 1));
     assert!(
         report
             .error
@@ -203,7 +209,7 @@ async fn an_agent_that_cannot_start_is_an_error_and_nothing_grades_it() {
         phase(report, "build").detail.as_deref(),
         Some("the agent did not finish")
     );
-    assert_eq!(outcome.summary.status, Status::Error);
+    assert_eq!(outcome.summary.status, Status::Failed);
     case.assert_nothing_left();
 }
 
@@ -222,11 +228,12 @@ async fn a_service_that_dies_before_it_is_ready_skips_the_agent() {
         Termination::ServiceFailed,
         &[
             "setup passed",
-            "services failed",
+            "services error",
             "agent skipped",
             "cleanup passed",
         ],
     );
+    assert_eq!(report.error_kind, Some(ErrorKind::Infra));
     assert_eq!(
         report.error.as_deref(),
         Some("service svc exited with exit code 3 before it was ready")
@@ -256,7 +263,7 @@ async fn a_service_that_is_never_ready_times_out() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_service_that_dies_while_the_agent_runs_fails_the_eval() {
+async fn a_service_that_dies_while_the_agent_runs_is_an_infrastructure_error() {
     let case = Case::new();
     case.program("svc", FakeProgram::new().sleeps(ms(1_000)).exits(1))
         .program("agent", FakeProgram::new().hangs());
@@ -265,8 +272,12 @@ async fn a_service_that_dies_while_the_agent_runs_fails_the_eval() {
     let outcome = case.run(vec![spec]).await;
     let report = &outcome.reports[0];
     assert_eq!(
-        (report.status, report.termination),
-        (Status::Failed, Termination::ServiceFailed)
+        (report.status, report.error_kind, report.termination),
+        (
+            Status::Error,
+            Some(ErrorKind::Infra),
+            Termination::ServiceFailed
+        )
     );
     assert_eq!(
         report.error.as_deref(),

@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use hyoka_eval::{FakeProgram, Status, Stop, merge_summaries, read_summary};
+use hyoka_eval::{
+    FakeProgram, MergeOptions, RunSummary, Status, Stop, merge_summaries, read_summary,
+};
 
 use crate::support::{Case, Recorder, eval, ms};
 
@@ -47,33 +49,119 @@ async fn workers_run_evals_at_once_in_plan_order() {
     assert_eq!(outcome.summary.started_at, "2027-01-15T08:00:00.000Z");
     assert_eq!(outcome.summary.ended_at, "2027-01-15T08:00:20.000Z");
     assert_eq!(recorder.0.lock().unwrap().last().unwrap(), "run failed");
-    let run_json: hyoka_eval::RunSummary =
+    let run_json: RunSummary =
         serde_json::from_slice(&std::fs::read(case.reports.path().join("case/run.json")).unwrap())
             .unwrap();
     assert_eq!(run_json.evals.len(), 4);
     case.assert_nothing_left();
 }
 
-#[tokio::test(start_paused = true)]
-async fn shards_merge_into_one_summary_and_refuse_overlap() {
+/// The summary of a run of one eval of `program` as shard `shard` of a suite `suite`.
+async fn shard(program: FakeProgram, id: &str, suite: &str, shard: &str) -> RunSummary {
     let case = Case::new();
-    case.program("ok", FakeProgram::new().exits(0));
-    let first = case.run(vec![eval("a", "ok")]).await.summary;
-    let second = Case::new();
-    second.program("ok", FakeProgram::new().exits(1));
-    let second = second.run(vec![eval("b", "ok")]).await.summary;
-    let merged =
-        merge_summaries(&[("s1".into(), first.clone()), ("s2".into(), second)], None).unwrap();
-    assert_eq!(merged.run_id, "case");
-    assert_eq!(merged.totals.evals, 2);
-    assert_eq!(merged.status, Status::Failed);
-    assert_eq!(merged.evals[1].report, "s2/b/report.json");
-    let err =
-        merge_summaries(&[("s1".into(), first.clone()), ("s3".into(), first)], None).unwrap_err();
-    assert!(err.is_bad_input());
+    case.program("p", program);
+    let mut plan = case.plan(vec![eval(id, "p")]);
+    plan.suite = Some(suite.to_owned());
+    plan.shard = Some(shard.parse().unwrap());
+    case.run_plan(&plan, Stop::never()).await.summary
+}
+
+#[track_caller]
+fn check_refused(inputs: &[(&str, &RunSummary)], allow_partial: bool, expected: &str) {
+    let inputs: Vec<_> = inputs
+        .iter()
+        .map(|(d, s)| ((*d).into(), (*s).clone()))
+        .collect();
+    let options = MergeOptions {
+        allow_partial,
+        ..MergeOptions::default()
+    };
+    let err = merge_summaries(&inputs, &options).unwrap_err();
+    assert!(err.is_bad_input(), "{err}");
+    assert_eq!(err.to_string(), expected);
+}
+
+#[tokio::test(start_paused = true)]
+async fn shards_of_one_suite_merge_and_anything_else_is_refused() {
+    let first = shard(FakeProgram::new().exits(0), "a", "S", "1/2").await;
+    let second = shard(FakeProgram::new().exits(1), "b", "S", "2/2").await;
     assert_eq!(
-        err.to_string(),
-        "eval a appears in more than one input (again in s3)"
+        (first.suite.as_deref(), first.shard.as_deref()),
+        (Some("S"), Some("1/2"))
+    );
+    let both = [("s1".into(), first.clone()), ("s2".into(), second.clone())];
+    let merged = merge_summaries(&both, &MergeOptions::default()).unwrap();
+    assert_eq!(
+        (merged.run_id.as_str(), merged.suite.as_deref()),
+        ("case", Some("S"))
+    );
+    assert_eq!((merged.totals.evals, merged.status), (2, Status::Failed));
+    assert_eq!(merged.evals[1].report, "s2/b/report.json");
+    assert!(merged.shard.is_none() && merged.missing_shards.is_empty());
+
+    check_refused(
+        &[("s1", &first), ("s3", &first)],
+        false,
+        "shard 1/2 appears twice: s1 and s3",
+    );
+    check_refused(
+        &[("s1", &first)],
+        false,
+        "shard 2 of 2 missing (give --allow-partial to merge without it)",
+    );
+    let partial = merge_summaries(
+        &[("s1".into(), first.clone())],
+        &MergeOptions {
+            allow_partial: true,
+            ..MergeOptions::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(partial.missing_shards, [2]);
+    let other_suite = shard(FakeProgram::new().exits(0), "b", "T", "2/2").await;
+    check_refused(
+        &[("s1", &first), ("s2", &other_suite)],
+        false,
+        "s1 and s2 are runs of different suites; merge the shards of one suite",
+    );
+    let mut other_run = second.clone();
+    other_run.run_id = "other".into();
+    check_refused(
+        &[("s1", &first), ("s2", &other_run)],
+        false,
+        "s1 and s2 are runs of different ids (case and other); merge the shards of one run",
+    );
+    let mut hostile = second.clone();
+    hostile.run_id = "../../etc".into();
+    check_refused(
+        &[("s2", &hostile)],
+        true,
+        "s2: run id \"../../etc\" breaks the id grammar",
+    );
+    let mut hostile = second.clone();
+    hostile.evals[0].report = "../../../etc/passwd".into();
+    check_refused(
+        &[("s2", &hostile)],
+        true,
+        "s2: eval b: report path \"../../../etc/passwd\" leaves the run directory",
+    );
+    let mut backwards = second.clone();
+    backwards.ended_at = "2000-01-01T00:00:00.000Z".into();
+    check_refused(
+        &[("s2", &backwards)],
+        true,
+        "s2: its times run backwards (ended 2000-01-01T00:00:00.000Z before it started \
+         2027-01-15T08:00:00.000Z)",
+    );
+    let mut empty = second.clone();
+    empty.evals.clear();
+    check_refused(&[("s2", &empty)], true, "s2: the run holds no evals");
+    let mut old = second;
+    old.suite = None;
+    check_refused(
+        &[("s2", &old)],
+        true,
+        "s2: the run records no suite identity (written by an older hyoka); rerun it",
     );
 }
 

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use hyoka_eval::{FakeProgram, PhaseCommand, Status, StopReason, Stopper, Termination};
+use hyoka_eval::{ErrorKind, FakeProgram, PhaseCommand, Status, StopReason, Stopper, Termination};
 
 use crate::support::{Case, Recorder, eval, ms, phase, phases};
 
@@ -59,10 +59,16 @@ async fn a_stop_request_interrupts_the_agent_and_skips_build_and_review() {
     stopper.request(StopReason::Interrupt);
     let outcome = running.await.unwrap();
     let report = &outcome.reports[0];
+    // An interruption is no result of the agent's: an infrastructure error, never retried.
     assert_eq!(
-        (report.status, report.termination),
-        (Status::Failed, Termination::Interrupted)
+        (report.status, report.error_kind, report.termination),
+        (
+            Status::Error,
+            Some(ErrorKind::Infra),
+            Termination::Interrupted
+        )
     );
+    assert!(!report.is_retryable());
     assert_eq!(
         phases(report),
         [
@@ -106,7 +112,8 @@ async fn evals_a_stop_overtakes_are_recorded_as_not_started() {
     assert_eq!(a.termination, Termination::Interrupted);
     for not_started in [b, c] {
         assert_eq!(not_started.termination, Termination::Interrupted);
-        assert_eq!(not_started.status, Status::Failed);
+        assert_eq!(not_started.status, Status::NotRun);
+        assert_eq!(not_started.attempts, 0);
         assert_eq!(
             not_started.error.as_deref(),
             Some("not started: SIGTERM arrived first")
@@ -121,10 +128,21 @@ async fn evals_a_stop_overtakes_are_recorded_as_not_started() {
             "finished a interrupted",
             "finished b interrupted",
             "finished c interrupted",
-            "run failed"
+            "run error"
         ]
     );
-    assert_eq!(outcome.summary.totals.terminations["interrupted"], 3);
+    let totals = &outcome.summary.totals;
+    assert_eq!(totals.terminations["interrupted"], 3);
+    // Trials that never started are counted apart and left out of the pass rate.
+    assert_eq!(
+        (
+            totals.failed,
+            totals.errors,
+            totals.not_run,
+            totals.pass_rate
+        ),
+        (0, 1, 2, None)
+    );
     case.assert_nothing_left();
 }
 
@@ -157,7 +175,7 @@ async fn a_stop_during_the_build_stops_the_build_and_the_review_is_skipped() {
         [
             "setup passed",
             "agent passed",
-            "build failed",
+            "build error",
             "review skipped",
             "cleanup passed"
         ]
@@ -166,10 +184,11 @@ async fn a_stop_during_the_build_stops_the_build_and_the_review_is_skipped() {
         phase(report, "build").detail.as_deref(),
         Some("stopped by SIGINT")
     );
-    // The agent finished on its own: its termination is its exit; the eval fails.
+    // The agent finished on its own: its termination is its exit; the interrupted build
+    // leaves the trial without a result.
     assert_eq!(
-        (report.status, report.termination),
-        (Status::Failed, Termination::Exited)
+        (report.status, report.error_kind, report.termination),
+        (Status::Error, Some(ErrorKind::Infra), Termination::Exited)
     );
     case.assert_nothing_left();
 }

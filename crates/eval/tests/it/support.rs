@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use hyoka_eval::{
     EvalSpec, EventSource, FakeHost, FakeProgram, NoObserver, Observer, Report, RunOutcome,
-    RunPlan, RunSummary, Stop, Timeline, run,
+    RunPlan, RunSummary, Stop, Timeline, Trial, run,
 };
 use hyoka_workspace::{EvalId, RunId};
 
@@ -52,6 +52,18 @@ impl Case {
         run(plan, &self.host.harness(), stop, Arc::new(NoObserver))
             .await
             .unwrap()
+    }
+
+    /// Runs `plan` to the error it must end in.
+    pub(crate) async fn run_err(&self, plan: &RunPlan) -> hyoka_eval::EvalError {
+        run(
+            plan,
+            &self.host.harness(),
+            Stop::never(),
+            Arc::new(NoObserver),
+        )
+        .await
+        .unwrap_err()
     }
 
     /// The eval's `action_timeline.json`.
@@ -128,11 +140,8 @@ pub(crate) fn phase<'a>(report: &'a Report, name: &str) -> &'a hyoka_eval::Phase
 pub(crate) struct Recorder(pub(crate) Mutex<Vec<String>>);
 
 impl Observer for Recorder {
-    fn eval_started(&self, spec: &EvalSpec) {
-        self.0
-            .lock()
-            .unwrap()
-            .push(format!("started {}", spec.eval_id));
+    fn eval_started(&self, trial: &Trial) {
+        self.0.lock().unwrap().push(format!("started {}", trial.id));
     }
 
     fn eval_finished(&self, report: &Report) {

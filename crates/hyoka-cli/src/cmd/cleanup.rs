@@ -32,8 +32,7 @@ pub(crate) async fn exec(args: CleanArgs, verbose: bool) -> Result<ExitStatus, F
     };
     let output = tokio::task::spawn_blocking(move || clean_abandoned(&options))
         .await
-        .map_err(|e| Fail::failure(format!("clean failed: {e}")))?
-        .map_err(|e| crate::harness::failure(&e))?;
+        .map_err(|e| Fail::failure(format!("clean failed: {e}")))??;
     if json {
         crate::out::json(&output);
     } else {

@@ -269,21 +269,8 @@ impl Tally {
 /// One line from `action_timeline.json`'s summary.
 fn timeline_summary(path: &Path) -> Option<String> {
     let timeline: Timeline = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
-    let summary = &timeline.summary;
-    let tools: Vec<String> = (summary.tools.iter())
-        .map(|(name, n)| format!("{name} ×{n}"))
-        .collect();
-    Some(format!(
-        "{} events: {} turns, tool calls {}, {} files created (action_timeline.json)",
-        summary.events,
-        summary.turns,
-        if tools.is_empty() {
-            "none".to_owned()
-        } else {
-            tools.join(", ")
-        },
-        summary.files_created
-    ))
+    let text = hyoka_eval::timeline_text(&timeline.summary);
+    Some(format!("{text} (action_timeline.json)"))
 }
 
 fn status_text(report: &Report) -> String {
@@ -338,26 +325,12 @@ evals:
 
 /// The demo's evals (the full one, then the runaway one), with `SIM` resolved.
 fn demo_evals(exe: &OsString) -> Result<Vec<EvalSpec>, Fail> {
-    let suite = Suite::from_yaml(SUITE, Path::new("demo.yaml"))
+    // A JSON string is a YAML scalar: the path is quoted whatever it holds.
+    let exe = serde_json::to_string(&exe.to_string_lossy()).unwrap_or_default();
+    let text = SUITE.replace("SIM", &format!("{exe}, sim-agent"));
+    let suite = Suite::from_yaml(&text, Path::new("demo.yaml"))
         .map_err(|e| Fail::failure(format!("the demo's suite: {e}")))?;
-    let resolve = |argv: &mut Vec<OsString>| {
-        if argv.first().is_some_and(|p| p == "SIM") {
-            argv.splice(0..1, [exe.clone(), "sim-agent".into()]);
-        }
-    };
-    let mut evals = suite.specs(&Settings::default(), None);
-    for eval in &mut evals {
-        resolve(&mut eval.command);
-        eval.phases
-            .services
-            .iter_mut()
-            .for_each(|s| resolve(&mut s.command));
-        eval.phases
-            .review
-            .iter_mut()
-            .for_each(|r| resolve(&mut r.command));
-    }
-    Ok(evals)
+    Ok(suite.specs(&Settings::default(), None))
 }
 
 struct Crash {

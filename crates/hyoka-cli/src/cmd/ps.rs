@@ -8,7 +8,7 @@ use crate::exit::{ExitStatus, Fail};
 use crate::out::outln;
 
 pub(crate) fn exec(args: &PsArgs) -> Result<ExitStatus, Fail> {
-    let runs = live_runs(&args.reports).map_err(|e| crate::harness::failure(&e))?;
+    let runs = live_runs(&args.reports)?;
     if args.json {
         crate::out::json(&runs);
     } else {

@@ -15,10 +15,11 @@ use std::time::{Instant, SystemTime};
 
 use hyoka_eval::Stop;
 use hyoka_idle_detect::{Detector, DetectorConfig, Profile};
+use hyoka_proctrack::ProcTrackError;
 use hyoka_respawn::{
     AlertOptions, Backend as SessionBackend, DetectorModel, Event, EventLog, Machine, Observer,
-    Registry, RespawnConfig, Session, SessionEnd, SessionOptions, Size, SpawnOptions, Stopped,
-    Supervised, narrate,
+    Registry, RespawnConfig, RespawnError, Session, SessionEnd, SessionOptions, Size, SpawnOptions,
+    Stopped, Supervised, narrate,
 };
 use serde_json::Value;
 
@@ -349,4 +350,22 @@ fn detector_model(args: &RespawnArgs, size: Size) -> Result<DetectorModel, Fail>
         ..DetectorConfig::default()
     };
     Ok(DetectorModel::new(Detector::new(profile, config)))
+}
+
+/// What a session that could not start exits with: bad input (a missing agent, a reports
+/// directory that cannot be used, a backend that is missing, a name in use) exits 2.
+fn start_failure(args: &RespawnArgs, err: RespawnError) -> Fail {
+    match err {
+        RespawnError::Track {
+            source: source @ ProcTrackError::Io { .. },
+        } => Fail::usage(format!(
+            "cannot use reports directory {}: {source}",
+            args.reports.display()
+        )),
+        RespawnError::Backend { backend, source } => {
+            Fail::usage(format!("--backend {backend}: {source}"))
+        }
+        err if err.is_bad_input() => Fail::usage(err.to_string()),
+        err => Fail::failure(err.to_string()),
+    }
 }

@@ -1,14 +1,12 @@
 //! `hyoka run`: one command, or the evals of a suite, in isolated workspaces, with records.
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use hyoka_eval::{
-    Containment, EvalSpec, Observer, PartialLimits, PhaseCommand, PhaseSettings, Report,
-    RunOutcome, RunPlan, RunSummary, SandboxSettings, Settings, Status, Suite, injection,
+    Containment, EvalSpec, PartialLimits, PhaseCommand, PhaseSettings, ProgressLines, ProgressSink,
+    Resume, RunPlan, SandboxSettings, Settings, Suite, injection_arg, suite_identity,
     valid_env_name,
 };
 use hyoka_workspace::EvalId;
@@ -19,7 +17,7 @@ use crate::input::{check_reports_dir, default_run_id, require_dir};
 use crate::out::outln;
 
 pub(crate) async fn exec(args: RunArgs) -> Result<ExitStatus, Fail> {
-    let json = args.json;
+    let (json, fail_on) = (args.json, args.fail_on);
     let plan = plan(&args)?;
     let (stop, _signals) = crate::interrupt::install("every eval")
         .map_err(|e| Fail::failure(format!("cannot install signal handlers: {e}")))?;
@@ -27,20 +25,41 @@ pub(crate) async fn exec(args: RunArgs) -> Result<ExitStatus, Fail> {
         shim: Some(crate::harness::shim()?),
         shim_grace: args.grace,
     };
-    let progress = Arc::new(Progress::new(plan.evals.len()));
+    let trials = plan.evals.iter().map(|e| e.epochs as usize).sum();
+    let progress = Arc::new(Progress::new(trials));
     let outcome = hyoka_eval::run_tracked(&plan, containment, stop.clone(), progress)
         .await
         .map_err(crate::harness::run_failure)?;
-    print_summary(&outcome, json);
+    if json {
+        crate::out::json(&outcome.summary);
+    } else {
+        if outcome.kept > 0 {
+            outln!("resumed: {} finished trial(s) kept", outcome.kept);
+        }
+        crate::out::text(&hyoka_eval::render_summary(
+            &outcome.summary,
+            &outcome.run_dir,
+        ));
+        for report in &outcome.reports {
+            if let Some(path) = &report.cleanup.workspace_kept_at {
+                outln!("kept workspace ({}): {path}", report.eval_id);
+            }
+        }
+    }
     Ok(match stop.reason() {
         Some(reason) => crate::interrupt::exit_status(reason),
-        None if outcome.summary.status == Status::Passed => ExitStatus::Success,
-        None => ExitStatus::Failure,
+        None if outcome.summary.fails(fail_on) => ExitStatus::Failure,
+        None => ExitStatus::Success,
     })
 }
 
 /// Checks every input before anything is created.
 fn plan(args: &RunArgs) -> Result<RunPlan, Fail> {
+    if args.shard.is_some() && args.suite.is_none() {
+        return Err(Fail::usage(
+            "--shard splits a suite: give --suite FILE with it",
+        ));
+    }
     let run_id = args.run_id.clone().unwrap_or_else(default_run_id);
     let workspace_root = args
         .workspace_root
@@ -57,7 +76,7 @@ fn plan(args: &RunArgs) -> Result<RunPlan, Fail> {
     }
     check_reports_dir(&args.reports)?;
     let run_dir = args.reports.join(run_id.as_str());
-    if run_dir.exists() {
+    if run_dir.exists() && !args.resume {
         return Err(Fail::usage(format!(
             "run id {run_id} already has reports at {}; pick another --run-id",
             run_dir.display()
@@ -72,6 +91,8 @@ fn plan(args: &RunArgs) -> Result<RunPlan, Fail> {
             max_files: args.max_files,
             max_output_size: args.max_output_size,
             max_session_actions: args.max_session_actions,
+            max_tokens: args.max_tokens,
+            max_cost: args.max_cost,
         },
         env: Vec::new(),
         phases: cli_phases(args)?,
@@ -80,12 +101,14 @@ fn plan(args: &RunArgs) -> Result<RunPlan, Fail> {
             network: args.network,
             ..SandboxSettings::default()
         },
+        epochs: args.epochs,
+        retries: args.retries,
     };
-    let (evals, name_with_eval) = if let Some(path) = &args.suite {
+    let (evals, name_with_eval, suite) = if let Some(path) = &args.suite {
         let text = std::fs::read_to_string(path)
             .map_err(|e| Fail::usage(format!("cannot read suite {}: {e}", path.display())))?;
-        let suite = Suite::from_yaml(&text, path).map_err(|e| Fail::usage(e.to_string()))?;
-        (suite.specs(&cli, args.shard), true)
+        let suite = Suite::from_yaml(&text, path)?;
+        (suite.specs(&cli, args.shard), true, suite.identity(&cli))
     } else {
         match args.command.first() {
             None => {
@@ -104,30 +127,28 @@ fn plan(args: &RunArgs) -> Result<RunPlan, Fail> {
             args.starter.clone(),
             &[&cli],
         );
-        (vec![eval], false)
+        let identity = suite_identity(std::slice::from_ref(&eval));
+        (vec![eval], false, identity)
     };
     Ok(RunPlan {
         keep: args.keep_workspace,
         name_with_eval,
         workers: usize::from(args.workers),
         inherited_env: std::env::vars_os().collect(),
+        resume: args.resume.then_some(Resume {
+            rerun_changed: args.rerun_changed,
+        }),
+        suite: Some(suite.map_err(|e| Fail::usage(e.to_string()))?),
+        shard: args.shard,
         ..RunPlan::new(run_id, &args.reports, workspace_root, evals)
     })
 }
 
 /// The phase flags of `hyoka run` (single-command runs; suites set phases per eval).
 fn cli_phases(args: &RunArgs) -> Result<PhaseSettings, Fail> {
-    let mut files = Vec::new();
-    for spec in &args.files {
-        let (source, target) = match spec.split_once(':') {
-            Some((source, target)) => (source, Some(PathBuf::from(target))),
-            None => (spec.as_str(), None),
-        };
-        files.push(
-            injection(PathBuf::from(source), target)
-                .map_err(|e| Fail::usage(format!("--file {spec:?}: {e}")))?,
-        );
-    }
+    let files = (args.files.iter())
+        .map(|spec| injection_arg(spec).map_err(|e| Fail::usage(format!("--file {spec:?}: {e}"))))
+        .collect::<Result<Vec<_>, _>>()?;
     if let Some(name) = args.pass_env.iter().find(|n| !valid_env_name(n)) {
         return Err(Fail::usage(format!(
             "--pass-env {name:?} is not a variable name"
@@ -146,12 +167,11 @@ fn cli_phases(args: &RunArgs) -> Result<PhaseSettings, Fail> {
 /// Progress on stderr: a bar on a terminal, plain lines otherwise.
 struct Progress {
     bar: Option<indicatif::ProgressBar>,
-    total: usize,
-    finished: AtomicUsize,
+    many: bool,
 }
 
 impl Progress {
-    fn new(total: usize) -> Self {
+    fn new(total: usize) -> ProgressLines<Self> {
         let bar = (total > 1 && std::io::stderr().is_terminal()).then(|| {
             let bar = indicatif::ProgressBar::new(total as u64);
             bar.set_style(
@@ -163,94 +183,41 @@ impl Progress {
             bar.enable_steady_tick(Duration::from_millis(120));
             bar
         });
-        Self {
-            bar,
+        ProgressLines::new(
             total,
-            finished: AtomicUsize::new(0),
-        }
+            Self {
+                bar,
+                many: total > 1,
+            },
+        )
     }
 }
 
-impl Observer for Progress {
-    fn eval_started(&self, spec: &EvalSpec) {
-        if let Some(bar) = &self.bar {
-            bar.set_message(format!("running {}", spec.eval_id));
-        }
-    }
-
+impl ProgressSink for Progress {
     #[expect(
         clippy::print_stderr,
         reason = "progress lines when stderr is not a terminal"
     )]
-    fn eval_finished(&self, report: &Report) {
-        let n = self.finished.fetch_add(1, Ordering::Relaxed) + 1;
-        let line = format!(
-            "[{n}/{}] {}: {} ({}) in {}",
-            self.total,
-            report.eval_id,
-            report.status.as_str(),
-            report.termination.as_str(),
-            humantime::format_duration(Duration::from_millis(report.duration_ms))
-        );
+    fn line(&self, line: &str, finished: bool) {
         match &self.bar {
             Some(bar) => {
                 bar.println(line);
-                bar.inc(1);
+                bar.inc(u64::from(finished));
             }
-            None if self.total > 1 => eprintln!("{line}"),
+            None if self.many || !finished => eprintln!("{line}"),
             None => {}
         }
     }
 
-    fn run_finished(&self, _summary: &RunSummary) {
+    fn started(&self, trial: &str) {
+        if let Some(bar) = &self.bar {
+            bar.set_message(format!("running {trial}"));
+        }
+    }
+
+    fn done(&self) {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }
     }
-}
-
-fn print_summary(outcome: &RunOutcome, json: bool) {
-    let summary = &outcome.summary;
-    if json {
-        outln!(
-            "{}",
-            serde_json::to_string_pretty(summary).unwrap_or_default()
-        );
-        return;
-    }
-    let t = &summary.totals;
-    outln!(
-        "run {}: {} — {} passed, {} failed, {} errors in {}",
-        summary.run_id,
-        summary.status.as_str(),
-        t.passed,
-        t.failed,
-        t.errors,
-        humantime::format_duration(Duration::from_millis(summary.duration_ms))
-    );
-    let shown = summary.evals.len().min(20);
-    for eval in &summary.evals[..shown] {
-        outln!(
-            "  {:<7} {:<24} {:<20} turns {:>3}  actions {:>3}  files {:>4}  {}",
-            eval.status.as_str(),
-            eval.eval_id,
-            eval.termination.as_str(),
-            eval.counts.turns,
-            eval.counts.actions,
-            eval.counts.files,
-            humantime::format_duration(Duration::from_millis(eval.duration_ms))
-        );
-    }
-    if summary.evals.len() > shown {
-        outln!(
-            "  … and {} more (see run.json)",
-            summary.evals.len() - shown
-        );
-    }
-    for report in &outcome.reports {
-        if let Some(path) = &report.cleanup.workspace_kept_at {
-            outln!("kept workspace ({}): {path}", report.eval_id);
-        }
-    }
-    outln!("reports: {}", outcome.run_dir.display());
 }

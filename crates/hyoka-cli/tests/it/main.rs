@@ -13,6 +13,7 @@
 mod bad_input;
 mod chaos;
 mod clean;
+mod cluster;
 mod codegen;
 mod demo;
 mod detect;
@@ -29,5 +30,6 @@ mod signals;
 mod suite;
 mod supervision;
 mod support;
+mod trials;
 mod trust;
 mod ux;

@@ -105,6 +105,7 @@ evals:
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let report = s.report("never", "never");
     assert_eq!(report["status"], "error");
+    assert_eq!(report["error_kind"], "infra");
     assert_eq!(report["termination"], "service_failed");
     assert!(
         report["error"]
@@ -113,7 +114,7 @@ evals:
             .contains("not ready within 1s"),
         "{report}"
     );
-    assert_eq!(phase(&report, "services")["status"], "failed");
+    assert_eq!(phase(&report, "services")["status"], "error");
     assert_eq!(phase(&report, "agent")["status"], "skipped");
     assert!(
         !marker.exists(),
@@ -124,7 +125,7 @@ evals:
 }
 
 #[test]
-fn a_service_that_crashes_mid_run_stops_the_agent_and_fails_the_eval() {
+fn a_service_that_crashes_mid_run_stops_the_agent_as_an_infrastructure_error() {
     let s = Scratch::new();
     let yaml = r#"
 evals:
@@ -145,7 +146,8 @@ evals:
     );
     let report = s.report("crash", "crash");
     assert_eq!(report["termination"], "service_failed");
-    assert_eq!(report["status"], "failed");
+    assert_eq!(report["status"], "error");
+    assert_eq!(report["error_kind"], "infra");
     assert!(
         report["error"]
             .as_str()

@@ -67,7 +67,9 @@ fn a_missing_command_is_spawn_failed_with_records() {
     let out = s.run(&["--run-id", "nocmd", "--", "/definitely/not/a/command"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let report = s.report("nocmd", "main");
-    assert_eq!(report["status"], "error");
+    // The agent's own command missing is its result, not the machine's fault.
+    assert_eq!(report["status"], "failed");
+    assert!(report.get("error_kind").is_none(), "{report}");
     assert_eq!(report["termination"], "spawn_failed");
     assert!(
         report["error"]

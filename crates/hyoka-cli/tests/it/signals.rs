@@ -43,7 +43,9 @@ fn check(s: &Scratch, sig: rustix::process::Signal, code: i32) {
     );
     let report = s.report(&name, "main");
     assert_eq!(report["termination"], "interrupted");
-    assert_eq!(report["status"], "failed");
+    // An interrupted trial has no result: an infrastructure error, not a failure.
+    assert_eq!(report["status"], "error");
+    assert_eq!(report["error_kind"], "infra");
     assert_eq!(report["cleanup"]["workspace_removed"], true);
     for pid in [
         read_pid(&ready),

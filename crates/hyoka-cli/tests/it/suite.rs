@@ -167,7 +167,7 @@ fn shards_partition_the_suite_and_merge_back() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        stderr(&out).contains("more than one input"),
+        stderr(&out).contains("shard 1/3 appears twice"),
         "{}",
         stderr(&out)
     );
