@@ -15,7 +15,7 @@ use tokio::time::Instant;
 
 use crate::capped_log::{CappedLog, OUTPUT_CAP, drain};
 use crate::error::EvalError;
-use crate::events::{AgentEvent, EventSource, LineSplitter, StreamJsonParser, parse_jsonl_event};
+use crate::events::{AgentEvent, EventSource, LineCounts, LineReader, LineSplitter};
 use crate::host::{EvalWorkspace, Harness, Pipe, WorkspaceEnd};
 use crate::limits::Monitor;
 use crate::phases::{
@@ -25,7 +25,8 @@ use crate::phases::{
 use crate::ps::LiveStatus;
 use crate::records::{STATUS_FILE, millis, rfc3339, write_json};
 use crate::report::{
-    Cleanup, Counts, ErrorKind, Limits, PhaseRecord, PhaseStatus, Report, Status, Termination,
+    Cleanup, Counts, ErrorKind, EventsRecord, Limits, PhaseRecord, PhaseStatus, Report, Status,
+    Termination,
 };
 use crate::sandbox::{SandboxDecision, SandboxMode, SandboxRecord, Writable, decide};
 use crate::settings::EvalSpec;
@@ -82,6 +83,7 @@ fn blank_report(ctx: &RunContext, trial: &Trial, identity: &str, status: Status)
         limits: limits_of(spec),
         counts: Counts::default(),
         usage: None,
+        events: None,
         cleanup: Cleanup {
             workspace_removed: true,
             ..Cleanup::default()
@@ -449,8 +451,8 @@ pub(crate) async fn run_eval(
         spec.eval_id.as_str(),
         outcome.counts,
         duration,
-        outcome.unknown_lines,
-        outcome.malformed_lines,
+        outcome.lines.unknown,
+        outcome.lines.malformed,
     );
     let report = Report {
         workspace: workspace_path,
@@ -463,6 +465,7 @@ pub(crate) async fn run_eval(
         signal: outcome.signal,
         counts: outcome.counts,
         usage: outcome.usage,
+        events: outcome.events,
         cleanup,
         error: outcome.error,
         phases,
@@ -547,7 +550,7 @@ fn eval_sandbox(
             .chain(spec.sandbox.write.iter().cloned())
             .collect(),
     };
-    let agent_files: Vec<PathBuf> = (spec.events == EventSource::Jsonl)
+    let agent_files: Vec<PathBuf> = (spec.events.resolve(&spec.command) == EventSource::Jsonl)
         .then(|| ctx.run_dir.join(spec.eval_id.as_str()).join("events.jsonl"))
         .into_iter()
         .collect();
@@ -629,8 +632,10 @@ struct AgentOutcome {
     usage: Option<TokenUsage>,
     counts: Counts,
     timeline: TimelineBuilder,
-    unknown_lines: u64,
-    malformed_lines: u64,
+    /// What the events reader made of the agent's lines.
+    lines: LineCounts,
+    /// `report.json` `events`, for an agent that ran with events on.
+    events: Option<EventsRecord>,
     teardown: Option<TeardownReport>,
     layers: Layers,
 }
@@ -653,8 +658,8 @@ impl AgentOutcome {
             usage: None,
             counts: Counts::default(),
             timeline,
-            unknown_lines: 0,
-            malformed_lines: 0,
+            lines: LineCounts::default(),
+            events: None,
             teardown: None,
             layers: NO_LAYERS,
         }
@@ -704,8 +709,9 @@ async fn run_agent(
         Ok(log) => log,
         Err(err) => return spawn_failed(format!("cannot create output.log: {err}"), timeline),
     };
+    let source = spec.events.resolve(&spec.command);
     let events_file = eval_dir.join("events.jsonl");
-    if spec.events == EventSource::Jsonl
+    if source == EventSource::Jsonl
         && let Err(err) = std::fs::File::create(&events_file)
     {
         return spawn_failed(
@@ -713,7 +719,7 @@ async fn run_agent(
             timeline,
         );
     }
-    let events_env: Vec<(OsString, OsString)> = if spec.events == EventSource::Jsonl {
+    let events_env: Vec<(OsString, OsString)> = if source == EventSource::Jsonl {
         vec![("HYOKA_EVENTS".into(), events_file.clone().into())]
     } else {
         Vec::new()
@@ -754,21 +760,27 @@ async fn run_agent(
     // Read now: teardown removes the cgroup leaf, after which the agent no longer reports it.
     let layers = agent.layers();
     let (agent_tx, mut agent_rx) = unbounded_channel::<AgentEvent>();
-    let parse_stdout = spec.events == EventSource::StreamJson;
+    let stdout_reader = source
+        .reads_stdout()
+        .then(|| source.reader().map(|r| (r, agent_tx.clone())))
+        .flatten();
     let stdout = agent.take_stdout().map(|out| {
-        let (log, tx) = (log.clone(), agent_tx.clone());
-        tokio::spawn(async move { pump(out, &log, parse_stdout.then_some(tx)).await })
+        let log = log.clone();
+        tokio::spawn(async move { pump(out, &log, stdout_reader).await })
     });
     let stderr = agent.take_stderr().map(|err| {
         let log = log.clone();
         tokio::spawn(async move { pump(err, &log, None).await })
     });
     let (done_tx, done_rx) = tokio::sync::watch::channel(false);
-    let tail = (spec.events == EventSource::Jsonl).then(|| {
-        let tx = agent_tx.clone();
-        let path = events_file.clone();
-        tokio::spawn(async move { tail_jsonl(&path, tx, done_rx).await })
-    });
+    let tail = (source == EventSource::Jsonl)
+        .then(|| source.reader())
+        .flatten()
+        .map(|reader| {
+            let tx = agent_tx.clone();
+            let path = events_file.clone();
+            tokio::spawn(async move { tail_jsonl(&path, reader, tx, done_rx).await })
+        });
     drop(agent_tx);
 
     // A timeout too long for the clock never ends (durations are range-checked where they
@@ -859,7 +871,7 @@ async fn run_agent(
         End::Exited(exit) => exit,
         End::Stopped(_) => agent.exit(),
     };
-    let (mut unknown_lines, mut malformed_lines) = (0, 0);
+    let mut lines = LineCounts::default();
     // Bounded: a process outside the tree may hold the agent's pipes open forever.
     let (pumped, held) = drain([stdout, stderr].into_iter().flatten()).await;
     if held {
@@ -869,19 +881,15 @@ async fn run_agent(
     }
     for result in pumped {
         match result {
-            Ok((unknown, malformed)) => {
-                unknown_lines += unknown;
-                malformed_lines += malformed;
-            }
+            Ok(counts) => lines.add(counts),
             Err(err) => tracing::warn!(error = %err, "reading agent output failed"),
         }
     }
     let _ = done_tx.send(true);
     if let Some(tail) = tail
-        && let Ok((unknown, malformed)) = tail.await
+        && let Ok(counts) = tail.await
     {
-        unknown_lines += unknown;
-        malformed_lines += malformed;
+        lines.add(counts);
     }
     let _ = log.finish().await;
     drop(watcher);
@@ -955,8 +963,9 @@ async fn run_agent(
         usage: monitor.spending(),
         counts,
         timeline,
-        unknown_lines,
-        malformed_lines,
+        lines,
+        events: (source != EventSource::None)
+            .then(|| EventsRecord::new(spec.events, source, lines)),
         teardown: Some(teardown),
         layers,
     }
@@ -970,73 +979,87 @@ pub(crate) async fn sleep_until(deadline: Option<Instant>) {
     }
 }
 
-/// Copies a pipe into the log; with `events`, also parses it as stream-json. Returns the
-/// unknown and malformed line counts.
+/// Copies a pipe into the log; with `events`, also reads it with that reader and sends the
+/// events it finds. Returns what the reader made of the lines.
 async fn pump(
-    mut reader: Pipe,
+    mut pipe: Pipe,
     log: &CappedLog,
-    events: Option<UnboundedSender<AgentEvent>>,
-) -> std::io::Result<(u64, u64)> {
+    mut events: Option<(Box<dyn LineReader>, UnboundedSender<AgentEvent>)>,
+) -> std::io::Result<LineCounts> {
     let mut buf = vec![0u8; 64 * 1024];
-    let mut splitter = LineSplitter::default();
-    let mut parser = StreamJsonParser::default();
-    let mut parsed = Vec::new();
+    let mut lines = Lines::default();
     loop {
-        let n = reader.read(&mut buf).await?;
+        let n = pipe.read(&mut buf).await?;
         if n == 0 {
             break;
         }
         log.write(&buf[..n]).await?;
-        if let Some(tx) = &events {
-            splitter.feed(&buf[..n], |line, oversized| {
-                feed(&mut parser, line, oversized, &mut parsed);
-            });
-            for event in parsed.drain(..) {
-                let _ = tx.send(event);
-            }
+        if let Some((reader, tx)) = &mut events {
+            lines.feed(&buf[..n], reader.as_mut(), tx);
         }
     }
-    if let Some(tx) = &events {
-        splitter.finish(|line, oversized| feed(&mut parser, line, oversized, &mut parsed));
-        for event in parsed.drain(..) {
+    Ok(events.map_or_else(LineCounts::default, |(mut reader, tx)| {
+        lines.finish(reader.as_mut(), &tx);
+        reader.counts()
+    }))
+}
+
+/// A reader's line splitting and event buffer.
+#[derive(Default)]
+struct Lines {
+    splitter: LineSplitter,
+    parsed: Vec<AgentEvent>,
+}
+
+impl Lines {
+    /// Reads the complete lines of `chunk` and sends their events.
+    fn feed(
+        &mut self,
+        chunk: &[u8],
+        reader: &mut dyn LineReader,
+        tx: &UnboundedSender<AgentEvent>,
+    ) {
+        let parsed = &mut self.parsed;
+        self.splitter.feed(chunk, |line, oversized| {
+            read(reader, line, oversized, parsed)
+        });
+        for event in self.parsed.drain(..) {
             let _ = tx.send(event);
         }
     }
-    Ok((parser.unknown, parser.malformed))
-}
 
-fn feed(parser: &mut StreamJsonParser, line: &[u8], oversized: bool, out: &mut Vec<AgentEvent>) {
-    if oversized {
-        parser.oversized();
-    } else {
-        parser.feed_line(line, out);
+    /// Reads a last line without a newline and sends its events.
+    fn finish(&mut self, reader: &mut dyn LineReader, tx: &UnboundedSender<AgentEvent>) {
+        let parsed = &mut self.parsed;
+        self.splitter
+            .finish(|line, oversized| read(reader, line, oversized, parsed));
+        for event in self.parsed.drain(..) {
+            let _ = tx.send(event);
+        }
     }
 }
 
-/// Follows `$HYOKA_EVENTS` until `done`, then reads what is left. Returns the unknown and
-/// malformed line counts.
+fn read(reader: &mut dyn LineReader, line: &[u8], oversized: bool, out: &mut Vec<AgentEvent>) {
+    if oversized {
+        reader.oversized();
+    } else {
+        reader.read_line(line, out);
+    }
+}
+
+/// Follows `$HYOKA_EVENTS` until `done`, then reads what is left. Returns what the reader
+/// made of the lines.
 async fn tail_jsonl(
     path: &Path,
+    mut reader: Box<dyn LineReader>,
     tx: UnboundedSender<AgentEvent>,
     mut done: tokio::sync::watch::Receiver<bool>,
-) -> (u64, u64) {
+) -> LineCounts {
     let Ok(mut file) = tokio::fs::File::open(path).await else {
-        return (0, 0);
+        return reader.counts();
     };
     let mut buf = vec![0u8; 64 * 1024];
-    let mut splitter = LineSplitter::default();
-    let mut bad = 0u64;
-    let handle = |line: &[u8], oversized: bool, bad: &mut u64| {
-        if line.iter().all(u8::is_ascii_whitespace) && !oversized {
-            return;
-        }
-        match (oversized, parse_jsonl_event(line)) {
-            (false, Some(event)) => {
-                let _ = tx.send(event);
-            }
-            _ => *bad += 1,
-        }
-    };
+    let mut lines = Lines::default();
     loop {
         let finished = *done.borrow();
         match file.read(&mut buf).await {
@@ -1047,13 +1070,11 @@ async fn tail_jsonl(
                     _ = done.changed() => {}
                 }
             }
-            Ok(n) => splitter.feed(&buf[..n], |line, oversized| {
-                handle(line, oversized, &mut bad);
-            }),
+            Ok(n) => lines.feed(&buf[..n], reader.as_mut(), &tx),
         }
     }
-    splitter.finish(|line, oversized| handle(line, oversized, &mut bad));
-    (0, bad)
+    lines.finish(reader.as_mut(), &tx);
+    reader.counts()
 }
 
 /// Creates a workspace of `id` (or an isolated home), recording it in the run's ledger

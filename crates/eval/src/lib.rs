@@ -17,8 +17,11 @@
 //! - An eval goes through its phases in order: setup (the workspace, an isolated home),
 //!   services ([`ServiceSpec`], [`Readiness`]), the agent, build and review
 //!   ([`PhaseCommand`], a [`ReviewVerdict`]), cleanup; each is a [`PhaseRecord`].
-//! - While the agent runs, its events ([`AgentEvent`] from [`EventSource`]: Claude Code's
-//!   stream-json through [`StreamJsonParser`], or the `$HYOKA_EVENTS` JSON lines) and the
+//! - While the agent runs, its events ([`AgentEvent`] from [`EventSource`], each format a
+//!   [`LineReader`]: Claude Code's stream-json through [`StreamJsonParser`], `codex exec
+//!   --json` through [`CodexJsonParser`], Gemini CLI's stream-json through
+//!   [`GeminiStreamJsonParser`], or the `$HYOKA_EVENTS` JSON lines through [`JsonlReader`];
+//!   `auto` picks one by program name, and `report.json` records it in an [`EventsRecord`]) and the
 //!   workspace's usage feed the sans-IO [`Monitor`] of a [`LimitSet`]; the first limit crossed
 //!   stops the agent ([`Termination`]). The [`Timeline`] (`action_timeline.json`) records it
 //!   all.
@@ -152,8 +155,9 @@ pub use crate::compare::{
 };
 pub use crate::error::EvalError;
 pub use crate::events::{
-    AgentEvent, EventSource, INPUT_PREVIEW_BYTES, LineKind, LineSplitter, MAX_LINE,
-    StreamJsonParser, parse_jsonl_event, truncate_chars,
+    AgentEvent, CodexJsonParser, EventSource, GeminiStreamJsonParser, INPUT_PREVIEW_BYTES,
+    JsonlReader, LineCounts, LineKind, LineReader, LineSplitter, MAX_LINE, StreamJsonParser,
+    parse_jsonl_event, truncate_chars,
 };
 #[cfg(any(test, feature = "mock"))]
 pub use crate::fake::{FakeClock, FakeHost, FakeProgram};
@@ -174,8 +178,8 @@ pub use crate::render::{
     ProgressLines, ProgressSink, render_comparison, render_summary, timeline_text, usage_text,
 };
 pub use crate::report::{
-    Attempt, Cleanup, Counts, ErrorKind, EvalSummary, FailOn, Limits, PhaseRecord, PhaseStatus,
-    Report, ReviewVerdict, RunInfo, RunSummary, Status, Termination, Totals,
+    Attempt, Cleanup, Counts, ErrorKind, EvalSummary, EventsRecord, FailOn, Limits, PhaseRecord,
+    PhaseStatus, Report, ReviewVerdict, RunInfo, RunSummary, Status, Termination, Totals,
 };
 pub use crate::runner::{
     Containment, MAX_RETRY_BACKOFF, NoObserver, Observer, RETRY_BACKOFF, RunOutcome, RunPlan, run,

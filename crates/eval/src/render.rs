@@ -110,6 +110,13 @@ pub fn render_summary(summary: &RunSummary, run_dir: &Path) -> String {
                 .map_or(String::new(), |k| format!("{} ", k.as_str()));
             let _ = writeln!(out, "          {kind}why: {reason}");
         }
+        if let Some(events) = eval.events.filter(|e| e.none_seen) {
+            let _ = writeln!(
+                out,
+                "          events: none seen ({} reader: {} unknown, {} malformed line(s))",
+                events.format, events.unknown_lines, events.malformed_lines
+            );
+        }
     }
     if summary.evals.len() > shown {
         let _ = writeln!(

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::events::{EventSource, LineCounts};
 use crate::metrics::{Metrics, TaskSummary};
 use crate::usage::TokenUsage;
 
@@ -256,6 +257,10 @@ pub struct Report {
     /// The tokens and cost the agent reported; absent when it reported none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<TokenUsage>,
+    /// Which reader read the agent's events and what it made of them; absent when events
+    /// were off or the agent never started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events: Option<EventsRecord>,
     /// The cleanup.
     pub cleanup: Cleanup,
     /// Human-readable detail (for example why a spawn failed).
@@ -288,6 +293,44 @@ pub struct Report {
 
 fn one() -> u32 {
     1
+}
+
+/// `report.json` `events`: which reader read the agent's events and what it made of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct EventsRecord {
+    /// What the settings asked for: a format, or `auto`.
+    pub requested: EventSource,
+    /// The reader that read them: `stream-json`, `jsonl`, `codex-json` or
+    /// `gemini-stream-json` (with `auto`, the one the program name chose).
+    pub format: EventSource,
+    /// Lines that were events of the format, whether or not they were turns, actions or
+    /// spending.
+    pub seen: u64,
+    /// JSON lines of a type the format does not have.
+    pub unknown_lines: u64,
+    /// Lines that were not JSON objects, or were oversized.
+    pub malformed_lines: u64,
+    /// `true` when the reader saw no valid event at all: the agent printed nothing in this
+    /// format (its machine-readable output is off, or the format is the wrong one), so its
+    /// turns, actions and spending were not counted. The summary says `events: none seen`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub none_seen: bool,
+}
+
+impl EventsRecord {
+    /// The record of a reader of `format` (asked for as `requested`) that made `lines` of the
+    /// agent's output.
+    pub fn new(requested: EventSource, format: EventSource, lines: LineCounts) -> Self {
+        Self {
+            requested,
+            format,
+            seen: lines.seen,
+            unknown_lines: lines.unknown,
+            malformed_lines: lines.malformed,
+            none_seen: lines.seen == 0,
+        }
+    }
 }
 
 /// An earlier attempt of a trial that was retried.
@@ -480,6 +523,9 @@ pub struct EvalSummary {
     /// The tokens and cost the agent reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<TokenUsage>,
+    /// Which reader read the agent's events and what it made of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events: Option<EventsRecord>,
     /// The review's score, when it gave one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub score: Option<f64>,
@@ -514,6 +560,7 @@ impl EvalSummary {
             duration_ms: report.duration_ms,
             counts: report.counts,
             usage: report.usage,
+            events: report.events,
             score: report.review.as_ref().and_then(|v| v.score),
             attempts: report.attempts,
             reason: report.reason(),

@@ -49,6 +49,7 @@ fn run(id: &str, trials: &[(&str, Status)]) -> RunSummary {
             duration_ms: 1000,
             counts: Counts::default(),
             usage: None,
+            events: None,
             score: None,
             attempts: 1,
             reason: None,

@@ -10,7 +10,7 @@
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::{AgentEvent, INPUT_PREVIEW_BYTES, truncate_chars};
+use super::{AgentEvent, INPUT_PREVIEW_BYTES, LineCounts, LineReader, is_blank, truncate_chars};
 use crate::usage::{TokenUsage, UsageEvent};
 
 #[derive(Deserialize)]
@@ -69,5 +69,35 @@ pub fn parse_jsonl_event(line: &[u8]) -> Option<AgentEvent> {
             }))
         }
         _ => None,
+    }
+}
+
+/// The `$HYOKA_EVENTS` format as a [`LineReader`]. A line that is not one of the three
+/// events, of whatever kind, is counted as malformed.
+#[derive(Debug, Default)]
+pub struct JsonlReader {
+    counts: LineCounts,
+}
+
+impl LineReader for JsonlReader {
+    fn read_line(&mut self, line: &[u8], events: &mut Vec<AgentEvent>) {
+        if is_blank(line) {
+            return;
+        }
+        match parse_jsonl_event(line) {
+            Some(event) => {
+                self.counts.seen += 1;
+                events.push(event);
+            }
+            None => self.counts.malformed += 1,
+        }
+    }
+
+    fn oversized(&mut self) {
+        self.counts.malformed += 1;
+    }
+
+    fn counts(&self) -> LineCounts {
+        self.counts
     }
 }

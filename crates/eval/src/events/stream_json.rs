@@ -23,7 +23,9 @@ use serde::Deserialize;
 use serde::de::{self, IgnoredAny, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
-use super::{AgentEvent, INPUT_PREVIEW_BYTES, input_path, truncate_chars};
+use super::{
+    AgentEvent, INPUT_PREVIEW_BYTES, LineCounts, LineReader, input_path, is_blank, truncate_chars,
+};
 use crate::usage::{TokenUsage, UsageEvent};
 
 /// What a line was.
@@ -211,6 +213,8 @@ const RECENT_IDS: usize = 8;
 pub struct StreamJsonParser {
     /// Recent message ids, each with the usage its last line reported.
     recent: std::collections::VecDeque<(String, TokenUsage)>,
+    /// Lines of a known `type` (`system`, `assistant`, `user`, `result`).
+    pub seen: u64,
     /// Lines with an unknown `type`.
     pub unknown: u64,
     /// Lines that were not JSON objects (or were oversized).
@@ -220,13 +224,19 @@ pub struct StreamJsonParser {
 impl StreamJsonParser {
     /// Parses one line (without its newline), pushing its events into `events`.
     pub fn feed_line(&mut self, line: &[u8], events: &mut Vec<AgentEvent>) -> LineKind {
-        if line.iter().all(u8::is_ascii_whitespace) {
+        if is_blank(line) {
             return LineKind::Blank;
         }
         let Ok(parsed) = serde_json::from_slice::<Line<'_>>(line) else {
             self.malformed += 1;
             return LineKind::Malformed;
         };
+        if matches!(
+            parsed.kind.as_deref(),
+            Some("assistant" | "system" | "user" | "result")
+        ) {
+            self.seen += 1;
+        }
         let kind = match parsed.kind.as_deref() {
             Some("assistant") => LineKind::Assistant,
             Some("system") => return LineKind::System,
@@ -293,5 +303,23 @@ impl StreamJsonParser {
     /// Counts an oversized line as malformed.
     pub fn oversized(&mut self) {
         self.malformed += 1;
+    }
+}
+
+impl LineReader for StreamJsonParser {
+    fn read_line(&mut self, line: &[u8], events: &mut Vec<AgentEvent>) {
+        self.feed_line(line, events);
+    }
+
+    fn oversized(&mut self) {
+        self.malformed += 1;
+    }
+
+    fn counts(&self) -> LineCounts {
+        LineCounts {
+            seen: self.seen,
+            unknown: self.unknown,
+            malformed: self.malformed,
+        }
     }
 }

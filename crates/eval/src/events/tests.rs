@@ -295,3 +295,280 @@ fn the_splitter_survives_any_chunking_and_bounds_lines() {
     splitter.feed(b"\nok\n", |l, o| got.push(o && l.len() == MAX_LINE));
     assert_eq!(got, [true, false]);
 }
+
+/// Every event of `text` read line by line by a fresh reader of `source`, and its counts.
+fn read_all(source: EventSource, text: &str) -> (Vec<AgentEvent>, LineCounts) {
+    let mut reader = source.reader().unwrap();
+    let mut events = Vec::new();
+    for line in text.split('\n') {
+        reader.read_line(line.as_bytes(), &mut events);
+    }
+    (events, reader.counts())
+}
+
+fn fixture(name: &str) -> String {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/events");
+    std::fs::read_to_string(dir.join(name)).unwrap()
+}
+
+#[test]
+fn the_written_transcripts_give_their_indexed_counts() {
+    let index = fixture("INDEX.tsv");
+    let mut rows = index.lines().map(|l| l.split('\t').collect::<Vec<_>>());
+    let header = rows.next().unwrap();
+    let mut checked = 0;
+    for row in rows.filter(|r| r.len() == header.len()) {
+        let field = |name: &str| row[header.iter().position(|h| *h == name).unwrap()];
+        let number = |name: &str| field(name).parse::<u64>().ok();
+        let (events, lines) = read_all(field("format").parse().unwrap(), &fixture(field("file")));
+        let (turns, actions) = counts(&events);
+        let file = field("file");
+        assert_eq!(
+            (turns as u64, actions as u64),
+            (number("turns").unwrap(), number("actions").unwrap()),
+            "{file}"
+        );
+        assert_eq!(
+            lines,
+            LineCounts {
+                seen: number("seen").unwrap(),
+                unknown: number("unknown").unwrap(),
+                malformed: number("malformed").unwrap(),
+            },
+            "{file}"
+        );
+        assert_eq!(
+            spending(&events),
+            Some(TokenUsage {
+                input_tokens: number("input_tokens"),
+                output_tokens: number("output_tokens"),
+                cache_read_tokens: number("cache_read_tokens"),
+                ..TokenUsage::default()
+            }),
+            "{file}"
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 4);
+}
+
+fn tool_calls(events: &[AgentEvent]) -> Vec<(&str, Option<&str>, Option<&str>)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolCall { name, path, input } => {
+                Some((name.as_str(), path.as_deref(), input.as_deref()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn codex_items_count_once_when_completed() {
+    let (events, _) = read_all(
+        EventSource::CodexJson,
+        &fixture("codex-exec-write-file.jsonl"),
+    );
+    assert_eq!(
+        tool_calls(&events),
+        [
+            (
+                "command_execution",
+                None,
+                Some(r#"{"command":"bash -lc ls"}"#)
+            ),
+            (
+                "file_change",
+                Some("/home/dev/project/hello.txt"),
+                Some(r#"{"changes":[{"path":"/home/dev/project/hello.txt","kind":"add"}]}"#)
+            ),
+        ]
+    );
+    assert_eq!(
+        events[0],
+        AgentEvent::Turn {
+            message_id: Some("item_1".into())
+        }
+    );
+    // Started and updated alone count nothing; a repeated completion counts once.
+    let started =
+        r#"{"type":"item.started","item":{"id":"i","type":"command_execution","command":"ls"}}"#;
+    let done =
+        r#"{"type":"item.completed","item":{"id":"i","type":"command_execution","command":"ls"}}"#;
+    assert_eq!(counts(&read_all(EventSource::CodexJson, started).0), (0, 0));
+    let twice = [started, done, done].join("\n");
+    assert_eq!(counts(&read_all(EventSource::CodexJson, &twice).0), (0, 1));
+}
+
+#[test]
+fn codex_tool_items_keep_their_detail_and_drop_diffs() {
+    let (events, _) = read_all(EventSource::CodexJson, &fixture("codex-exec-tools.jsonl"));
+    let calls = tool_calls(&events);
+    let names: Vec<&str> = calls.iter().map(|c| c.0).collect();
+    assert_eq!(
+        names,
+        [
+            "web_search",
+            "mcp_tool_call",
+            "file_change",
+            "command_execution"
+        ]
+    );
+    // The web search item repeats `id`: the item's own comes first and wins.
+    assert_eq!(calls[0].2, Some(r#"{"query":"reqwest timeout builder"}"#));
+    assert_eq!(
+        calls[1].2,
+        Some(
+            r#"{"server":"docs","tool":"fetch_page","arguments":{"url":"https://docs.rs/reqwest"}}"#
+        )
+    );
+    assert_eq!(calls[2].1, Some("/home/dev/project/src/client.rs"));
+    assert!(
+        calls[2]
+            .2
+            .is_some_and(|i| i.contains("src/lib.rs") && !i.contains("diff")),
+        "{calls:?}"
+    );
+}
+
+#[test]
+fn codex_usage_is_the_threads_total_without_double_counted_cache() {
+    let turn = |input: u64, cached: u64, output: u64| {
+        format!(
+            r#"{{"type":"turn.completed","usage":{{"input_tokens":{input},"cached_input_tokens":{cached},"output_tokens":{output}}}}}"#
+        )
+    };
+    let lines = [turn(1000, 600, 50), turn(2500, 1800, 120)].join("\n");
+    let usage = spending(&read_all(EventSource::CodexJson, &lines).0).unwrap();
+    assert_eq!(
+        (
+            usage.input_tokens,
+            usage.cache_read_tokens,
+            usage.output_tokens
+        ),
+        (Some(700), Some(1800), Some(120))
+    );
+    assert_eq!(usage.cost_usd, None);
+    // All zero is Codex saying it has no count; a negative or odd figure is no figure.
+    for line in [
+        turn(0, 0, 0),
+        r#"{"type":"turn.completed","usage":{"input_tokens":-5}}"#.to_owned(),
+        r#"{"type":"turn.completed","usage":"n/a"}"#.to_owned(),
+    ] {
+        assert_eq!(
+            spending(&read_all(EventSource::CodexJson, &line).0),
+            None,
+            "{line}"
+        );
+    }
+}
+
+#[test]
+fn gemini_deltas_of_one_reply_are_one_turn() {
+    let (events, _) = read_all(
+        EventSource::GeminiStreamJson,
+        &fixture("gemini-stream-write-file.jsonl"),
+    );
+    let calls = tool_calls(&events);
+    assert_eq!(calls[0].0, "run_shell_command");
+    assert_eq!(
+        calls[1],
+        (
+            "write_file",
+            Some("/home/dev/project/hello.txt"),
+            Some(r#"{"file_path":"/home/dev/project/hello.txt","content":"hello\n"}"#)
+        )
+    );
+    let msg =
+        |delta: &str| format!(r#"{{"type":"message","role":"assistant","content":"x"{delta}}}"#);
+    let check_turns = |lines: &[String], turns: usize| {
+        let text = lines.join("\n");
+        assert_eq!(
+            counts(&read_all(EventSource::GeminiStreamJson, &text).0).0,
+            turns,
+            "{text}"
+        );
+    };
+    let delta = msg(r#","delta":true"#);
+    let whole = msg("");
+    let user = r#"{"type":"message","role":"user","content":"go"}"#.to_owned();
+    check_turns(&[delta.clone(), delta.clone(), delta.clone()], 1);
+    check_turns(&[whole.clone(), whole.clone()], 2);
+    check_turns(&[delta.clone(), whole.clone(), delta.clone()], 3);
+    check_turns(&[delta.clone(), user, delta.clone()], 2);
+    check_turns(&[delta.clone(), "garbage".to_owned(), delta.clone()], 1);
+    check_turns(&[msg(r#","delta":"true""#), msg(r#","delta":"true""#)], 2);
+}
+
+#[test]
+fn auto_picks_the_reader_by_program_name() {
+    #[track_caller]
+    fn check(command: &[&str], want: EventSource) {
+        let argv: Vec<std::ffi::OsString> = command.iter().map(Into::into).collect();
+        assert_eq!(EventSource::for_command(&argv), want, "{command:?}");
+        assert_eq!(EventSource::Auto.resolve(&argv), want, "{command:?}");
+    }
+    check(
+        &["claude", "-p", "hi", "--output-format", "stream-json"],
+        EventSource::StreamJson,
+    );
+    check(
+        &["/usr/local/bin/codex", "exec", "--json", "hi"],
+        EventSource::CodexJson,
+    );
+    check(
+        &["gemini", "--output-format", "stream-json"],
+        EventSource::GeminiStreamJson,
+    );
+    check(
+        &["env", "-i", "HOME=/h", "codex", "exec"],
+        EventSource::CodexJson,
+    );
+    check(
+        &["sh", "-c", "exec gemini -p hi"],
+        EventSource::GeminiStreamJson,
+    );
+    check(
+        &["bash", "-lc", "FOO=1 /opt/bin/claude -p x"],
+        EventSource::StreamJson,
+    );
+    check(&["sh", "script.sh"], EventSource::Jsonl);
+    check(&["sh", "-c", ""], EventSource::Jsonl);
+    check(&["copilot", "-p", "hi"], EventSource::Jsonl);
+    check(&["aider", "--message", "hi"], EventSource::Jsonl);
+    check(&["codex-wrapper"], EventSource::Jsonl);
+    check(&["env"], EventSource::Jsonl);
+    check(&[], EventSource::Jsonl);
+    // Every other source stays itself, whatever the program.
+    let codex = vec![std::ffi::OsString::from("codex")];
+    assert_eq!(EventSource::Jsonl.resolve(&codex), EventSource::Jsonl);
+    assert_eq!(EventSource::None.resolve(&codex), EventSource::None);
+}
+
+#[test]
+fn every_source_parses_from_its_name() {
+    for source in [
+        EventSource::None,
+        EventSource::StreamJson,
+        EventSource::Jsonl,
+        EventSource::CodexJson,
+        EventSource::GeminiStreamJson,
+        EventSource::Auto,
+    ] {
+        assert_eq!(source.as_str().parse::<EventSource>().unwrap(), source);
+        assert_eq!(
+            serde_json::to_string(&source).unwrap(),
+            format!("\"{source}\"")
+        );
+        assert_eq!(
+            source.reader().is_some(),
+            !matches!(source, EventSource::None | EventSource::Auto)
+        );
+    }
+    let err = "codex".parse::<EventSource>().unwrap_err().to_string();
+    assert!(
+        err.contains("\"codex\"") && err.contains("codex-json"),
+        "{err}"
+    );
+}

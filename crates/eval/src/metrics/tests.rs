@@ -67,6 +67,7 @@ fn trial(eval: &str, status: Status, score: Option<f64>) -> EvalSummary {
         duration_ms: 0,
         counts: Counts::default(),
         usage: None,
+        events: None,
         score,
         attempts: 1,
         reason: None,

@@ -1,0 +1,165 @@
+//! Gemini CLI's `--output-format stream-json`.
+//!
+//! Derived from Gemini CLI's own source, `google-gemini/gemini-cli` at commit
+//! `5411f113cafae26161b4969b0237b8e1e024e2c2` (`@google/gemini-cli` 0.56.0-nightly):
+//! `packages/core/src/output/types.ts` (the event types), `stream-json-formatter.ts` (the
+//! `stats`) and `packages/cli/src/nonInteractiveCli.ts` (when each event is written).
+//!
+//! Every line is one object with a `type` and a `timestamp`: `init` (`session_id`, `model`),
+//! `message` (`role` `user` or `assistant`, `content`, and `delta: true` on each streamed
+//! chunk of an assistant reply), `tool_use` (`tool_name`, `tool_id`, `parameters`),
+//! `tool_result` (`tool_id`, `status`, `output` or `error`), `error` (`severity`, `message`)
+//! and `result` (`status`, `stats`).
+//!
+//! Counting, the same as for every format: a turn is one assistant message. Gemini streams a
+//! reply as many `message` lines with `delta: true`, so consecutive assistant deltas are one
+//! turn; any other event between them (a tool call, a tool result, a user message, the
+//! result) ends the message, and an assistant message without `delta` is a whole message of
+//! its own. An action is one `tool_use` (a `tool_id` seen again is not counted again); its
+//! `parameters` are the input, and their `file_path` (`write_file`, `replace`, `read_file`)
+//! or `path` is the timeline's `path`.
+//!
+//! Spending: the `result` line's `stats` are the session's totals, a [`UsageEvent::Total`].
+//! Gemini's `input_tokens` are the whole prompt, cached tokens included; `input` (the part
+//! not read from the cache) and `cached` break it down (since December 2025; before that,
+//! `input_tokens` minus `cached` when only `cached` is there, else `input_tokens` with no
+//! cache figure). Gemini reports no cost.
+
+use std::borrow::Cow;
+use std::collections::VecDeque;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::{
+    AgentEvent, INPUT_PREVIEW_BYTES, LineCounts, LineReader, input_path, is_blank, truncate_chars,
+};
+use crate::usage::{TokenUsage, UsageEvent};
+
+#[derive(Deserialize)]
+struct Line<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    role: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    delta: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    tool_name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    tool_id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    parameters: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    stats: Option<&'a RawValue>,
+}
+
+/// The token figures of a `result` line's `stats`.
+#[derive(Deserialize)]
+struct Stats {
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens: Option<u64>,
+    #[serde(default)]
+    cached: Option<u64>,
+    #[serde(default)]
+    input: Option<u64>,
+}
+
+fn usage(raw: Option<&RawValue>) -> Option<TokenUsage> {
+    let stats: Stats = serde_json::from_str(raw?.get()).ok()?;
+    let input = stats.input.or_else(|| {
+        stats
+            .input_tokens
+            .map(|all| all.saturating_sub(stats.cached.unwrap_or(0)))
+    });
+    let tokens = TokenUsage {
+        input_tokens: input,
+        output_tokens: stats.output_tokens,
+        cache_read_tokens: stats.cached,
+        cache_creation_tokens: None,
+        cost_usd: None,
+    };
+    (!tokens.is_empty()).then_some(tokens)
+}
+
+/// How many tool ids are remembered to recognise a repeated `tool_use`.
+const RECENT_TOOLS: usize = 64;
+
+/// A stateful Gemini stream-json reader (see the module docs for what counts).
+#[derive(Debug, Default)]
+pub struct GeminiStreamJsonParser {
+    /// Whether the last event was a chunk of an assistant message still streaming.
+    streaming: bool,
+    /// Recent tool ids.
+    tools: VecDeque<String>,
+    counts: LineCounts,
+}
+
+impl LineReader for GeminiStreamJsonParser {
+    fn read_line(&mut self, line: &[u8], events: &mut Vec<AgentEvent>) {
+        if is_blank(line) {
+            return;
+        }
+        let Ok(parsed) = serde_json::from_slice::<Line<'_>>(line) else {
+            self.counts.malformed += 1;
+            return;
+        };
+        let streaming = std::mem::take(&mut self.streaming);
+        match parsed.kind.as_deref() {
+            Some("message") => {
+                if parsed.role.as_deref() == Some("assistant") {
+                    let delta = parsed.delta.is_some_and(|d| d.get() == "true");
+                    if !(delta && streaming) {
+                        events.push(AgentEvent::Turn { message_id: None });
+                    }
+                    self.streaming = delta;
+                }
+            }
+            Some("tool_use") => self.tool_use(&parsed, events),
+            Some("result") => {
+                if let Some(total) = usage(parsed.stats) {
+                    events.push(AgentEvent::Usage(UsageEvent::Total(total)));
+                }
+            }
+            // A warning between two chunks does not split the message.
+            Some("error") => self.streaming = streaming,
+            Some("init" | "tool_result") => {}
+            _ => {
+                self.streaming = streaming;
+                self.counts.unknown += 1;
+                return;
+            }
+        }
+        self.counts.seen += 1;
+    }
+
+    fn oversized(&mut self) {
+        self.counts.malformed += 1;
+    }
+
+    fn counts(&self) -> LineCounts {
+        self.counts
+    }
+}
+
+impl GeminiStreamJsonParser {
+    fn tool_use(&mut self, line: &Line<'_>, events: &mut Vec<AgentEvent>) {
+        if let Some(id) = line.tool_id.as_deref() {
+            if self.tools.iter().any(|seen| seen == id) {
+                return;
+            }
+            if self.tools.len() == RECENT_TOOLS {
+                self.tools.pop_front();
+            }
+            self.tools.push_back(id.to_owned());
+        }
+        let input = line.parameters.map(RawValue::get);
+        events.push(AgentEvent::ToolCall {
+            name: line.tool_name.as_deref().unwrap_or("unknown").to_owned(),
+            path: input.and_then(input_path),
+            input: input.map(|raw| truncate_chars(raw, INPUT_PREVIEW_BYTES)),
+        });
+    }
+}
