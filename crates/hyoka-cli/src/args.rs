@@ -148,8 +148,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "WHEN", default_value = "failure", value_parser = parse_fail_on)]
     pub fail_on: FailOn,
 
-    /// Where turns and tool calls come from: none, stream-json (the agent's stdout) or jsonl
-    /// (lines appended to $HYOKA_EVENTS). Default: none.
+    /// Where turns and tool calls come from: none, stream-json (Claude Code), codex-json
+    /// (`codex exec --json`), gemini-stream-json (the agent's stdout), jsonl (lines appended to
+    /// $HYOKA_EVENTS), or auto (by the program's name). Default: none.
     #[arg(long, value_name = "SOURCE", value_parser = parse_events)]
     pub events: Option<EventSource>,
 

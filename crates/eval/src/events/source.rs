@@ -57,7 +57,7 @@ impl EventSource {
     ///
     /// The program is looked for through `env [NAME=VALUE…] PROGRAM` and `sh -c 'SCRIPT'`
     /// (`bash`, `dash`, `zsh` too, with `-c` alone or in a flag group such as `-lc`), where it
-    /// is the script's first word after `exec` and `NAME=VALUE` assignments. This only reads
+    /// is the script's first word after `exec` and `NAME=VALUE` assignments, without quotes. This only reads
     /// the strings; nothing is run or resolved on the `PATH`.
     pub fn for_command(command: &[OsString]) -> Self {
         match program_name(command).as_deref() {
@@ -135,7 +135,7 @@ fn program_name(command: &[OsString]) -> Option<String> {
         let word = script
             .split_whitespace()
             .find(|w| *w != "exec" && !w.contains('='))?;
-        return Some(base_name(word).to_owned());
+        return Some(base_name(word.trim_matches(['"', '\''])).to_owned());
     }
     Some(program.to_owned())
 }

@@ -533,6 +533,11 @@ fn auto_picks_the_reader_by_program_name() {
         &["bash", "-lc", "FOO=1 /opt/bin/claude -p x"],
         EventSource::StreamJson,
     );
+    check(&["sh", "-c", "exec '/a b/codex' exec"], EventSource::Jsonl);
+    check(
+        &["sh", "-c", "exec \"/bin/codex\" exec"],
+        EventSource::CodexJson,
+    );
     check(&["sh", "script.sh"], EventSource::Jsonl);
     check(&["sh", "-c", ""], EventSource::Jsonl);
     check(&["copilot", "-p", "hi"], EventSource::Jsonl);

@@ -18,6 +18,7 @@ mod codegen;
 mod demo;
 mod detect;
 mod escape;
+mod events;
 mod kept;
 mod limits;
 mod phases;
