@@ -4,6 +4,10 @@
 //!   captures' lines (`../shared/fixtures/stream-json`, or built-in lines of the same shape
 //!   when that directory is absent) vs `serde_json::from_slice::<serde_json::Value>` on the
 //!   same lines;
+//! - `codex_json` and `gemini_stream_json`: the Codex (`codex exec --json`) and Gemini CLI
+//!   (`--output-format stream-json`) readers on a ~32 MB stream built by repeating the valid
+//!   lines of `hyoka-eval`'s written transcripts (`crates/eval/tests/fixtures/events`), item
+//!   and tool ids made unique per repetition, vs `serde_json::Value` on the same lines;
 //! - `limits`: the limit bookkeeping per event (`Monitor`).
 
 #![allow(
@@ -15,7 +19,7 @@ use std::hint::black_box;
 use std::path::PathBuf;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use hyoka_eval::{AgentEvent, LimitSet, Monitor, StreamJsonParser};
+use hyoka_eval::{AgentEvent, EventSource, LimitSet, Monitor, StreamJsonParser};
 
 const TARGET_BYTES: usize = 100 * 1024 * 1024;
 
@@ -105,6 +109,91 @@ fn stream_json(c: &mut Criterion) {
     );
 }
 
+/// The valid lines of the written transcripts of `prefix`, repeated to about 32 MB with ids
+/// unique per repetition.
+fn transcript_stream(prefix: &str) -> (Vec<Vec<u8>>, usize) {
+    let dir =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../crates/eval/tests/fixtures/events");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("the transcripts")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(prefix) && n.ends_with(".jsonl"))
+        })
+        .collect();
+    files.sort();
+    let base: Vec<String> = files
+        .iter()
+        .flat_map(|f| {
+            std::fs::read_to_string(f)
+                .expect("transcript")
+                .lines()
+                .filter(|l| serde_json::from_str::<serde_json::Value>(l).is_ok())
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let (mut lines, mut bytes, mut round) = (Vec::new(), 0, 0u64);
+    while bytes < TARGET_BYTES / 3 {
+        for line in &base {
+            let text = line
+                .replace("\"id\":\"item_", &format!("\"id\":\"item_{round}_"))
+                .replace("\"tool_id\":\"", &format!("\"tool_id\":\"{round}-"));
+            bytes += text.len() + 1;
+            lines.push(text.into_bytes());
+        }
+        round += 1;
+    }
+    (lines, bytes)
+}
+
+fn reader_vs_value(c: &mut Criterion, group_name: &str, prefix: &str, source: EventSource) {
+    let (lines, bytes) = transcript_stream(prefix);
+    let mut group = c.benchmark_group(group_name);
+    group.sample_size(10);
+    group.throughput(Throughput::Bytes(bytes as u64));
+    group.bench_function("baseline/serde_json_Value", |b| {
+        b.iter(|| {
+            for line in &lines {
+                let value: serde_json::Value = serde_json::from_slice(line).expect("valid");
+                black_box(value);
+            }
+        });
+    });
+    group.bench_function(format!("hyoka/{source}"), |b| {
+        let mut events = Vec::new();
+        b.iter(|| {
+            let mut reader = source.reader().expect("a reader");
+            for line in &lines {
+                reader.read_line(line, &mut events);
+                events.clear();
+            }
+            black_box(reader.counts());
+        });
+    });
+    group.finish();
+    eprintln!(
+        "{group_name}: {} lines, {bytes} bytes per iteration",
+        lines.len()
+    );
+}
+
+fn codex_json(c: &mut Criterion) {
+    reader_vs_value(c, "codex_json", "codex-", EventSource::CodexJson);
+}
+
+fn gemini_stream_json(c: &mut Criterion) {
+    reader_vs_value(
+        c,
+        "gemini_stream_json",
+        "gemini-",
+        EventSource::GeminiStreamJson,
+    );
+}
+
 fn limits(c: &mut Criterion) {
     let events: Vec<AgentEvent> = (0..1000)
         .map(|i| {
@@ -139,5 +228,5 @@ fn limits(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, stream_json, limits);
+criterion_group!(benches, stream_json, codex_json, gemini_stream_json, limits);
 criterion_main!(benches);
