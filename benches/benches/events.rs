@@ -119,9 +119,10 @@ fn transcript_stream(prefix: &str) -> (Vec<Vec<u8>>, usize) {
         .flatten()
         .map(|e| e.path())
         .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(prefix) && n.ends_with(".jsonl"))
+            p.extension().is_some_and(|e| e == "jsonl")
+                && p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(prefix))
         })
         .collect();
     files.sort();

@@ -1021,7 +1021,7 @@ impl Lines {
     ) {
         let parsed = &mut self.parsed;
         self.splitter.feed(chunk, |line, oversized| {
-            read(reader, line, oversized, parsed)
+            read(reader, line, oversized, parsed);
         });
         for event in self.parsed.drain(..) {
             let _ = tx.send(event);

@@ -36,28 +36,46 @@ fn timeline(s: &Scratch, run_id: &str) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
 
-const AGENTS: [(&str, &str, &str, &[&str], u64, u64); 2] = [
-    (
-        "codex",
-        "codex-exec-write-file.jsonl",
-        "codex-json",
-        &["exec", "--json", "create hello.txt"],
-        571,
-        1043,
-    ),
-    (
-        "gemini",
-        "gemini-stream-write-file.jsonl",
-        "gemini-stream-json",
-        &["--output-format", "stream-json", "-p", "create hello.txt"],
-        3850,
-        663,
-    ),
+/// A fake agent: its program name, transcript, reader, arguments and the tokens it reports.
+struct Agent {
+    program: &'static str,
+    transcript: &'static str,
+    format: &'static str,
+    args: &'static [&'static str],
+    input_tokens: u64,
+    output_tokens: u64,
+}
+
+const AGENTS: [Agent; 2] = [
+    Agent {
+        program: "codex",
+        transcript: "codex-exec-write-file.jsonl",
+        format: "codex-json",
+        args: &["exec", "--json", "create hello.txt"],
+        input_tokens: 571,
+        output_tokens: 1043,
+    },
+    Agent {
+        program: "gemini",
+        transcript: "gemini-stream-write-file.jsonl",
+        format: "gemini-stream-json",
+        args: &["--output-format", "stream-json", "-p", "create hello.txt"],
+        input_tokens: 3850,
+        output_tokens: 663,
+    },
 ];
 
 #[test]
 fn codex_and_gemini_emitters_count_turns_actions_files_and_tokens() {
-    for (program, file, format, args, input, output) in AGENTS {
+    for Agent {
+        program,
+        transcript: file,
+        format,
+        args,
+        input_tokens: input,
+        output_tokens: output,
+    } in AGENTS
+    {
         for flag in ["auto", format] {
             let s = Scratch::new();
             let agent = emitter(&s, program, file, false);
@@ -100,7 +118,13 @@ fn codex_and_gemini_emitters_count_turns_actions_files_and_tokens() {
 
 #[test]
 fn max_session_actions_1_stops_each_emitter_at_its_second_action() {
-    for (program, file, _, args, _, _) in AGENTS {
+    for Agent {
+        program,
+        transcript: file,
+        args,
+        ..
+    } in AGENTS
+    {
         let s = Scratch::new();
         let agent = emitter(&s, program, file, true);
         let mut argv = vec![
