@@ -77,19 +77,27 @@ fn stream() -> (Vec<Vec<u8>>, usize) {
     (lines, bytes)
 }
 
-fn stream_json(c: &mut Criterion) {
-    let (lines, bytes) = stream();
-    let mut group = c.benchmark_group("stream_json");
-    group.sample_size(10);
-    group.throughput(Throughput::Bytes(bytes as u64));
+/// The baseline of every reader: `serde_json::Value` on the same lines.
+fn baseline(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    lines: &[Vec<u8>],
+) {
     group.bench_function("baseline/serde_json_Value", |b| {
         b.iter(|| {
-            for line in &lines {
+            for line in lines {
                 let value: serde_json::Value = serde_json::from_slice(line).expect("valid");
                 black_box(value);
             }
         });
     });
+}
+
+fn stream_json(c: &mut Criterion) {
+    let (lines, bytes) = stream();
+    let mut group = c.benchmark_group("stream_json");
+    group.sample_size(10);
+    group.throughput(Throughput::Bytes(bytes as u64));
+    baseline(&mut group, &lines);
     group.bench_function("hyoka/StreamJsonParser", |b| {
         let mut events = Vec::new();
         b.iter(|| {
@@ -156,14 +164,7 @@ fn reader_vs_value(c: &mut Criterion, group_name: &str, prefix: &str, source: Ev
     let mut group = c.benchmark_group(group_name);
     group.sample_size(10);
     group.throughput(Throughput::Bytes(bytes as u64));
-    group.bench_function("baseline/serde_json_Value", |b| {
-        b.iter(|| {
-            for line in &lines {
-                let value: serde_json::Value = serde_json::from_slice(line).expect("valid");
-                black_box(value);
-            }
-        });
-    });
+    baseline(&mut group, &lines);
     group.bench_function(format!("hyoka/{source}"), |b| {
         let mut events = Vec::new();
         b.iter(|| {

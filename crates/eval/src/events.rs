@@ -76,6 +76,31 @@ pub trait LineReader: Send {
     fn counts(&self) -> LineCounts;
 }
 
+/// The last few ids a reader saw, to count a repeated item once (bounded: a hostile stream
+/// of fresh ids costs no memory).
+#[derive(Debug)]
+struct RecentIds<const N: usize>(std::collections::VecDeque<String>);
+
+impl<const N: usize> Default for RecentIds<N> {
+    fn default() -> Self {
+        Self(std::collections::VecDeque::with_capacity(N))
+    }
+}
+
+impl<const N: usize> RecentIds<N> {
+    /// Whether `id` is not among the recent ids; remembers it (forgetting the oldest).
+    fn first_time(&mut self, id: &str) -> bool {
+        if self.0.iter().any(|seen| seen == id) {
+            return false;
+        }
+        if self.0.len() == N {
+            self.0.pop_front();
+        }
+        self.0.push_back(id.to_owned());
+        true
+    }
+}
+
 /// Whether a line is empty or whitespace only.
 fn is_blank(line: &[u8]) -> bool {
     line.iter().all(u8::is_ascii_whitespace)

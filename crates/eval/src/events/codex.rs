@@ -31,7 +31,6 @@
 //! (what Codex writes when it had no token count) reports nothing.
 
 use std::borrow::Cow;
-use std::collections::VecDeque;
 use std::fmt;
 
 use serde::Deserialize;
@@ -39,7 +38,8 @@ use serde::de::{self, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
 use super::{
-    AgentEvent, INPUT_PREVIEW_BYTES, LineCounts, LineReader, input_path, is_blank, truncate_chars,
+    AgentEvent, INPUT_PREVIEW_BYTES, LineCounts, LineReader, RecentIds, input_path, is_blank,
+    truncate_chars,
 };
 use crate::usage::{TokenUsage, UsageEvent};
 
@@ -178,7 +178,7 @@ const RECENT_ITEMS: usize = 64;
 #[derive(Debug, Default)]
 pub struct CodexJsonParser {
     /// The ids of recently completed items that counted.
-    counted: VecDeque<String>,
+    counted: RecentIds<RECENT_ITEMS>,
     counts: LineCounts,
 }
 
@@ -216,16 +216,9 @@ impl CodexJsonParser {
             "collab_tool_call" => tool_call(&kind, None, object(&[("tool", item.tool)])),
             _ => return,
         };
-        if let Some(id) = text(item.id) {
-            if self.counted.iter().any(|seen| *seen == id) {
-                return;
-            }
-            if self.counted.len() == RECENT_ITEMS {
-                self.counted.pop_front();
-            }
-            self.counted.push_back(id.into_owned());
+        if text(item.id).is_none_or(|id| self.counted.first_time(&id)) {
+            events.push(event);
         }
-        events.push(event);
     }
 }
 

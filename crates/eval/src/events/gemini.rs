@@ -26,13 +26,13 @@
 //! cache figure). Gemini reports no cost.
 
 use std::borrow::Cow;
-use std::collections::VecDeque;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::{
-    AgentEvent, INPUT_PREVIEW_BYTES, LineCounts, LineReader, input_path, is_blank, truncate_chars,
+    AgentEvent, INPUT_PREVIEW_BYTES, LineCounts, LineReader, RecentIds, input_path, is_blank,
+    truncate_chars,
 };
 use crate::usage::{TokenUsage, UsageEvent};
 
@@ -93,7 +93,7 @@ pub struct GeminiStreamJsonParser {
     /// Whether the last event was a chunk of an assistant message still streaming.
     streaming: bool,
     /// Recent tool ids.
-    tools: VecDeque<String>,
+    tools: RecentIds<RECENT_TOOLS>,
     counts: LineCounts,
 }
 
@@ -146,14 +146,12 @@ impl LineReader for GeminiStreamJsonParser {
 
 impl GeminiStreamJsonParser {
     fn tool_use(&mut self, line: &Line<'_>, events: &mut Vec<AgentEvent>) {
-        if let Some(id) = line.tool_id.as_deref() {
-            if self.tools.iter().any(|seen| seen == id) {
-                return;
-            }
-            if self.tools.len() == RECENT_TOOLS {
-                self.tools.pop_front();
-            }
-            self.tools.push_back(id.to_owned());
+        if line
+            .tool_id
+            .as_deref()
+            .is_some_and(|id| !self.tools.first_time(id))
+        {
+            return;
         }
         let input = line.parameters.map(RawValue::get);
         events.push(AgentEvent::ToolCall {
