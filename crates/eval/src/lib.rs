@@ -26,6 +26,9 @@
 //! - Records are written atomically ([`write_json`]); [`merge_summaries`] joins the
 //!   summaries of a suite's shards; with the `schema` feature [`schemas`] gives their JSON
 //!   Schemas.
+//! - With the `html` feature, `write_html_report` writes one self-contained, offline HTML
+//!   page of a run (or of two compared) from its records: task table, per-trial timelines,
+//!   cleanup records.
 //! - After a crash, [`clean_abandoned`] repairs what abandoned runs left behind (their
 //!   processes through `hyoka-proctrack`, their workspaces through `hyoka-workspace`).
 //!
@@ -106,6 +109,8 @@ mod events;
 #[cfg(any(test, feature = "mock"))]
 mod fake;
 mod host;
+#[cfg(feature = "html")]
+mod html;
 mod limits;
 mod merge;
 mod phases;
@@ -136,6 +141,10 @@ pub use crate::fake::{FakeClock, FakeHost, FakeProgram};
 pub use crate::host::{
     Clock, EvalWorkspace, Harness, Pipe, Process, Processes, SystemClock, TempWorkspaces,
     TrackedProcesses, WorkspaceEnd, Workspaces,
+};
+#[cfg(feature = "html")]
+pub use crate::html::{
+    HtmlError, HtmlOptions, RunRecords, default_page_path, render_page, write_html_report,
 };
 pub use crate::limits::{
     DEFAULT_MAX_FILES, DEFAULT_MAX_OUTPUT_SIZE, DEFAULT_MAX_SESSION_ACTIONS, DEFAULT_MAX_TURNS,

@@ -57,6 +57,7 @@ async fn dispatch(command: Command) -> Result<ExitStatus, Fail> {
         Command::Demo(args) => cmd::demo::exec(args).await,
         Command::Doctor(args) => cmd::doctor::exec(&args).await,
         Command::Report(args::ReportCommand::Merge(args)) => cmd::report::merge(&args),
+        Command::Report(args::ReportCommand::Html(args)) => cmd::report::html(&args),
         Command::SimAgent(args) => cmd::sim_agent::exec(&args),
         Command::Respawn(args) => cmd::respawn::exec(args).await,
         Command::Hook(args) => cmd::hook::exec(args).await,

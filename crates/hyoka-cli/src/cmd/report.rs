@@ -1,10 +1,11 @@
-//! `hyoka report merge`: one summary from the `run.json` files of a suite's shards.
+//! `hyoka report merge`: one summary from the `run.json` files of a suite's shards;
+//! `hyoka report html`: the page of a run (or two).
 
 use std::path::{Path, PathBuf};
 
 use hyoka_eval::{RunSummary, Status, merge_summaries, write_json};
 
-use crate::args::MergeArgs;
+use crate::args::{HtmlArgs, MergeArgs};
 use crate::exit::{ExitStatus, Fail};
 use crate::out::outln;
 
@@ -42,4 +43,19 @@ pub(crate) fn merge(args: &MergeArgs) -> Result<ExitStatus, Fail> {
     } else {
         ExitStatus::Failure
     })
+}
+
+pub(crate) fn html(args: &HtmlArgs) -> Result<ExitStatus, Fail> {
+    let options = hyoka_eval::HtmlOptions::default();
+    let now = std::time::SystemTime::now();
+    let page = hyoka_eval::write_html_report(&args.inputs, args.output.as_deref(), &options, now)
+        .map_err(|e| {
+        (if e.is_bad_input() {
+            Fail::usage
+        } else {
+            Fail::failure
+        })(e.to_string())
+    })?;
+    outln!("{}", page.display());
+    Ok(ExitStatus::Success)
 }
