@@ -23,9 +23,11 @@
 //! trials opens fast and stays a few megabytes. Every text from the records reaches the
 //! document as a text node or escaped, so a hostile eval id or log cannot inject markup.
 
+mod detail;
 mod error;
 mod load;
 mod model;
+mod pack;
 mod page;
 mod render;
 #[cfg(test)]

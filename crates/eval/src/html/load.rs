@@ -342,10 +342,10 @@ impl Root {
         let mut raw = Vec::new();
         file.take(bytes).read_to_end(&mut raw)?;
         let mut from = 0;
-        if start > 0 {
-            if let Some(newline) = memchr_newline(&raw) {
-                from = newline + 1;
-            }
+        if start > 0
+            && let Some(newline) = memchr_newline(&raw)
+        {
+            from = newline + 1;
         }
         let cut = start > 0;
         let text = String::from_utf8_lossy(&strip_ansi_escapes::strip(&raw[from..])).into_owned();

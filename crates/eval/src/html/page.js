@@ -92,7 +92,20 @@
   function trial(g) {
     const c = Math.floor(g / S.index.chunk);
     if (!chunks.has(c)) chunks.set(c, inflate('hyoka-c' + c));
-    return chunks.get(c).then((list) => list[g % S.index.chunk]);
+    return chunks.get(c).then((list) => expand(list[g % S.index.chunk]));
+  }
+  // Events arrive as [dt, code, tool, path, input, detail] without trailing nulls; the page
+  // works on [t, type, tool, path, input, detail].
+  const CODES = { t: 'turn', c: 'tool_call', '+': 'file_created', '~': 'file_changed', '-': 'file_deleted', L: 'limit_reached', S: 'signal', X: 'exit', P: 'phase' };
+  function expand(d) {
+    if (d.expanded) return d;
+    let t = 0;
+    d.events = d.events.map((e) => {
+      t += e[0];
+      return [t, CODES[e[1]] || e[1], e[2] ?? null, e[3] ?? null, e[4] ?? null, e[5] ?? null];
+    });
+    d.expanded = true;
+    return d;
   }
 
   const S = { index: null, compare: false, sort: { key: null, dir: 1 }, page: 0, size: 50, rows: [], current: null, trialShown: null };
@@ -111,7 +124,7 @@
       { key: 'score', label: 'Mean score', num: true, get: (t) => t.mean_score ?? -1, show: (t) => rate(t.mean_score) },
       { key: 'tokens', label: 'Tokens', num: true, get: (t) => t.tokens ?? -1, show: (t) => int(t.tokens) },
       { key: 'cost', label: 'Cost', num: true, get: (t) => t.cost_usd ?? -1, show: (t) => usd(t.cost_usd) },
-      { key: 'time', label: 'Time', num: true, get: (t) => t.time_ms, show: (t) => ms(t.time_ms) },
+      { key: 'time', label: 'Time (sum)', num: true, get: (t) => t.time_ms, show: (t) => ms(t.time_ms) },
       { key: 'term', label: 'Termination', text: true, get: (t) => t.terminations.join(', '), show: (t) => t.terminations.join(', ') || dash },
     ];
     return cols.filter(Boolean);
@@ -244,7 +257,7 @@
       const it = all[i];
       const tr = el('tr', { 'data-i': i, class: S.current === i ? 'current' : null });
       S.cols.forEach((c, n) => {
-        const content = n === 0 ? el('button', { type: 'button', class: 'task-link', 'data-i': i }, it.id) : c.show ? c.show(it) : c.get(it);
+        const content = n === 0 ? el('button', { type: 'button', class: it.id.length > 32 ? 'task-link long' : 'task-link', 'data-i': i }, it.id) : c.show ? c.show(it) : c.get(it);
         tr.append(el(n === 0 ? 'th' : 'td', { scope: n === 0 ? 'row' : null, class: c.num ? 'num' : null }, content));
       });
       frag.append(tr);
@@ -423,7 +436,8 @@
       el('td', {}, e[3] ? el('code', {}, e[3]) : ''), el('td', {}, e[5] || (e[4] ? el('code', {}, e[4]) : '')))));
     fill(EVENT_PAGE);
     const all = n > EVENT_PAGE ? el('button', { type: 'button', onclick: (ev) => { fill(n); ev.currentTarget.remove(); } }, 'Show all ' + int(n) + ' events') : null;
-    return el('details', {}, el('summary', {}, 'Events: ' + int(n) + more),
+    const omitted = S.index.input_cap === 0 ? el('p', { class: 'muted' }, 'Tool inputs are left out of the pages of runs this large; action_timeline.json keeps them.') : null;
+    return el('details', {}, el('summary', {}, 'Events: ' + int(n) + more), omitted,
       n ? el('div', { class: 'table-wrap' }, el('table', { class: 'grid' },
         el('thead', {}, el('tr', {}, ['Time', 'Type', 'Tool', 'Path', 'Detail or input'].map((c) => el('th', { scope: 'col' }, c)))), body)) : el('p', { class: 'muted' }, 'No events.'),
       all);

@@ -3,25 +3,27 @@
 //! compressed chunks that the page inflates on demand.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::Write;
 
-use base64::Engine;
-use flate2::Compression;
-use flate2::write::GzEncoder;
 use serde::Serialize;
 
+use super::detail::detail;
 use super::error::HtmlError;
-use super::load::{RunRecords, Tail, TrialRecords};
-use super::model::{CleanupFile, ReviewFile, TaskLine, Usage};
+use super::load::{RunRecords, TrialRecords};
+use super::model::{TaskLine, Usage};
+use super::pack::Packer;
 use crate::events::truncate_chars;
 
 /// Trials per compressed chunk: large enough to compress well, small enough to inflate in a
 /// few milliseconds when one trial is opened.
 pub(super) const CHUNK: usize = 64;
 /// The longest text of one field on the page (notes, details, paths, tool inputs).
-const FIELD_CAP: usize = 2048;
+pub(super) const FIELD_CAP: usize = 2048;
 /// The longest tool input of one event on the page.
 const INPUT_CAP: usize = 240;
+/// The characters of tool inputs a page keeps in all, shared out among its events; below
+/// [`INPUT_MIN`] characters each, inputs are left out (the records keep them).
+const INPUT_BUDGET: usize = 8 << 20;
+const INPUT_MIN: usize = 24;
 
 /// Everything the page's script reads, as JSON: inflated once when the page opens.
 #[derive(Debug, Serialize)]
@@ -33,6 +35,8 @@ pub(super) struct Index {
     pub(super) compare: Option<Vec<CompareRow>>,
     /// Trials per chunk: trial `g` is entry `g % chunk` of chunk `g / chunk`.
     pub(super) chunk: usize,
+    /// The longest tool input kept per event; 0 when the run is too large to keep them.
+    pub(super) input_cap: usize,
 }
 
 /// One run's table.
@@ -147,6 +151,13 @@ pub(super) struct PageData {
 /// Builds the data of a page of one run (or two, compared).
 pub(super) fn build(runs: &[&RunRecords]) -> Result<PageData, HtmlError> {
     let labels: &[&'static str] = if runs.len() == 2 { &["A", "B"] } else { &[""] };
+    let events: usize = (runs.iter().flat_map(|r| &r.trials))
+        .filter_map(|t| t.timeline.as_ref().map(|t| t.events.len()))
+        .sum();
+    let input_cap = match INPUT_BUDGET / events.max(1) {
+        cap if cap < INPUT_MIN => 0,
+        cap => cap.min(INPUT_CAP),
+    };
     let mut next = 0;
     let mut indexes = Vec::new();
     let mut headers = Vec::new();
@@ -165,7 +176,7 @@ pub(super) fn build(runs: &[&RunRecords]) -> Result<PageData, HtmlError> {
             for (row, trial) in task.rows.iter_mut().zip(&trials) {
                 row.g = next;
                 next += 1;
-                packer.push(&detail(&id, label, &row.label, trial))?;
+                packer.push(&detail(&id, label, &row.label, trial, input_cap))?;
             }
             tasks.push(task);
         }
@@ -183,17 +194,21 @@ pub(super) fn build(runs: &[&RunRecords]) -> Result<PageData, HtmlError> {
             runs: indexes,
             compare,
             chunk: CHUNK,
+            input_cap,
         },
         headers,
         chunks: packer.finish()?,
     })
 }
 
+/// A task: an eval id, and the agent its trials record.
+type TaskKey = (String, Option<String>);
+
 /// The trials of each task, in the order tasks first appear; a task is an eval id and the
 /// agent its trials record.
-fn group(trials: &[TrialRecords]) -> Vec<((String, Option<String>), Vec<usize>)> {
-    let mut order: Vec<((String, Option<String>), Vec<usize>)> = Vec::new();
-    let mut seen: HashMap<(String, Option<String>), usize> = HashMap::new();
+fn group(trials: &[TrialRecords]) -> Vec<(TaskKey, Vec<usize>)> {
+    let mut order: Vec<(TaskKey, Vec<usize>)> = Vec::new();
+    let mut seen: HashMap<TaskKey, usize> = HashMap::new();
     for (i, trial) in trials.iter().enumerate() {
         let key = (eval_id(trial).to_owned(), agent_of(trial));
         let slot = *seen.entry(key.clone()).or_insert_with(|| {
@@ -215,11 +230,11 @@ fn eval_id(trial: &TrialRecords) -> &str {
         .map_or("(unnamed)", |r| r.eval_id.as_str())
 }
 
-fn agent_of(trial: &TrialRecords) -> Option<String> {
+pub(super) fn agent_of(trial: &TrialRecords) -> Option<String> {
     (trial.line.agent.clone()).or_else(|| trial.report.as_ref().and_then(|r| r.agent.clone()))
 }
 
-fn status(trial: &TrialRecords) -> &str {
+pub(super) fn status(trial: &TrialRecords) -> &str {
     match &trial.report {
         Some(r) if !r.status.is_empty() => &r.status,
         _ if !trial.line.status.is_empty() => &trial.line.status,
@@ -227,14 +242,14 @@ fn status(trial: &TrialRecords) -> &str {
     }
 }
 
-fn termination(trial: &TrialRecords) -> &str {
+pub(super) fn termination(trial: &TrialRecords) -> &str {
     match &trial.report {
         Some(r) if !r.termination.is_empty() => &r.termination,
         _ => &trial.line.termination,
     }
 }
 
-fn usage(trial: &TrialRecords) -> Option<Usage> {
+pub(super) fn usage(trial: &TrialRecords) -> Option<Usage> {
     trial
         .report
         .as_ref()
@@ -274,69 +289,57 @@ fn ratio(a: u64, n: u64, k: u64) -> f64 {
     (0..k).fold(1.0, |acc, i| acc * (a - i) as f64 / (n - i) as f64)
 }
 
-#[expect(
-    clippy::cast_precision_loss,
-    reason = "sums of scores and counts of trials"
-)]
+/// One trial's line: the report's facts where it has them, else `run.json`'s.
+fn trial_row(position: usize, trial: &TrialRecords) -> TrialRow {
+    let report = trial.report.as_ref();
+    let used = usage(trial);
+    let epoch = trial.line.epoch.or_else(|| report.and_then(|r| r.epoch));
+    TrialRow {
+        label: epoch.map_or_else(|| (position + 1).to_string(), |e| e.to_string()),
+        status: truncate_chars(status(trial), 64),
+        termination: truncate_chars(termination(trial), 64),
+        error_kind: (trial.line.error_kind.clone())
+            .or_else(|| report.and_then(|r| r.error_kind.clone()))
+            .map(|k| truncate_chars(&k, 64)),
+        time_ms: report
+            .and_then(|r| r.duration_ms)
+            .or(trial.line.duration_ms),
+        tokens: used.and_then(|u| u.tokens()),
+        cost_usd: used.and_then(|u| u.cost_usd).filter(|c| c.is_finite()),
+        score: score(trial),
+        attempts: (trial.line.attempts).or_else(|| report.and_then(|r| r.attempts)),
+        agent: agent_of(trial).map(|a| truncate_chars(&a, 256)),
+        problems: !trial.problems.is_empty(),
+        g: 0,
+    }
+}
+
+/// The sum of the values present, or `None` when none is.
+fn sum<T: std::iter::Sum<T>>(values: impl Iterator<Item = Option<T>>) -> Option<T> {
+    let mut present = values.flatten().peekable();
+    present.peek().is_some().then(|| present.sum())
+}
+
+#[expect(clippy::cast_precision_loss, reason = "counts of trials")]
 fn task_row(
     id: &str,
     agent: Option<String>,
     trials: &[&TrialRecords],
     line: Option<&TaskLine>,
 ) -> TaskRow {
-    let (mut passed, mut failed, mut errors, mut not_run) = (0, 0, 0, 0);
+    let rows: Vec<TrialRow> = (trials.iter().enumerate())
+        .map(|(i, trial)| trial_row(i, trial))
+        .collect();
+    let count = |s: &str| rows.iter().filter(|r| r.status == s).count() as u64;
+    let (passed, failed, not_run) = (count("passed"), count("failed"), count("not_run"));
+    let errors = rows.len() as u64 - passed - failed - not_run;
     let mut terminations: Vec<String> = Vec::new();
-    let (mut tokens, mut cost) = (None::<u64>, None::<f64>);
-    let (mut scores, mut scored) = (0.0, 0u32);
-    let mut time_ms = 0u64;
-    let mut rows = Vec::with_capacity(trials.len());
-    for (i, trial) in trials.iter().enumerate() {
-        match status(trial) {
-            "passed" => passed += 1,
-            "failed" => failed += 1,
-            "not_run" => not_run += 1,
-            _ => errors += 1,
+    for row in &rows {
+        if !row.termination.is_empty() && !terminations.contains(&row.termination) {
+            terminations.push(row.termination.clone());
         }
-        let term = termination(trial);
-        if !term.is_empty() && !terminations.iter().any(|t| t == term) {
-            terminations.push(term.to_owned());
-        }
-        let used = usage(trial);
-        if let Some(t) = used.and_then(|u| u.tokens()) {
-            tokens = Some(tokens.unwrap_or(0).saturating_add(t));
-        }
-        if let Some(c) = used.and_then(|u| u.cost_usd).filter(|c| c.is_finite()) {
-            cost = Some(cost.unwrap_or(0.0) + c);
-        }
-        if let Some(s) = score(trial) {
-            scores += s;
-            scored += 1;
-        }
-        let report = trial.report.as_ref();
-        let duration = report
-            .and_then(|r| r.duration_ms)
-            .or(trial.line.duration_ms);
-        time_ms = time_ms.saturating_add(duration.unwrap_or(0));
-        let epoch = trial.line.epoch.or_else(|| report.and_then(|r| r.epoch));
-        rows.push(TrialRow {
-            label: epoch.map_or_else(|| (i + 1).to_string(), |e| e.to_string()),
-            status: status(trial).to_owned(),
-            termination: term.to_owned(),
-            error_kind: (trial.line.error_kind.clone())
-                .or_else(|| report.and_then(|r| r.error_kind.clone())),
-            time_ms: duration,
-            tokens: used.and_then(|u| u.tokens()),
-            cost_usd: used.and_then(|u| u.cost_usd),
-            score: score(trial),
-            attempts: trial
-                .line
-                .attempts
-                .or_else(|| report.and_then(|r| r.attempts)),
-            agent: agent_of(trial),
-            problems: !trial.problems.is_empty(),
-            g: 0,
-        });
     }
+    let scores: Vec<f64> = rows.iter().filter_map(|r| r.score).collect();
     let counted = passed + failed;
     let status = match () {
         () if counted == 0 && errors > 0 => "error",
@@ -347,19 +350,22 @@ fn task_row(
     };
     let mut row = TaskRow {
         id: truncate_chars(id, FIELD_CAP),
-        agent,
+        agent: agent.map(|a| truncate_chars(&a, 256)),
         status,
-        trials: trials.len() as u64,
+        trials: rows.len() as u64,
         counted,
         passed,
         errors,
         not_run,
         pass_at_k: BTreeMap::new(),
         pass_hat_k: BTreeMap::new(),
-        mean_score: (scored > 0).then(|| scores / f64::from(scored)),
-        tokens,
-        cost_usd: cost,
-        time_ms,
+        mean_score: (!scores.is_empty()).then(|| scores.iter().sum::<f64>() / scores.len() as f64),
+        tokens: sum(rows.iter().map(|r| r.tokens)),
+        cost_usd: sum(rows.iter().map(|r| r.cost_usd)),
+        time_ms: rows
+            .iter()
+            .filter_map(|r| r.time_ms)
+            .fold(0, u64::saturating_add),
         terminations,
         from_run: false,
         rows,
@@ -445,12 +451,11 @@ fn header(run: &RunRecords, tasks: &[TaskRow]) -> Header {
         .map(|s| ((*s).to_owned(), 0))
         .collect();
     let mut layers: Vec<(String, usize)> = Vec::new();
-    let (mut tokens, mut cost) = (None::<u64>, None::<f64>);
     for trial in &run.trials {
-        let s = status(trial);
-        match statuses.iter_mut().find(|(name, _)| name == s) {
+        let s = truncate_chars(status(trial), 64);
+        match statuses.iter_mut().find(|(name, _)| *name == s) {
             Some(entry) => entry.1 += 1,
-            None => statuses.push((s.to_owned(), 1)),
+            None => statuses.push((s, 1)),
         }
         let cleanup = trial.report.as_ref().and_then(|r| r.cleanup.as_ref());
         for layer in cleanup.map(|c| c.layers.as_slice()).unwrap_or_default() {
@@ -459,46 +464,36 @@ fn header(run: &RunRecords, tasks: &[TaskRow]) -> Header {
                 None => layers.push((truncate_chars(layer, 64), 1)),
             }
         }
-        let used = usage(trial);
-        if let Some(t) = used.and_then(|u| u.tokens()) {
-            tokens = Some(tokens.unwrap_or(0).saturating_add(t));
-        }
-        if let Some(c) = used.and_then(|u| u.cost_usd).filter(|c| c.is_finite()) {
-            cost = Some(cost.unwrap_or(0.0) + c);
-        }
     }
-    if let Some(total) = &file.usage {
-        tokens = total.tokens().or(tokens);
-        cost = total.cost_usd.or(cost);
-    }
-    let (pass_at_k, pass_hat_k, mean_score, metrics_from_run) = match &file.metrics {
-        Some(m) => (
+    let total = file.usage.as_ref();
+    let tokens = total
+        .and_then(Usage::tokens)
+        .or_else(|| sum(tasks.iter().map(|t| t.tokens)));
+    let cost = (total.and_then(|u| u.cost_usd)).or_else(|| sum(tasks.iter().map(|t| t.cost_usd)));
+    let mean = |values: Vec<f64>| {
+        (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+    };
+    let (at_k, hat_k, mean_score, metrics_from_run) = if let Some(m) = &file.metrics {
+        (
             m.pass_at_k.clone(),
             m.pass_hat_k.clone(),
             m.mean_score,
             true,
-        ),
-        None => {
-            let rated: Vec<f64> = tasks.iter().filter_map(rate).collect();
-            let mut at = BTreeMap::new();
-            if !rated.is_empty() {
-                at.insert(
-                    "1".to_owned(),
-                    rated.iter().sum::<f64>() / rated.len() as f64,
-                );
-            }
-            let scores: Vec<f64> = tasks.iter().filter_map(|t| t.mean_score).collect();
-            let mean =
-                (!scores.is_empty()).then(|| scores.iter().sum::<f64>() / scores.len() as f64);
-            (at.clone(), at, mean, false)
-        }
+        )
+    } else {
+        let rates: BTreeMap<String, f64> = mean(tasks.iter().filter_map(rate).collect())
+            .map(|r| ("1".to_owned(), r))
+            .into_iter()
+            .collect();
+        let scores = mean(tasks.iter().filter_map(|t| t.mean_score).collect());
+        (rates.clone(), rates, scores, false)
     };
     Header {
         run_id: truncate_chars(&file.run_id, FIELD_CAP),
         source: truncate_chars(&run.source, FIELD_CAP),
-        status: file.status.clone(),
-        started_at: file.started_at.clone(),
-        ended_at: file.ended_at.clone(),
+        status: truncate_chars(&file.status, 64),
+        started_at: truncate_chars(&file.started_at, 64),
+        ended_at: truncate_chars(&file.ended_at, 64),
         duration_ms: file.duration_ms,
         suite: file.suite.as_ref().and_then(describe),
         shard: file.shard.as_ref().and_then(describe),
@@ -508,8 +503,8 @@ fn header(run: &RunRecords, tasks: &[TaskRow]) -> Header {
         tasks: tasks.len(),
         trials: run.trials.len(),
         statuses,
-        pass_at_k,
-        pass_hat_k,
+        pass_at_k: at_k,
+        pass_hat_k: hat_k,
         mean_score,
         metrics_from_run,
         tokens,
@@ -535,284 +530,4 @@ fn describe(value: &serde_json::Value) -> Option<String> {
         other => other.to_string(),
     };
     Some(truncate_chars(&text, 256))
-}
-
-/// One trial's details as the page shows them.
-#[derive(Debug, Serialize)]
-struct Detail<'a> {
-    task: &'a str,
-    run: &'a str,
-    label: &'a str,
-    status: &'a str,
-    termination: &'a str,
-    error_kind: Option<&'a str>,
-    exit_code: Option<i64>,
-    signal: Option<i64>,
-    error: Option<String>,
-    attempts: Option<u64>,
-    earlier_attempts: Option<String>,
-    agent: Option<String>,
-    command: String,
-    workspace: String,
-    started_at: &'a str,
-    ended_at: &'a str,
-    duration_ms: Option<u64>,
-    counts: Vec<(&'a str, String)>,
-    limits: Vec<(&'a str, String)>,
-    usage: Option<Usage>,
-    phases: Vec<PhaseOut>,
-    events: Vec<EventOut>,
-    events_total: u64,
-    tools: Vec<(&'a str, u64)>,
-    review: Option<ReviewOut>,
-    cleanup: Option<CleanupOut>,
-    output: Option<&'a Tail>,
-    build_log: Option<&'a Tail>,
-    review_log: Option<&'a Tail>,
-    problems: &'a [String],
-}
-
-/// A phase with its start relative to the trial's.
-#[derive(Debug, Serialize)]
-struct PhaseOut {
-    name: String,
-    start_ms: Option<u64>,
-    duration_ms: u64,
-    status: String,
-    exit_code: Option<i64>,
-    detail: Option<String>,
-}
-
-/// A timeline event, as `[t_ms, type, tool, path, input, detail]`.
-#[derive(Debug, Serialize)]
-struct EventOut(
-    u64,
-    String,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-);
-
-#[derive(Debug, Serialize)]
-struct ReviewOut {
-    pass: Option<bool>,
-    score: Option<f64>,
-    notes: Option<String>,
-}
-
-/// The cleanup record, its texts capped.
-#[derive(Debug, Serialize)]
-struct CleanupOut {
-    processes_seen: Option<u64>,
-    processes_killed: Option<u64>,
-    survivors: Option<u64>,
-    workspace_removed: Option<bool>,
-    workspace_kept_at: Option<String>,
-    workspace_leftovers: Vec<String>,
-    layers: Vec<String>,
-}
-
-impl From<&CleanupFile> for CleanupOut {
-    fn from(c: &CleanupFile) -> Self {
-        let list = |items: &[String]| -> Vec<String> {
-            items
-                .iter()
-                .take(50)
-                .map(|s| truncate_chars(s, 256))
-                .collect()
-        };
-        Self {
-            processes_seen: c.processes_seen,
-            processes_killed: c.processes_killed,
-            survivors: c.survivors,
-            workspace_removed: c.workspace_removed,
-            workspace_kept_at: cap(c.workspace_kept_at.as_ref()),
-            workspace_leftovers: list(&c.workspace_leftovers),
-            layers: list(&c.layers),
-        }
-    }
-}
-
-fn cap(text: Option<&String>) -> Option<String> {
-    text.map(|t| truncate_chars(t, FIELD_CAP))
-}
-
-fn detail<'a>(task: &'a str, run: &'a str, label: &'a str, trial: &'a TrialRecords) -> Detail<'a> {
-    let report = trial.report.as_ref();
-    let start = report.and_then(|r| humantime::parse_rfc3339_weak(&r.started_at).ok());
-    let phases = report.map_or_else(Vec::new, |r| {
-        r.phases
-            .iter()
-            .map(|p| PhaseOut {
-                name: truncate_chars(&p.name, 64),
-                start_ms: start
-                    .zip(humantime::parse_rfc3339_weak(&p.started_at).ok())
-                    .map(|(s, at)| {
-                        at.duration_since(s)
-                            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-                    }),
-                duration_ms: p.duration_ms,
-                status: truncate_chars(&p.status, 64),
-                exit_code: p.exit_code,
-                detail: cap(p.detail.as_ref()),
-            })
-            .collect()
-    });
-    let timeline = trial.timeline.as_ref();
-    let events = timeline.map_or_else(Vec::new, |t| {
-        t.events
-            .iter()
-            .map(|e| {
-                EventOut(
-                    e.t_ms,
-                    truncate_chars(&e.kind, 64),
-                    e.tool.as_deref().map(|s| truncate_chars(s, 128)),
-                    cap(e.path.as_ref()),
-                    e.input.as_deref().map(|s| truncate_chars(s, INPUT_CAP)),
-                    cap(e.detail.as_ref()),
-                )
-            })
-            .collect()
-    });
-    let pairs = |map: Option<&'a BTreeMap<String, serde_json::Value>>| {
-        map.map_or_else(Vec::new, |m| {
-            m.iter()
-                .map(|(k, v)| (k.as_str(), truncate_chars(&v.to_string(), 64)))
-                .collect()
-        })
-    };
-    let review = report
-        .and_then(|r| r.review.as_ref())
-        .map(|v: &ReviewFile| ReviewOut {
-            pass: v.pass,
-            score: v.score,
-            notes: cap(v.notes.as_ref()),
-        });
-    let command = report.map_or_else(String::new, |r| shell_words(&r.command));
-    Detail {
-        task,
-        run,
-        label,
-        status: status(trial),
-        termination: termination(trial),
-        error_kind: (trial.line.error_kind.as_deref())
-            .or_else(|| report.and_then(|r| r.error_kind.as_deref())),
-        exit_code: report.map_or(trial.line.exit_code, |r| r.exit_code),
-        signal: report.and_then(|r| r.signal),
-        error: report.and_then(|r| cap(r.error.as_ref())),
-        attempts: trial
-            .line
-            .attempts
-            .or_else(|| report.and_then(|r| r.attempts)),
-        earlier_attempts: report
-            .and_then(|r| r.earlier_attempts.as_ref())
-            .map(|v| truncate_chars(&v.to_string(), FIELD_CAP)),
-        agent: agent_of(trial),
-        command: truncate_chars(&command, FIELD_CAP),
-        workspace: report.map_or_else(String::new, |r| truncate_chars(&r.workspace, FIELD_CAP)),
-        started_at: report.map_or("", |r| r.started_at.as_str()),
-        ended_at: report.map_or("", |r| r.ended_at.as_str()),
-        duration_ms: report
-            .and_then(|r| r.duration_ms)
-            .or(trial.line.duration_ms),
-        counts: pairs(report.map(|r| &r.counts)),
-        limits: pairs(report.map(|r| &r.limits)),
-        usage: usage(trial),
-        phases,
-        events_total: timeline
-            .and_then(|t| t.summary.events)
-            .unwrap_or(events.len() as u64),
-        events,
-        tools: timeline.map_or_else(Vec::new, |t| {
-            t.summary
-                .tools
-                .iter()
-                .map(|(k, v)| (k.as_str(), *v))
-                .collect()
-        }),
-        review,
-        cleanup: report
-            .and_then(|r| r.cleanup.as_ref())
-            .map(CleanupOut::from),
-        output: trial.output.as_ref(),
-        build_log: trial.build_log.as_ref(),
-        review_log: trial.review_log.as_ref(),
-        problems: &trial.problems,
-    }
-}
-
-/// Packs trial details into gzip chunks of [`CHUNK`] trials, each a JSON array.
-#[derive(Default)]
-struct Packer {
-    current: Option<GzEncoder<Vec<u8>>>,
-    in_current: usize,
-    done: Vec<String>,
-}
-
-impl Packer {
-    fn push(&mut self, detail: &impl Serialize) -> Result<(), HtmlError> {
-        let encode = |source| HtmlError::Encode { source };
-        let first = self.current.is_none();
-        let writer = self
-            .current
-            .get_or_insert_with(|| GzEncoder::new(Vec::new(), Compression::default()));
-        writer
-            .write_all(if first { b"[" } else { b"," })
-            .map_err(encode)?;
-        serde_json::to_writer(&mut *writer, detail).map_err(|e| encode(e.into()))?;
-        self.in_current += 1;
-        if self.in_current == CHUNK {
-            self.flush()?;
-        }
-        Ok(())
-    }
-
-    fn flush(&mut self) -> Result<(), HtmlError> {
-        if let Some(mut writer) = self.current.take() {
-            writer
-                .write_all(b"]")
-                .map_err(|source| HtmlError::Encode { source })?;
-            let bytes = writer
-                .finish()
-                .map_err(|source| HtmlError::Encode { source })?;
-            self.done
-                .push(base64::engine::general_purpose::STANDARD.encode(bytes));
-        }
-        self.in_current = 0;
-        Ok(())
-    }
-
-    fn finish(mut self) -> Result<Vec<String>, HtmlError> {
-        self.flush()?;
-        Ok(self.done)
-    }
-}
-
-/// Gzip and base64 of `value` as JSON.
-pub(super) fn pack(value: &impl Serialize) -> Result<String, HtmlError> {
-    let encode = |source| HtmlError::Encode { source };
-    let mut writer = GzEncoder::new(Vec::new(), Compression::default());
-    serde_json::to_writer(&mut writer, value).map_err(|e| encode(e.into()))?;
-    let bytes = writer.finish().map_err(encode)?;
-    Ok(base64::engine::general_purpose::STANDARD.encode(bytes))
-}
-
-/// An argv as one line, quoting the words a shell would split or expand.
-fn shell_words(argv: &[String]) -> String {
-    let plain = |w: &str| {
-        !w.is_empty()
-            && w.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b))
-    };
-    argv.iter()
-        .map(|w| {
-            if plain(w) {
-                w.clone()
-            } else {
-                format!("'{}'", w.replace('\'', "'\\''"))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
 }

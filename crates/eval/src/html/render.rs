@@ -8,7 +8,8 @@ use base64::Engine;
 use sha2::{Digest, Sha256};
 
 use super::error::HtmlError;
-use super::page::{CompareRow, Header, PageData, pack};
+use super::pack::pack;
+use super::page::{CompareRow, Header, PageData};
 
 const TEMPLATE: &str = include_str!("page.html");
 const STYLE: &str = include_str!("page.css");
@@ -106,9 +107,9 @@ pub(super) fn render(data: &PageData, generated: &str) -> Result<String, HtmlErr
 
 /// A data block: base64 text (no `<`, `&` or quote can occur in it) that no browser runs.
 fn block(html: &mut String, id: &str, base64: &str) {
-    let _ = write!(
+    let _ = writeln!(
         html,
-        "<script type=\"application/octet-stream\" id=\"{id}\">{base64}</script>\n"
+        "<script type=\"application/octet-stream\" id=\"{id}\">{base64}</script>"
     );
 }
 
@@ -190,29 +191,13 @@ fn run_card(html: &mut String, h: &Header, label: &str) {
             }
         ),
     );
-    let rates = |map: &std::collections::BTreeMap<String, f64>, name: &str| -> Vec<String> {
-        let mut keys: Vec<(&String, &f64)> = map.iter().collect();
-        keys.sort_by_key(|(k, _)| k.parse::<u64>().unwrap_or(u64::MAX));
-        keys.iter()
-            .map(|(k, v)| format!("{name}{} {v:.3}", escape(&format!("{k}"))))
-            .collect()
-    };
-    let mut figures = rates(&h.pass_at_k, "pass@");
-    figures.extend(rates(&h.pass_hat_k, "pass^"));
-    if let Some(score) = h.mean_score {
-        figures.push(format!("mean score {score:.3}"));
-    }
     fact(
         if h.metrics_from_run {
             "Metrics (the run's, averaged over tasks)"
         } else {
             "Metrics (averaged over tasks)"
         },
-        if figures.is_empty() {
-            "—".to_owned()
-        } else {
-            figures.join(", ")
-        },
+        metrics(h),
     );
     fact(
         "Tokens",
@@ -247,6 +232,27 @@ fn run_card(html: &mut String, h: &Header, label: &str) {
     html.push_str("</dl></section>");
 }
 
+/// pass@k, pass^k and the mean score, k in numeric order: `pass@1 0.500, pass^1 0.500`.
+fn metrics(h: &Header) -> String {
+    let rates = |map: &std::collections::BTreeMap<String, f64>, name: &str| -> Vec<String> {
+        let mut keys: Vec<(&String, &f64)> = map.iter().collect();
+        keys.sort_by_key(|(k, _)| k.parse::<u64>().unwrap_or(u64::MAX));
+        keys.iter()
+            .map(|(k, v)| format!("{name}{} {v:.3}", escape(k)))
+            .collect()
+    };
+    let mut figures = rates(&h.pass_at_k, "pass@");
+    figures.extend(rates(&h.pass_hat_k, "pass^"));
+    if let Some(score) = h.mean_score {
+        figures.push(format!("mean score {score:.3}"));
+    }
+    if figures.is_empty() {
+        "—".to_owned()
+    } else {
+        figures.join(", ")
+    }
+}
+
 fn badge(status: &str) -> String {
     let (symbol, class) = match status {
         "passed" => ("✓", "passed"),
@@ -267,7 +273,8 @@ fn duration(ms: u64) -> String {
     match ms {
         0..1000 => format!("{ms} ms"),
         1000..60_000 => format!("{:.1} s", ms as f64 / 1000.0),
-        _ => format!("{} min {} s", ms / 60_000, (ms % 60_000) / 1000),
+        60_000..3_600_000 => format!("{} min {} s", ms / 60_000, (ms % 60_000) / 1000),
+        _ => format!("{} h {} min", ms / 3_600_000, (ms % 3_600_000) / 60_000),
     }
 }
 

@@ -1,6 +1,7 @@
 //! Unit tests of the page generator: the figures, the comparison, reading hostile records,
 //! and the page's safety (escaping, no external reference, scripts allowed by hash only).
 
+use std::fmt::Write as _;
 use std::io::Read;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
@@ -21,7 +22,10 @@ struct Scratch {
 impl Scratch {
     fn new() -> Self {
         Self {
-            dir: tempfile::Builder::new().prefix("html-test-").tempdir().unwrap(),
+            dir: tempfile::Builder::new()
+                .prefix("html-test-")
+                .tempdir()
+                .unwrap(),
         }
     }
 
@@ -159,7 +163,10 @@ fn pass_at_k_is_the_unbiased_estimator_and_pass_hat_k_the_chance_all_pass() {
 #[test]
 fn a_run_of_today_gives_one_task_per_eval_with_figures_the_page_computes() {
     let s = Scratch::new();
-    let dir = s.run("r1", &[("ok", "passed", "exited"), ("bad", "failed", "max_turns")]);
+    let dir = s.run(
+        "r1",
+        &[("ok", "passed", "exited"), ("bad", "failed", "max_turns")],
+    );
     let run = load(&dir);
     let p = page(&[&run]);
     assert_eq!(p.index["kind"], "run");
@@ -183,10 +190,17 @@ fn a_run_of_today_gives_one_task_per_eval_with_figures_the_page_computes() {
     assert_eq!(trial["phases"][1]["name"], "agent");
     assert_eq!(trial["phases"][1]["start_ms"], 10);
     assert_eq!(trial["phases"][2]["start_ms"], 950);
-    assert_eq!(trial["events"][1], json!([150, "tool_call", "Write", "a.txt", "{}", null]));
+    assert_eq!(
+        trial["events"],
+        json!([[100, "t"], [50, "c", "Write", "a.txt", "{}"]])
+    );
+    assert_eq!(p.index["input_cap"], 240);
     assert_eq!(trial["output"]["text"], "log of bad\n");
     assert_eq!(trial["cleanup"]["processes_killed"], 1);
-    assert!(p.html.contains("cgroup, shim, session, marker"), "layers in the header");
+    assert!(
+        p.html.contains("cgroup, shim, session, marker"),
+        "layers in the header"
+    );
     assert!(p.html.contains("2 in 2 tasks: 1 passed, 1 failed"));
 }
 
@@ -194,7 +208,13 @@ fn a_run_of_today_gives_one_task_per_eval_with_figures_the_page_computes() {
 fn the_fields_of_trials_and_usage_show_when_a_run_has_them() {
     let s = Scratch::new();
     let mut evals = Vec::new();
-    for (epoch, status) in [(1, "passed"), (2, "failed"), (3, "failed"), (4, "error"), (5, "not_run")] {
+    for (epoch, status) in [
+        (1, "passed"),
+        (2, "failed"),
+        (3, "failed"),
+        (4, "error"),
+        (5, "not_run"),
+    ] {
         let rel = format!("t/epoch-{epoch}/report.json");
         let mut r = report("t", status, "exited");
         r["epoch"] = json!(epoch);
@@ -234,9 +254,18 @@ fn the_fields_of_trials_and_usage_show_when_a_run_has_them() {
     assert!(p.html.contains("suites/s.yaml"), "the suite");
     assert!(p.html.contains("<dd>2/3</dd>"), "the shard");
     assert!(p.html.contains("<dd>0.2.0</dd>"), "the version");
-    assert!(p.html.contains("pass@1 0.333, pass@3 1.000, pass^1 0.333, pass^3 0.000"));
-    assert!(p.html.contains("5 in 1 task: 1 passed, 2 failed, 1 error, 1 not run"));
-    assert!(p.html.contains("<dd>600</dd>") && p.html.contains("<dd>$1.2500</dd>"), "usage totals");
+    assert!(
+        p.html
+            .contains("pass@1 0.333, pass@3 1.000, pass^1 0.333, pass^3 0.000")
+    );
+    assert!(
+        p.html
+            .contains("5 in 1 task: 1 passed, 2 failed, 1 error, 1 not run")
+    );
+    assert!(
+        p.html.contains("<dd>600</dd>") && p.html.contains("<dd>$1.2500</dd>"),
+        "usage totals"
+    );
 }
 
 #[test]
@@ -244,11 +273,21 @@ fn a_comparison_names_the_tasks_that_flipped_and_those_only_one_run_ran() {
     let s = Scratch::new();
     let a = load(&s.run(
         "a",
-        &[("same", "passed", "exited"), ("fixed", "failed", "timeout"), ("broke", "passed", "exited"), ("gone", "passed", "exited")],
+        &[
+            ("same", "passed", "exited"),
+            ("fixed", "failed", "timeout"),
+            ("broke", "passed", "exited"),
+            ("gone", "passed", "exited"),
+        ],
     ));
     let b = load(&s.run(
         "b",
-        &[("same", "passed", "exited"), ("fixed", "passed", "exited"), ("broke", "failed", "max_files"), ("new", "failed", "exited")],
+        &[
+            ("same", "passed", "exited"),
+            ("fixed", "passed", "exited"),
+            ("broke", "failed", "max_files"),
+            ("new", "failed", "exited"),
+        ],
     ));
     let p = page(&[&a, &b]);
     assert_eq!(p.index["kind"], "compare");
@@ -261,7 +300,11 @@ fn a_comparison_names_the_tasks_that_flipped_and_those_only_one_run_ran() {
     assert_eq!(by_id("gone")["b"], Value::Null);
     assert_eq!(by_id("new")["a"], Value::Null);
     assert_eq!(rows.len(), 5);
-    assert!(p.html.contains("2 of 5 tasks flipped"), "{}", &p.html[..2000]);
+    assert!(
+        p.html.contains("2 of 5 tasks flipped"),
+        "{}",
+        &p.html[..2000]
+    );
     // Trials of both runs are numbered across the page.
     assert_eq!(p.details.len(), 8);
     assert_eq!(p.details[4]["run"], "B");
@@ -273,32 +316,63 @@ fn hostile_text_is_escaped_or_only_ever_data() {
     let s = Scratch::new();
     let evil = "</script><script>alert(1)</script><img src=x onerror=alert(2)>";
     let dir = s.run("r", &[(evil, "failed", "exited")]);
-    s.write(&format!("r/{evil}/output.log"), "\x1b[31m</pre><script>alert(3)</script>\x1b[0m\n");
-    let mut run: Value = serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap();
+    s.write(
+        &format!("r/{evil}/output.log"),
+        "\x1b[31m</pre><script>alert(3)</script>\x1b[0m\n",
+    );
+    let mut run: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap();
     run["run_id"] = json!(evil);
     run["suite"] = json!("<b onmouseover=alert(4)>suite</b>");
     s.json("r/run.json", &run);
     let p = page(&[&load(&dir)]);
     for markup in ["<script>alert", "<img", "<b onmouseover"] {
-        assert!(!p.html.contains(markup), "hostile markup reached the page: {markup}");
+        assert!(
+            !p.html.contains(markup),
+            "hostile markup reached the page: {markup}"
+        );
     }
-    assert!(p.html.contains("&lt;b onmouseover=alert(4)&gt;suite&lt;/b&gt;"), "the suite shows, escaped");
-    assert!(p.html.contains("&lt;/script&gt;&lt;script&gt;alert"), "the run id shows, escaped");
-    assert_eq!(p.index["runs"][0]["tasks"][0]["id"], evil, "the id is data, intact");
-    assert_eq!(p.details[0]["output"]["text"], "</pre><script>alert(3)</script>\n", "escapes stripped");
+    assert!(
+        p.html
+            .contains("&lt;b onmouseover=alert(4)&gt;suite&lt;/b&gt;"),
+        "the suite shows, escaped"
+    );
+    assert!(
+        p.html.contains("&lt;/script&gt;&lt;script&gt;alert"),
+        "the run id shows, escaped"
+    );
+    assert_eq!(
+        p.index["runs"][0]["tasks"][0]["id"], evil,
+        "the id is data, intact"
+    );
+    assert_eq!(
+        p.details[0]["output"]["text"], "</pre><script>alert(3)</script>\n",
+        "escapes stripped"
+    );
 }
 
 #[test]
 fn the_page_references_nothing_outside_itself_and_runs_only_its_own_scripts() {
     let s = Scratch::new();
     let p = page(&[&load(&s.run("r", &[("a", "passed", "exited")]))]);
-    for needle in ["http://", "https://", "//cdn", "@import", "src=", "<link rel=\"stylesheet"] {
+    for needle in [
+        "http://",
+        "https://",
+        "//cdn",
+        "@import",
+        "src=",
+        "<link rel=\"stylesheet",
+    ] {
         assert!(!p.html.contains(needle), "the page contains {needle}");
     }
     for (i, _) in p.html.match_indices("url(") {
         assert!(p.html[i..].starts_with("url(#"), "an external url( at {i}");
     }
-    assert_eq!(p.html.matches("href=").count(), 2, "the icon (data:) and the skip link only");
+    assert_eq!(
+        p.html.matches("href=").count(),
+        2,
+        "the icon (data:) and the skip link only"
+    );
     // Every executable script is allowed by its hash, and the policy allows nothing else.
     let csp_at = p.html.find("Content-Security-Policy\" content=\"").unwrap();
     let csp = &p.html[csp_at..p.html[csp_at..].find("\">").unwrap() + csp_at];
@@ -306,7 +380,8 @@ fn the_page_references_nothing_outside_itself_and_runs_only_its_own_scripts() {
     let mut scripts = 0;
     for (i, _) in p.html.match_indices("<script>") {
         let body = &p.html[i + 8..i + 8 + p.html[i + 8..].find("</script>").unwrap()];
-        let digest = base64::engine::general_purpose::STANDARD.encode(<sha2::Sha256 as sha2::Digest>::digest(body));
+        let digest = base64::engine::general_purpose::STANDARD
+            .encode(<sha2::Sha256 as sha2::Digest>::digest(body));
         assert!(csp.contains(&digest), "a script outside the policy");
         scripts += 1;
     }
@@ -318,10 +393,16 @@ fn records_outside_the_run_directory_are_refused_however_they_are_named() {
     let s = Scratch::new();
     s.json("secret/report.json", &report("secret", "passed", "exited"));
     s.write("secret/output.log", "SECRET\n");
-    s.json("r/linked-dir-target/report.json", &report("x", "passed", "exited"));
+    s.json(
+        "r/linked-dir-target/report.json",
+        &report("x", "passed", "exited"),
+    );
     symlink(s.path("secret"), s.path("r/escape")).unwrap();
     std::fs::create_dir_all(s.path("r/inside")).unwrap();
-    s.json("r/inside/report.json", &report("inside", "passed", "exited"));
+    s.json(
+        "r/inside/report.json",
+        &report("inside", "passed", "exited"),
+    );
     symlink(s.path("secret/output.log"), s.path("r/inside/output.log")).unwrap();
     let absolute = s.path("secret/report.json").display().to_string();
     s.json(
@@ -347,9 +428,17 @@ fn records_outside_the_run_directory_are_refused_however_they_are_named() {
     );
     assert_eq!(problems[4], "run.json names no report.json");
     assert_eq!(problems[5], "report.json: not found");
-    assert!(run.trials.iter().all(|t| t.report.is_none() || t.line.eval_id == "inside"));
+    assert!(
+        run.trials
+            .iter()
+            .all(|t| t.report.is_none() || t.line.eval_id == "inside")
+    );
     let p = page(&[&run]);
-    assert!(!serde_json::to_string(&p.details).unwrap().contains("SECRET"));
+    assert!(
+        !serde_json::to_string(&p.details)
+            .unwrap()
+            .contains("SECRET")
+    );
     assert_eq!(p.index["runs"][0]["tasks"][0]["rows"][0]["problems"], true);
 }
 
@@ -358,7 +447,11 @@ fn a_merged_run_json_may_name_records_by_absolute_paths_inside_its_directory() {
     let s = Scratch::new();
     s.run("reports/shard-1/r", &[("a", "passed", "exited")]);
     s.run("reports/shard-2/r", &[("b", "failed", "exited")]);
-    let abs = |shard: &str, id: &str| s.path(&format!("reports/{shard}/r/{id}/report.json")).display().to_string();
+    let abs = |shard: &str, id: &str| {
+        s.path(&format!("reports/{shard}/r/{id}/report.json"))
+            .display()
+            .to_string()
+    };
     let merged = s.json(
         "reports/merged.json",
         &json!({"run_id": "r", "evals": [
@@ -367,10 +460,20 @@ fn a_merged_run_json_may_name_records_by_absolute_paths_inside_its_directory() {
         ]}),
     );
     let run = load(&merged);
-    assert!(run.trials.iter().all(|t| t.problems.is_empty() && t.report.is_some()));
+    assert!(
+        run.trials
+            .iter()
+            .all(|t| t.problems.is_empty() && t.report.is_some())
+    );
     assert_eq!(run.default_page(), s.path("reports/merged.html"));
-    assert_eq!(load(&s.path("reports/shard-1/r/run.json")).default_page(), s.path("reports/shard-1/r/report.html"));
-    assert_eq!(load(&s.path("reports/shard-1/r")).default_page(), s.path("reports/shard-1/r/report.html"));
+    assert_eq!(
+        load(&s.path("reports/shard-1/r/run.json")).default_page(),
+        s.path("reports/shard-1/r/report.html")
+    );
+    assert_eq!(
+        load(&s.path("reports/shard-1/r")).default_page(),
+        s.path("reports/shard-1/r/report.html")
+    );
 }
 
 #[test]
@@ -390,7 +493,10 @@ fn fifos_oversized_and_invalid_records_are_reported_not_waited_on_or_read() {
     assert_eq!(
         run.trials[0].problems,
         [
-            format!("report.json: refused: larger than {} bytes", super::load::REPORT_CAP),
+            format!(
+                "report.json: refused: larger than {} bytes",
+                super::load::REPORT_CAP
+            ),
             "output.log: refused: not a regular file".to_owned()
         ]
     );
@@ -403,7 +509,10 @@ fn fifos_oversized_and_invalid_records_are_reported_not_waited_on_or_read() {
 #[test]
 fn a_log_tail_starts_at_a_line_and_carries_no_terminal_escapes() {
     let s = Scratch::new();
-    let long: String = (0..100).map(|i| format!("\x1b[1mline {i}\x1b[0m\n")).collect();
+    let long = (0..100).fold(String::new(), |mut text, i| {
+        let _ = writeln!(text, "\x1b[1mline {i}\x1b[0m");
+        text
+    });
     let path = s.write("r/output.log", &long);
     let root = Root::open(&s.path("r")).unwrap();
     let tail = root.tail(&path, 40).unwrap();
@@ -429,19 +538,35 @@ fn bad_inputs_are_errors_that_name_them() {
     let err = write(&[], None).unwrap_err();
     assert!(matches!(err, HtmlError::Inputs { count: 0 }) && err.is_bad_input());
     let three = [dir.clone(), dir.clone(), dir.clone()];
-    assert!(matches!(write(&three, None), Err(HtmlError::Inputs { count: 3 })));
+    assert!(matches!(
+        write(&three, None),
+        Err(HtmlError::Inputs { count: 3 })
+    ));
     let err = write(&[s.path("nothing")], None).unwrap_err();
-    assert!(matches!(err, HtmlError::NotARun { .. }) && err.is_bad_input(), "{err}");
+    assert!(
+        matches!(err, HtmlError::NotARun { .. }) && err.is_bad_input(),
+        "{err}"
+    );
     assert!(err.to_string().contains("nothing"), "{err}");
     s.write("bad/run.json", "[1, 2");
     let err = write(&[s.path("bad")], None).unwrap_err();
     assert!(matches!(err, HtmlError::Parse { .. }), "{err}");
-    let err = write(&[dir.clone()], Some(&s.path("no/such/dir/p.html"))).unwrap_err();
-    assert!(matches!(err, HtmlError::Output { .. }) && err.is_bad_input(), "{err}");
-    let err = write(&[dir.clone()], Some(&dir)).unwrap_err();
+    let err = write(std::slice::from_ref(&dir), Some(&s.path("no/such/dir/p.html"))).unwrap_err();
+    assert!(
+        matches!(err, HtmlError::Output { .. }) && err.is_bad_input(),
+        "{err}"
+    );
+    let err = write(std::slice::from_ref(&dir), Some(&dir)).unwrap_err();
     assert!(matches!(err, HtmlError::Output { .. }), "{err}");
-    assert!(!dir.join("report.html").exists(), "nothing written on bad input");
-    let written = write(&[dir.clone()], None).unwrap();
+    assert!(
+        !dir.join("report.html").exists(),
+        "nothing written on bad input"
+    );
+    let written = write(std::slice::from_ref(&dir), None).unwrap();
     assert_eq!(written, dir.join("report.html"));
-    assert!(std::fs::read_to_string(&written).unwrap().starts_with("<!doctype html>"));
+    assert!(
+        std::fs::read_to_string(&written)
+            .unwrap()
+            .starts_with("<!doctype html>")
+    );
 }
