@@ -651,5 +651,8 @@
     state.setAttribute('role', 'alert');
     state.textContent = 'Cannot read the page\'s data: ' + err;
     console.error(err);
+    if (location.hash === '#selftest') {
+      $('#hyoka-selftest').textContent = JSON.stringify({ errors: window.hyokaErrors, checks: {} });
+    }
   });
 })();

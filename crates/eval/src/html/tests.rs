@@ -551,7 +551,11 @@ fn bad_inputs_are_errors_that_name_them() {
     s.write("bad/run.json", "[1, 2");
     let err = write(&[s.path("bad")], None).unwrap_err();
     assert!(matches!(err, HtmlError::Parse { .. }), "{err}");
-    let err = write(std::slice::from_ref(&dir), Some(&s.path("no/such/dir/p.html"))).unwrap_err();
+    let err = write(
+        std::slice::from_ref(&dir),
+        Some(&s.path("no/such/dir/p.html")),
+    )
+    .unwrap_err();
     assert!(
         matches!(err, HtmlError::Output { .. }) && err.is_bad_input(),
         "{err}"

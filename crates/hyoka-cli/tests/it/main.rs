@@ -18,6 +18,7 @@ mod demo;
 mod detect;
 mod limits;
 mod phases;
+mod report_html;
 mod respawn;
 mod run;
 mod signals;
