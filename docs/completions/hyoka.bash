@@ -82,17 +82,26 @@ _hyoka() {
             hyoka__subcmd__help,sim-agent)
                 cmd="hyoka__subcmd__help__subcmd__sim__subcmd__agent"
                 ;;
+            hyoka__subcmd__help__subcmd__report,html)
+                cmd="hyoka__subcmd__help__subcmd__report__subcmd__html"
+                ;;
             hyoka__subcmd__help__subcmd__report,merge)
                 cmd="hyoka__subcmd__help__subcmd__report__subcmd__merge"
                 ;;
             hyoka__subcmd__report,help)
                 cmd="hyoka__subcmd__report__subcmd__help"
                 ;;
+            hyoka__subcmd__report,html)
+                cmd="hyoka__subcmd__report__subcmd__html"
+                ;;
             hyoka__subcmd__report,merge)
                 cmd="hyoka__subcmd__report__subcmd__merge"
                 ;;
             hyoka__subcmd__report__subcmd__help,help)
                 cmd="hyoka__subcmd__report__subcmd__help__subcmd__help"
+                ;;
+            hyoka__subcmd__report__subcmd__help,html)
+                cmd="hyoka__subcmd__report__subcmd__help__subcmd__html"
                 ;;
             hyoka__subcmd__report__subcmd__help,merge)
                 cmd="hyoka__subcmd__report__subcmd__help__subcmd__merge"
@@ -330,8 +339,22 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__help__subcmd__report)
-            opts="merge"
+            opts="merge html"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        hyoka__subcmd__help__subcmd__report__subcmd__html)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -440,7 +463,7 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__report)
-            opts="-v -q -h -V --verbose --quiet --help --version merge help"
+            opts="-v -q -h -V --verbose --quiet --help --version merge html help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -454,7 +477,7 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__report__subcmd__help)
-            opts="merge help"
+            opts="merge html help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -481,6 +504,20 @@ _hyoka() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        hyoka__subcmd__report__subcmd__help__subcmd__html)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         hyoka__subcmd__report__subcmd__help__subcmd__merge)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
@@ -488,6 +525,28 @@ _hyoka() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        hyoka__subcmd__report__subcmd__html)
+            opts="-o -v -q -h -V --output --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --output)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;

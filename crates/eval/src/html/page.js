@@ -263,7 +263,7 @@
       frag.append(tr);
     }
     $('#tasks tbody').replaceChildren(frag);
-    const noun = S.compare ? 'tasks' : 'tasks';
+    const noun = all.length === 1 ? 'task' : 'tasks';
     $('#count').textContent = S.rows.length === all.length
       ? nf.format(all.length) + ' ' + noun
       : nf.format(S.rows.length) + ' of ' + nf.format(all.length) + ' ' + noun + ' match';
@@ -479,8 +479,10 @@
       parts.push(svg('rect', { class: 'phase ph-' + known, x: x0, y: yy + 4, width: w, height: laneH - 8, rx: 2 },
         svg('title', {}, p.name + ': ' + p.status + ', ' + ms(p.duration_ms) + ' from +' + ms(start) + (p.detail ? ' — ' + p.detail : ''))));
       const label = (SYMBOL[p.status] || '?') + ' ' + ms(p.duration_ms);
+      // Inside a wide bar, else after it, else (at the right edge) before it.
       const inside = w > 70;
-      parts.push(svg('text', { x: inside ? x0 + 4 : Math.min(x0 + w + 4, R - 60), y: yy + laneH / 2 + 4, class: 'phase-label' }, label));
+      const after = x0 + w + 64 < R;
+      parts.push(svg('text', { x: inside ? x0 + 4 : after ? x0 + w + 4 : x0 - 4, y: yy + laneH / 2 + 4, 'text-anchor': inside || after ? 'start' : 'end', class: 'phase-label' }, label));
     }
     let markCount = 0;
     for (const e of d.events) {

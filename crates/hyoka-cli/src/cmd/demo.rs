@@ -17,7 +17,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use hyoka_eval::{
     CleanupOptions, Containment, EvalSpec, NoObserver, Report, RunOutcome, RunPlan, Settings,
-    Status, Stop, Suite, Timeline, WorkspaceAction, clean_abandoned,
+    Status, Stop, Suite, WorkspaceAction, clean_abandoned, write_html_report,
 };
 use hyoka_idle_detect::{Detector, DetectorConfig, Profile};
 use hyoka_proctrack::Ledger;
@@ -86,6 +86,13 @@ pub(crate) async fn exec(args: DemoArgs) -> Result<ExitStatus, Fail> {
     outln!(
         "  {dim}(report.json, action_timeline.json, output.log, services/, build.log, review.log per eval){dim:#}"
     );
+    let page = (run_dirs[0].as_ref())
+        .map(|dir| write_html_report(&[dir.clone()], None, &Default::default(), SystemTime::now()))
+        .transpose()
+        .map_err(|e| Fail::failure(format!("the page of the demo's run: {e}")))?;
+    if let Some(page) = &page {
+        outln!("page (open it in a browser):\n  {}", page.display());
+    }
     if args.json {
         crate::out::json(&serde_json::json!({
             "ok": tally.ok && tally.survivors == 0,
@@ -95,6 +102,7 @@ pub(crate) async fn exec(args: DemoArgs) -> Result<ExitStatus, Fail> {
             "survivors": tally.survivors,
             "workspaces_removed": tally.workspaces_removed,
             "runs": run_dirs.iter().flatten().collect::<Vec<_>>(),
+            "page": page,
             "respawn_events": respawn_events,
         }));
     }
@@ -132,8 +140,7 @@ async fn step_eval(
     outln!(
         "{h}1. An eval with a service, a build and a review; the agent leaves escapees behind{h:#}"
     );
-    let [full, _] = <[EvalSpec; 2]>::try_from(demo_evals(exe)?)
-        .map_err(|_| Fail::failure("the demo's suite has two evals"))?;
+    let [full, _] = demo_evals(exe)?;
     let eval = run_one(reports, root, full).await?;
     let report = &eval.reports[0];
     tally.add(report);
@@ -147,14 +154,7 @@ async fn step_eval(
             .exit_code
             .map_or_else(|| "-".to_owned(), |c| c.to_string())
     );
-    if let Some(summary) = timeline_summary(
-        &eval
-            .run_dir
-            .join(&report.eval_id)
-            .join("action_timeline.json"),
-    ) {
-        outln!("   timeline    {summary}");
-    }
+    outln!("   timeline    action_timeline.json, drawn to scale on the page named at the end");
     outln!(
         "   escapees    a background sleeper, a new-session child ignoring SIGTERM, a double-forked daemon"
     );
@@ -192,8 +192,7 @@ async fn step_limit(
 ) -> Result<Option<PathBuf>, Fail> {
     let (h, good, bad) = (style::HEAD, style::GOOD, style::BAD);
     outln!("\n{h}2. A limit stops a runaway agent at once{h:#}");
-    let [_, runaway] = <[EvalSpec; 2]>::try_from(demo_evals(exe)?)
-        .map_err(|_| Fail::failure("the demo's suite has two evals"))?;
+    let [_, runaway] = demo_evals(exe)?;
     let limited = run_one(reports, root, runaway).await?;
     let report = &limited.reports[0];
     tally.add(report);
@@ -263,26 +262,6 @@ impl Tally {
     }
 }
 
-/// One line from `action_timeline.json`'s summary.
-fn timeline_summary(path: &Path) -> Option<String> {
-    let timeline: Timeline = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
-    let summary = &timeline.summary;
-    let tools: Vec<String> = (summary.tools.iter())
-        .map(|(name, n)| format!("{name} ×{n}"))
-        .collect();
-    Some(format!(
-        "{} events: {} turns, tool calls {}, {} files created (action_timeline.json)",
-        summary.events,
-        summary.turns,
-        if tools.is_empty() {
-            "none".to_owned()
-        } else {
-            tools.join(", ")
-        },
-        summary.files_created
-    ))
-}
-
 fn status_text(report: &Report) -> String {
     let (good, bad) = (style::GOOD, style::BAD);
     match report.status {
@@ -334,7 +313,7 @@ evals:
 "#;
 
 /// The demo's evals (the full one, then the runaway one), with `SIM` resolved.
-fn demo_evals(exe: &OsString) -> Result<Vec<EvalSpec>, Fail> {
+fn demo_evals(exe: &OsString) -> Result<[EvalSpec; 2], Fail> {
     let suite = Suite::from_yaml(SUITE, Path::new("demo.yaml"))
         .map_err(|e| Fail::failure(format!("the demo's suite: {e}")))?;
     let resolve = |argv: &mut Vec<OsString>| {
@@ -354,7 +333,7 @@ fn demo_evals(exe: &OsString) -> Result<Vec<EvalSpec>, Fail> {
             .iter_mut()
             .for_each(|r| resolve(&mut r.command));
     }
-    Ok(evals)
+    <[EvalSpec; 2]>::try_from(evals).map_err(|_| Fail::failure("the demo's suite has two evals"))
 }
 
 struct Crash {

@@ -1,9 +1,8 @@
-//! `hyoka report merge`: one summary from the `run.json` files of a suite's shards;
-//! `hyoka report html`: the page of a run (or two).
+//! `hyoka report merge` (one summary from the shards' `run.json`) and `hyoka report html`.
 
 use std::path::{Path, PathBuf};
 
-use hyoka_eval::{RunSummary, Status, merge_summaries, write_json};
+use hyoka_eval::{RunSummary, Status, merge_summaries, write_html_report, write_json};
 
 use crate::args::{HtmlArgs, MergeArgs};
 use crate::exit::{ExitStatus, Fail};
@@ -46,15 +45,11 @@ pub(crate) fn merge(args: &MergeArgs) -> Result<ExitStatus, Fail> {
 }
 
 pub(crate) fn html(args: &HtmlArgs) -> Result<ExitStatus, Fail> {
-    let options = hyoka_eval::HtmlOptions::default();
-    let now = std::time::SystemTime::now();
-    let page = hyoka_eval::write_html_report(&args.inputs, args.output.as_deref(), &options, now)
-        .map_err(|e| {
-        (if e.is_bad_input() {
-            Fail::usage
-        } else {
-            Fail::failure
-        })(e.to_string())
+    let (out, now) = (args.output.as_deref(), std::time::SystemTime::now());
+    let page = write_html_report(&args.inputs, out, &Default::default(), now);
+    let page = page.map_err(|e| match e {
+        e if e.is_bad_input() => Fail::usage(e.to_string()),
+        e => Fail::failure(e.to_string()),
     })?;
     outln!("{}", page.display());
     Ok(ExitStatus::Success)
