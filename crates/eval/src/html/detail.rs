@@ -10,6 +10,10 @@ use super::model::{CleanupFile, ReportFile, ReviewFile, TimelineFile, Usage};
 use super::page::{FIELD_CAP, agent_of, status, termination, usage};
 use crate::events::truncate_chars;
 
+/// The most entries of a record's lists and maps a trial shows (phases, counts, limits, tool
+/// names); the rest of a hostile record's thousands are left out.
+const LIST_CAP: usize = 64;
+
 /// One trial's details as the page shows them.
 #[derive(Debug, Serialize)]
 pub(super) struct Detail<'a> {
@@ -30,13 +34,13 @@ pub(super) struct Detail<'a> {
     started_at: &'a str,
     ended_at: &'a str,
     duration_ms: Option<u64>,
-    counts: Vec<(&'a str, String)>,
-    limits: Vec<(&'a str, String)>,
+    counts: Vec<(String, String)>,
+    limits: Vec<(String, String)>,
     usage: Option<Usage>,
     phases: Vec<PhaseOut>,
     events: Vec<EventOut>,
     events_total: u64,
-    tools: Vec<(&'a str, u64)>,
+    tools: Vec<(String, u64)>,
     review: Option<ReviewOut>,
     cleanup: Option<CleanupOut>,
     output: Option<&'a Tail>,
@@ -157,10 +161,10 @@ pub(super) fn detail<'a>(
     let phases = report.map_or_else(Vec::new, phases);
     let timeline = trial.timeline.as_ref();
     let events = timeline.map_or_else(Vec::new, |t| events(t, input_cap));
-    let pairs = |map: Option<&'a BTreeMap<String, serde_json::Value>>| {
+    let pairs = |map: Option<&BTreeMap<String, serde_json::Value>>| {
         map.map_or_else(Vec::new, |m| {
-            m.iter()
-                .map(|(k, v)| (k.as_str(), truncate_chars(&v.to_string(), 64)))
+            (m.iter().take(LIST_CAP))
+                .map(|(k, v)| (truncate_chars(k, 64), truncate_chars(&v.to_string(), 64)))
                 .collect()
         })
     };
@@ -207,10 +211,8 @@ pub(super) fn detail<'a>(
             .unwrap_or(events.len() as u64),
         events,
         tools: timeline.map_or_else(Vec::new, |t| {
-            t.summary
-                .tools
-                .iter()
-                .map(|(k, v)| (k.as_str(), *v))
+            (t.summary.tools.iter().take(LIST_CAP))
+                .map(|(k, v)| (truncate_chars(k, 128), *v))
                 .collect()
         }),
         review,
@@ -227,9 +229,7 @@ pub(super) fn detail<'a>(
 /// A report's phases, each placed relative to the trial's start.
 fn phases(report: &ReportFile) -> Vec<PhaseOut> {
     let start = humantime::parse_rfc3339_weak(&report.started_at).ok();
-    report
-        .phases
-        .iter()
+    (report.phases.iter().take(LIST_CAP))
         .map(|p| PhaseOut {
             name: truncate_chars(&p.name, 64),
             start_ms: start

@@ -574,3 +574,21 @@ fn bad_inputs_are_errors_that_name_them() {
             .starts_with("<!doctype html>")
     );
 }
+
+#[test]
+fn a_hostile_report_cannot_bloat_the_page() {
+    let s = Scratch::new();
+    let dir = s.run("r", &[("a", "passed", "exited")]);
+    let mut r = report("a", "passed", "exited");
+    let phase = r["phases"][0].clone();
+    r["phases"] = Value::Array(vec![phase; 5000]);
+    r["counts"] = (0..5000).map(|i| (format!("k{i}"), json!(i))).collect();
+    r["review"] = json!({"pass": true, "notes": "x".repeat(1 << 20)});
+    s.json("r/a/report.json", &r);
+    let p = page(&[&load(&dir)]);
+    let trial = &p.details[0];
+    assert_eq!(trial["phases"].as_array().unwrap().len(), 64);
+    assert_eq!(trial["counts"].as_array().unwrap().len(), 64);
+    assert!(trial["review"]["notes"].as_str().unwrap().len() <= 2048 + 3);
+    assert!(p.html.len() < 200 << 10, "the page stays small: {}", p.html.len());
+}
