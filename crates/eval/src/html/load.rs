@@ -112,10 +112,30 @@ impl RunRecords {
         let tail = options
             .log_tail_bytes
             .unwrap_or_else(|| auto_tail(run.evals.len()));
-        let trials = std::mem::take(&mut run.evals)
-            .into_iter()
-            .map(|line| load_trial(&root, line, tail, options.max_events))
-            .collect();
+        let lines = std::mem::take(&mut run.evals);
+        // Trials are read on every core: each is a few files to open, check and parse.
+        let workers = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        let per = lines.len().div_ceil(workers).max(1);
+        let trials = std::thread::scope(|scope| {
+            let parts: Vec<_> = (lines.chunks(per))
+                .map(|part| {
+                    let root = &root;
+                    scope.spawn(move || {
+                        (part.iter().cloned())
+                            .map(|line| load_trial(root, line, tail, options.max_events))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            let mut trials = Vec::with_capacity(lines.len());
+            for part in parts {
+                trials.extend(
+                    part.join()
+                        .map_err(|_| not_a_run("a thread reading its trials failed".to_owned()))?,
+                );
+            }
+            Ok(trials)
+        })?;
         Ok(Self {
             source: input.display().to_string(),
             default_page,
@@ -172,22 +192,15 @@ fn load_trial(root: &Root, line: EvalLine, tail: u64, max_events: usize) -> Tria
     let Some(dir) = report.parent() else {
         return trial;
     };
-    let beside = |name: &str| root.resolve(&dir.join(name));
-    let mut timeline: Option<TimelineFile> = match beside("action_timeline.json") {
-        Ok(path) => read_json(
-            root,
-            &path,
-            TIMELINE_CAP,
-            "action_timeline.json",
-            &mut trial.problems,
-        ),
-        Err(refusal) => {
-            trial
-                .problems
-                .push(format!("action_timeline.json: {refusal}"));
-            None
-        }
-    };
+    // The report's directory is real and inside the run directory, so a file beside it needs
+    // no resolving: opening it refuses a link, and the opened file is checked again.
+    let mut timeline: Option<TimelineFile> = read_json(
+        root,
+        &dir.join("action_timeline.json"),
+        TIMELINE_CAP,
+        "action_timeline.json",
+        &mut trial.problems,
+    );
     if let Some(timeline) = &mut timeline {
         timeline.events.truncate(max_events);
     }
@@ -197,7 +210,7 @@ fn load_trial(root: &Root, line: EvalLine, tail: u64, max_events: usize) -> Tria
         ("build.log", &mut trial.build_log, tail / 2, false),
         ("review.log", &mut trial.review_log, tail / 2, false),
     ] {
-        match beside(name).and_then(|path| root.tail(&path, bytes)) {
+        match root.tail(&dir.join(name), bytes) {
             Ok(read) => *slot = Some(read),
             Err(Refusal::Missing) if !required => {}
             Err(refusal) => trial.problems.push(format!("{name}: {refusal}")),

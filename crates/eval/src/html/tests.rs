@@ -590,5 +590,9 @@ fn a_hostile_report_cannot_bloat_the_page() {
     assert_eq!(trial["phases"].as_array().unwrap().len(), 64);
     assert_eq!(trial["counts"].as_array().unwrap().len(), 64);
     assert!(trial["review"]["notes"].as_str().unwrap().len() <= 2048 + 3);
-    assert!(p.html.len() < 200 << 10, "the page stays small: {}", p.html.len());
+    assert!(
+        p.html.len() < 200 << 10,
+        "the page stays small: {}",
+        p.html.len()
+    );
 }
