@@ -16,8 +16,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
 use hyoka_eval::{
-    CleanupOptions, Containment, EvalSpec, NoObserver, Report, RunOutcome, RunPlan, Settings,
-    Status, Stop, Suite, WorkspaceAction, clean_abandoned, write_html_report,
+    CleanupOptions, Containment, EvalSpec, HtmlOptions, NoObserver, Report, RunOutcome, RunPlan,
+    Settings, Status, Stop, Suite, WorkspaceAction, clean_abandoned, write_html_report,
 };
 use hyoka_idle_detect::{Detector, DetectorConfig, Profile};
 use hyoka_proctrack::Ledger;
@@ -86,8 +86,9 @@ pub(crate) async fn exec(args: DemoArgs) -> Result<ExitStatus, Fail> {
     outln!(
         "  {dim}(report.json, action_timeline.json, output.log, services/, build.log, review.log per eval){dim:#}"
     );
+    let (options, now) = (HtmlOptions::default(), SystemTime::now());
     let page = (run_dirs[0].as_ref())
-        .map(|dir| write_html_report(&[dir.clone()], None, &Default::default(), SystemTime::now()))
+        .map(|dir| write_html_report(std::slice::from_ref(dir), None, &options, now))
         .transpose()
         .map_err(|e| Fail::failure(format!("the page of the demo's run: {e}")))?;
     if let Some(page) = &page {

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use hyoka_eval::{RunSummary, Status, merge_summaries, write_html_report, write_json};
+use hyoka_eval::{HtmlOptions, RunSummary, Status, merge_summaries, write_html_report, write_json};
 
 use crate::args::{HtmlArgs, MergeArgs};
 use crate::exit::{ExitStatus, Fail};
@@ -46,7 +46,7 @@ pub(crate) fn merge(args: &MergeArgs) -> Result<ExitStatus, Fail> {
 
 pub(crate) fn html(args: &HtmlArgs) -> Result<ExitStatus, Fail> {
     let (out, now) = (args.output.as_deref(), std::time::SystemTime::now());
-    let page = write_html_report(&args.inputs, out, &Default::default(), now);
+    let page = write_html_report(&args.inputs, out, &HtmlOptions::default(), now);
     let page = page.map_err(|e| match e {
         e if e.is_bad_input() => Fail::usage(e.to_string()),
         e => Fail::failure(e.to_string()),
