@@ -311,6 +311,8 @@ pub struct DoctorArgs {
 pub enum ReportCommand {
     /// Merge the run.json files of a suite's shards into one summary.
     Merge(MergeArgs),
+    /// Write one self-contained, offline HTML page of a run, or of two runs compared.
+    Html(HtmlArgs),
     /// Compare two runs: per-task pass rates, flipped tasks, totals, a paired sign test.
     Compare(CompareArgs),
 }
@@ -329,6 +331,17 @@ pub struct CompareArgs {
     /// Print the comparison as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `hyoka report html`.
+#[derive(Debug, Args)]
+pub struct HtmlArgs {
+    /// A run directory or a run.json (merged ones too); a second one makes a comparison.
+    #[arg(required = true, num_args = 1..=2, value_name = "RUN")]
+    pub inputs: Vec<PathBuf>,
+    /// Where the page goes. Default: RUN/report.html (compare.html for two runs).
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 /// `hyoka report merge`.

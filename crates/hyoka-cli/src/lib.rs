@@ -108,6 +108,7 @@ async fn dispatch(command: Command, verbose: bool) -> Result<ExitStatus, Fail> {
         Command::Doctor(args) => cmd::doctor::exec(&args).await,
         Command::Report(args::ReportCommand::Merge(args)) => cmd::report::merge(&args),
         Command::Report(args::ReportCommand::Compare(args)) => cmd::report::compare(&args),
+        Command::Report(args::ReportCommand::Html(args)) => cmd::report::html(&args),
         Command::Respawn(args) => cmd::respawn::exec(args).await,
         Command::Hook(args) => cmd::hook::exec(args).await,
         Command::Sessions(args) => cmd::sessions::list(&args).await,

@@ -8,6 +8,7 @@
     reason = "tests favour plain, linear scripts"
 )]
 
+mod html;
 mod ids;
 mod limits;
 mod phases;
