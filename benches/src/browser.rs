@@ -108,7 +108,7 @@ impl Chromium {
 
     fn run(&self, args: &[OsString]) -> io::Result<BrowserOutput> {
         let scratch = tempfile::Builder::new()
-            .prefix("hyoka-browser-")
+            .prefix("browser-scratch-")
             .tempdir()?;
         let token = format!("{}-{}", std::process::id(), fastrand::u64(..));
         let mut command = Command::new(&self.program);

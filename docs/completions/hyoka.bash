@@ -46,6 +46,15 @@ _hyoka() {
             hyoka,run)
                 cmd="hyoka__subcmd__run"
                 ;;
+            hyoka,send)
+                cmd="hyoka__subcmd__send"
+                ;;
+            hyoka,sessions)
+                cmd="hyoka__subcmd__sessions"
+                ;;
+            hyoka,wait)
+                cmd="hyoka__subcmd__wait"
+                ;;
             hyoka__subcmd__help,clean)
                 cmd="hyoka__subcmd__help__subcmd__clean"
                 ;;
@@ -76,17 +85,44 @@ _hyoka() {
             hyoka__subcmd__help,run)
                 cmd="hyoka__subcmd__help__subcmd__run"
                 ;;
+            hyoka__subcmd__help,send)
+                cmd="hyoka__subcmd__help__subcmd__send"
+                ;;
+            hyoka__subcmd__help,sessions)
+                cmd="hyoka__subcmd__help__subcmd__sessions"
+                ;;
+            hyoka__subcmd__help,wait)
+                cmd="hyoka__subcmd__help__subcmd__wait"
+                ;;
+            hyoka__subcmd__help__subcmd__report,compare)
+                cmd="hyoka__subcmd__help__subcmd__report__subcmd__compare"
+                ;;
+            hyoka__subcmd__help__subcmd__report,html)
+                cmd="hyoka__subcmd__help__subcmd__report__subcmd__html"
+                ;;
             hyoka__subcmd__help__subcmd__report,merge)
                 cmd="hyoka__subcmd__help__subcmd__report__subcmd__merge"
+                ;;
+            hyoka__subcmd__report,compare)
+                cmd="hyoka__subcmd__report__subcmd__compare"
                 ;;
             hyoka__subcmd__report,help)
                 cmd="hyoka__subcmd__report__subcmd__help"
                 ;;
+            hyoka__subcmd__report,html)
+                cmd="hyoka__subcmd__report__subcmd__html"
+                ;;
             hyoka__subcmd__report,merge)
                 cmd="hyoka__subcmd__report__subcmd__merge"
                 ;;
+            hyoka__subcmd__report__subcmd__help,compare)
+                cmd="hyoka__subcmd__report__subcmd__help__subcmd__compare"
+                ;;
             hyoka__subcmd__report__subcmd__help,help)
                 cmd="hyoka__subcmd__report__subcmd__help__subcmd__help"
+                ;;
+            hyoka__subcmd__report__subcmd__help,html)
+                cmd="hyoka__subcmd__report__subcmd__help__subcmd__html"
                 ;;
             hyoka__subcmd__report__subcmd__help,merge)
                 cmd="hyoka__subcmd__report__subcmd__help__subcmd__merge"
@@ -98,7 +134,7 @@ _hyoka() {
 
     case "${cmd}" in
         hyoka)
-            opts="-v -q -h -V --verbose --quiet --help --version run clean ps detect demo doctor report respawn hook help"
+            opts="-v -q -h -V --verbose --quiet --help --version run clean ps detect demo doctor report respawn hook sessions wait send help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -216,7 +252,7 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__help)
-            opts="run clean ps detect demo doctor report respawn hook help"
+            opts="run clean ps detect demo doctor report respawn hook sessions wait send help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -328,8 +364,36 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__help__subcmd__report)
-            opts="merge"
+            opts="merge html compare"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        hyoka__subcmd__help__subcmd__report__subcmd__compare)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        hyoka__subcmd__help__subcmd__report__subcmd__html)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -370,6 +434,48 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__help__subcmd__run)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        hyoka__subcmd__help__subcmd__send)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        hyoka__subcmd__help__subcmd__sessions)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        hyoka__subcmd__help__subcmd__wait)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -424,7 +530,7 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__report)
-            opts="-v -q -h -V --verbose --quiet --help --version merge help"
+            opts="-v -q -h -V --verbose --quiet --help --version merge html compare help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -437,8 +543,8 @@ _hyoka() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        hyoka__subcmd__report__subcmd__help)
-            opts="merge help"
+        hyoka__subcmd__report__subcmd__compare)
+            opts="-v -q -h -V --json --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -451,7 +557,49 @@ _hyoka() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        hyoka__subcmd__report__subcmd__help)
+            opts="merge html compare help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        hyoka__subcmd__report__subcmd__help__subcmd__compare)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         hyoka__subcmd__report__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        hyoka__subcmd__report__subcmd__help__subcmd__html)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -479,8 +627,30 @@ _hyoka() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        hyoka__subcmd__report__subcmd__html)
+            opts="-o -v -q -h -V --output --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --output)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         hyoka__subcmd__report__subcmd__merge)
-            opts="-o -v -q -h -V --output --run-id --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --output --run-id --allow-partial --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -506,7 +676,7 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__respawn)
-            opts="-v -q -h -V --backend --headless --events --reports --max-cycles --max-cycles-per-hour --update-prompt --no-clear --no-init --kickstart --completion-confirm --no-output-timeout --inter-step-delay --no-auto-accept --auto-accept-delay --ai-check-command --plan-check-command --check-timeout --profile --dry-run --human-lock --grace --tmux-session --install-claude-hooks --json --verbose --quiet --help --version"
+            opts="-v -q -h -V --backend --name --stop --no-cycle --on-blocked --blocked-after --on-idle --idle-after --headless --events --reports --max-cycles --max-cycles-per-hour --update-prompt --no-clear --no-init --clear-command --init-command --kickstart --completion-confirm --no-output-timeout --inter-step-delay --no-auto-accept --auto-accept-delay --ai-check-command --plan-check-command --check-timeout --profile --dry-run --human-lock --grace --tmux-session --install-claude-hooks --json --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -514,6 +684,26 @@ _hyoka() {
             case "${prev}" in
                 --backend)
                     COMPREPLY=($(compgen -W "pty tmux" -- "${cur}"))
+                    return 0
+                    ;;
+                --name)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --on-blocked)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --blocked-after)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --on-idle)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --idle-after)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --events)
@@ -533,6 +723,14 @@ _hyoka() {
                     return 0
                     ;;
                 --update-prompt)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --clear-command)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --init-command)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -592,7 +790,7 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__run)
-            opts="-v -q -h -V --run-id --reports --workspace-root --starter --keep-workspace --timeout --grace --max-turns --max-files --max-output-size --max-session-actions --events --suite --workers --shard --file --build --build-timeout --review --review-timeout --isolate-home --pass-env --json --verbose --quiet --help --version"
+            opts="-v -q -h -V --run-id --reports --workspace-root --starter --keep-workspace --timeout --grace --max-turns --max-files --max-output-size --max-session-actions --max-tokens --max-cost --epochs --retries --resume --rerun-changed --fail-on --events --suite --workers --shard --file --build --build-timeout --review --review-timeout --isolate-home --pass-env --sandbox --network --json --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -642,6 +840,26 @@ _hyoka() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --max-tokens)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-cost)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --epochs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --retries)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --fail-on)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --events)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -679,6 +897,64 @@ _hyoka() {
                     return 0
                     ;;
                 --pass-env)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sandbox)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --network)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        hyoka__subcmd__send)
+            opts="-v -q -h -V --queue --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        hyoka__subcmd__sessions)
+            opts="-v -q -h -V --json --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        hyoka__subcmd__wait)
+            opts="-v -q -h -V --until --timeout --json --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --until)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

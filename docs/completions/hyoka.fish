@@ -37,6 +37,9 @@ complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "doctor" -d 'Show which 
 complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "report" -d 'Work with run reports'
 complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "respawn" -d 'Run an interactive agent under the respawn controller: cycle it when it is idle'
 complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "hook" -d 'Forward a Claude Code hook (payload on stdin) to the running respawn controller'
+complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "sessions" -d 'List the supervised sessions: name, agent, state with its evidence, cycles'
+complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "wait" -d 'Wait until a supervised session is idle, working or blocked (exit 124 on timeout)'
+complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "send" -d 'Type text into a supervised session, verified: exit 0 delivered, 3 refused (nothing typed), 4 typed but not confirmed'
 complete -c hyoka -n "__fish_hyoka_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l run-id -d 'The run id: [A-Za-z0-9][A-Za-z0-9._-]{0,63}. Default: YYYYMMDD-HHMMSS-xxxxxx' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l reports -d 'Where reports are written (reports/<run_id>/…)' -r -F
@@ -64,6 +67,8 @@ complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l build-timeout -d 'Th
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l review -d 'After the build, run this shell command as the review phase; it may print a JSON verdict `{"pass": bool, "score": number, "notes": "…"}`' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l review-timeout -d 'The review phase\'s timeout. Default: 10m' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l pass-env -d 'With --isolate-home, also pass this environment variable through. Repeatable' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l sandbox -d 'Run every process of the eval in a Landlock sandbox: writes only to the workspace, the isolated home, a private TMPDIR and /dev/null-like devices. `--sandbox` refuses to run where Landlock is missing; `--sandbox=best-effort` runs without it and records that' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l network -d 'The network of every process of the eval: host (the default) or none (a network namespace with only loopback)' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l resume -d 'Continue the run --run-id names: keep its finished trials, run the rest'
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l rerun-changed -d 'With --resume, rerun the trials of evals that changed instead of refusing'
 complete -c hyoka -n "__fish_hyoka_using_subcommand run" -l isolate-home -d 'Give the agent and its phases their own HOME and XDG directories and a cleared environment (PATH, locale, TERM, TZ, USER and --pass-env variables are kept)'
@@ -113,13 +118,14 @@ complete -c hyoka -n "__fish_hyoka_using_subcommand doctor" -s v -l verbose -d '
 complete -c hyoka -n "__fish_hyoka_using_subcommand doctor" -s q -l quiet -d 'Only errors on stderr'
 complete -c hyoka -n "__fish_hyoka_using_subcommand doctor" -s h -l help -d 'Print help'
 complete -c hyoka -n "__fish_hyoka_using_subcommand doctor" -s V -l version -d 'Print version'
-complete -c hyoka -n "__fish_hyoka_using_subcommand report; and not __fish_seen_subcommand_from merge compare help" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
-complete -c hyoka -n "__fish_hyoka_using_subcommand report; and not __fish_seen_subcommand_from merge compare help" -s q -l quiet -d 'Only errors on stderr'
-complete -c hyoka -n "__fish_hyoka_using_subcommand report; and not __fish_seen_subcommand_from merge compare help" -s h -l help -d 'Print help'
-complete -c hyoka -n "__fish_hyoka_using_subcommand report; and not __fish_seen_subcommand_from merge compare help" -s V -l version -d 'Print version'
-complete -c hyoka -n "__fish_hyoka_using_subcommand report; and not __fish_seen_subcommand_from merge compare help" -f -a "merge" -d 'Merge the run.json files of a suite\'s shards into one summary'
-complete -c hyoka -n "__fish_hyoka_using_subcommand report; and not __fish_seen_subcommand_from merge compare help" -f -a "compare" -d 'Compare two runs: per-task pass rates, flipped tasks, totals, a paired sign test'
-complete -c hyoka -n "__fish_hyoka_using_subcommand report; and not __fish_seen_subcommand_from merge compare help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c hyoka -n "__fish_hyoka_using_subcommand report; and not __fish_seen_subcommand_from merge html compare help" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c hyoka -n "__fish_hyoka_using_subcommand report; and not __fish_seen_subcommand_from merge html compare help" -s q -l quiet -d 'Only errors on stderr'
+complete -c hyoka -n "__fish_hyoka_using_subcommand report; and not __fish_seen_subcommand_from merge html compare help" -s h -l help -d 'Print help'
+complete -c hyoka -n "__fish_hyoka_using_subcommand report; and not __fish_seen_subcommand_from merge html compare help" -s V -l version -d 'Print version'
+complete -c hyoka -n "__fish_hyoka_using_subcommand report; and not __fish_seen_subcommand_from merge html compare help" -f -a "merge" -d 'Merge the run.json files of a suite\'s shards into one summary'
+complete -c hyoka -n "__fish_hyoka_using_subcommand report; and not __fish_seen_subcommand_from merge html compare help" -f -a "html" -d 'Write one self-contained, offline HTML page of a run, or of two runs compared'
+complete -c hyoka -n "__fish_hyoka_using_subcommand report; and not __fish_seen_subcommand_from merge html compare help" -f -a "compare" -d 'Compare two runs: per-task pass rates, flipped tasks, totals, a paired sign test'
+complete -c hyoka -n "__fish_hyoka_using_subcommand report; and not __fish_seen_subcommand_from merge html compare help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from merge" -s o -l output -d 'Write the merged summary here (atomically) instead of stdout' -r -F
 complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from merge" -l run-id -d 'The merged run\'s id. Default: the shards\' run id' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from merge" -l allow-partial -d 'Merge even when shards are missing (run.json lists them in missing_shards)'
@@ -127,21 +133,34 @@ complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subc
 complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from merge" -s q -l quiet -d 'Only errors on stderr'
 complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from merge" -s h -l help -d 'Print help'
 complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from merge" -s V -l version -d 'Print version'
+complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from html" -s o -l output -d 'Where the page goes. Default: RUN/report.html (compare.html for two runs)' -r -F
+complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from html" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from html" -s q -l quiet -d 'Only errors on stderr'
+complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from html" -s h -l help -d 'Print help'
+complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from html" -s V -l version -d 'Print version'
 complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from compare" -l json -d 'Print the comparison as JSON on stdout'
 complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from compare" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from compare" -s q -l quiet -d 'Only errors on stderr'
 complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from compare" -s h -l help -d 'Print help'
 complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from compare" -s V -l version -d 'Print version'
 complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from help" -f -a "merge" -d 'Merge the run.json files of a suite\'s shards into one summary'
+complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from help" -f -a "html" -d 'Write one self-contained, offline HTML page of a run, or of two runs compared'
 complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from help" -f -a "compare" -d 'Compare two runs: per-task pass rates, flipped tasks, totals, a paired sign test'
 complete -c hyoka -n "__fish_hyoka_using_subcommand report; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l backend -d 'Where the agent runs: pty or tmux' -r -f -a "pty\t'A pseudo-terminal owned by hyoka (the embedded default)'
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l backend -d 'Where the agent runs: pty (the default) or tmux' -r -f -a "pty\t'A pseudo-terminal owned by hyoka (the embedded default)'
 tmux\t'A session on a private tmux server: it survives a restart of hyoka and can be re-attached with `--tmux-session`'"
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l name -d 'The session\'s name, for `hyoka sessions`, `wait`, `send` and `--stop` (for tmux also the tmux session\'s name). Default: the run id' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l on-blocked -d 'Run this shell command when the session has been blocked for --blocked-after, once per blocked episode, with HYOKA_SESSION, HYOKA_BLOCKED_KIND and HYOKA_SCREEN_FILE (a file holding the screen\'s text) in its environment' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l blocked-after -d 'How long a session must be blocked before --on-blocked runs' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l on-idle -d 'Run this shell command when the session has been idle for --idle-after, once per idle episode (same environment as --on-blocked)' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l idle-after -d 'How long a session must be idle before --on-idle runs' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l events -d 'Append one JSON line per controller event to FILE' -r -F
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l reports -d 'Where the session\'s ledger and owner lock go (reports/<run_id>/), so `hyoka clean` repairs a crashed controller. (With the pty backend; a tmux session is meant to outlive hyoka.)' -r -F
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l max-cycles -d 'Stop the session and exit 0 after N completed cycles' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l max-cycles-per-hour -d 'Start no more than N cycles in any hour' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l update-prompt -d 'The text typed as the first step of a cycle' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l clear-command -d 'The clear step\'s command instead of the profile\'s (sent even where the profile has none)' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l init-command -d 'The init step\'s command instead of the profile\'s (sent even where the profile has none)' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l kickstart -d 'Type TEXT when /init starts no work' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l completion-confirm -d 'Silence that confirms a completion message' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l no-output-timeout -d 'Silence after which idle is considered without a completion message' -r
@@ -153,10 +172,12 @@ complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l check-timeout -d
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l profile -d 'The detector profile: claude-code, codex, gemini, copilot, aider or generic' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l human-lock -d 'How long a keystroke from you pauses automation' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l grace -d 'SIGTERM → SIGKILL grace when the session is stopped' -r
-complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l tmux-session -d 'tmux: the session name; an existing session of that name is re-attached' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l tmux-session -d 'Run in the tmux session NAME (`--backend tmux --name NAME`); an existing session of that name is re-attached and supervised again' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l stop -d 'Stop the session NAME (`--name` or `--tmux-session`): through its controller, or a detached tmux session that nobody supervises'
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l no-cycle -d 'Supervise without ever cycling or accepting menus on its own: detect, alert, and deliver what `hyoka send` sends'
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l headless -d 'Do not mirror the session to this terminal (and do not read keys from it)'
-complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l no-clear -d 'Do not send /clear'
-complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l no-init -d 'Do not send /init'
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l no-clear -d 'Do not send the clear step (the profile\'s: /clear for claude-code, /new for codex)'
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l no-init -d 'Do not send the init step (/init where the agent has one)'
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l no-auto-accept -d 'Never press Enter on a plan-approval menu'
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l dry-run -d 'Decide and log, never type'
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l install-claude-hooks -d 'Write Claude Code hook entries (Stop, Notification) into ./.claude/settings.local.json before starting'
@@ -173,15 +194,36 @@ complete -c hyoka -n "__fish_hyoka_using_subcommand hook" -s v -l verbose -d 'Mo
 complete -c hyoka -n "__fish_hyoka_using_subcommand hook" -s q -l quiet -d 'Only errors on stderr'
 complete -c hyoka -n "__fish_hyoka_using_subcommand hook" -s h -l help -d 'Print help'
 complete -c hyoka -n "__fish_hyoka_using_subcommand hook" -s V -l version -d 'Print version'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook help" -f -a "run" -d 'Run an agent command (or a suite of evals) in isolated workspaces and report'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook help" -f -a "clean" -d 'Stop what abandoned runs left behind (processes, cgroups, workspaces)'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook help" -f -a "ps" -d 'List live runs, their evals, workspaces and processes'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook help" -f -a "detect" -d 'Judge a recorded agent session: working, idle or blocked, with the evidence'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook help" -f -a "demo" -d 'Show what hyoka does, end to end, against the built-in simulated agent'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook help" -f -a "doctor" -d 'Show which containment layers this machine gives and what falls back to what'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook help" -f -a "report" -d 'Work with run reports'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook help" -f -a "respawn" -d 'Run an interactive agent under the respawn controller: cycle it when it is idle'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook help" -f -a "hook" -d 'Forward a Claude Code hook (payload on stdin) to the running respawn controller'
-complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c hyoka -n "__fish_hyoka_using_subcommand sessions" -l json -d 'Machine-readable output on stdout'
+complete -c hyoka -n "__fish_hyoka_using_subcommand sessions" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c hyoka -n "__fish_hyoka_using_subcommand sessions" -s q -l quiet -d 'Only errors on stderr'
+complete -c hyoka -n "__fish_hyoka_using_subcommand sessions" -s h -l help -d 'Print help'
+complete -c hyoka -n "__fish_hyoka_using_subcommand sessions" -s V -l version -d 'Print version'
+complete -c hyoka -n "__fish_hyoka_using_subcommand wait" -l until -d 'The state to wait for: idle, working or blocked' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand wait" -l timeout -d 'Give up after this long (exit 124). Default: wait as long as it takes' -r
+complete -c hyoka -n "__fish_hyoka_using_subcommand wait" -l json -d 'Print the session\'s status as JSON on stdout when the wait ends'
+complete -c hyoka -n "__fish_hyoka_using_subcommand wait" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c hyoka -n "__fish_hyoka_using_subcommand wait" -s q -l quiet -d 'Only errors on stderr'
+complete -c hyoka -n "__fish_hyoka_using_subcommand wait" -s h -l help -d 'Print help'
+complete -c hyoka -n "__fish_hyoka_using_subcommand wait" -s V -l version -d 'Print version'
+complete -c hyoka -n "__fish_hyoka_using_subcommand send" -l queue -d 'Wait until the session is idle and nobody is at it, instead of refusing'
+complete -c hyoka -n "__fish_hyoka_using_subcommand send" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c hyoka -n "__fish_hyoka_using_subcommand send" -s q -l quiet -d 'Only errors on stderr'
+complete -c hyoka -n "__fish_hyoka_using_subcommand send" -s h -l help -d 'Print help'
+complete -c hyoka -n "__fish_hyoka_using_subcommand send" -s V -l version -d 'Print version'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook sessions wait send help" -f -a "run" -d 'Run an agent command (or a suite of evals) in isolated workspaces and report'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook sessions wait send help" -f -a "clean" -d 'Stop what abandoned runs left behind (processes, cgroups, workspaces)'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook sessions wait send help" -f -a "ps" -d 'List live runs, their evals, workspaces and processes'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook sessions wait send help" -f -a "detect" -d 'Judge a recorded agent session: working, idle or blocked, with the evidence'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook sessions wait send help" -f -a "demo" -d 'Show what hyoka does, end to end, against the built-in simulated agent'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook sessions wait send help" -f -a "doctor" -d 'Show which containment layers this machine gives and what falls back to what'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook sessions wait send help" -f -a "report" -d 'Work with run reports'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook sessions wait send help" -f -a "respawn" -d 'Run an interactive agent under the respawn controller: cycle it when it is idle'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook sessions wait send help" -f -a "hook" -d 'Forward a Claude Code hook (payload on stdin) to the running respawn controller'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook sessions wait send help" -f -a "sessions" -d 'List the supervised sessions: name, agent, state with its evidence, cycles'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook sessions wait send help" -f -a "wait" -d 'Wait until a supervised session is idle, working or blocked (exit 124 on timeout)'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook sessions wait send help" -f -a "send" -d 'Type text into a supervised session, verified: exit 0 delivered, 3 refused (nothing typed), 4 typed but not confirmed'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and not __fish_seen_subcommand_from run clean ps detect demo doctor report respawn hook sessions wait send help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c hyoka -n "__fish_hyoka_using_subcommand help; and __fish_seen_subcommand_from report" -f -a "merge" -d 'Merge the run.json files of a suite\'s shards into one summary'
+complete -c hyoka -n "__fish_hyoka_using_subcommand help; and __fish_seen_subcommand_from report" -f -a "html" -d 'Write one self-contained, offline HTML page of a run, or of two runs compared'
 complete -c hyoka -n "__fish_hyoka_using_subcommand help; and __fish_seen_subcommand_from report" -f -a "compare" -d 'Compare two runs: per-task pass rates, flipped tasks, totals, a paired sign test'
