@@ -16,7 +16,8 @@ mod tty;
 
 use tracing_subscriber::EnvFilter;
 
-pub use crate::args::{Cli, SimAgentArgs};
+pub use crate::args::Cli;
+pub use hyoka_sim_agent::SimAgentArgs;
 pub use crate::exit::ExitStatus;
 
 use crate::exit::Fail;
@@ -85,7 +86,12 @@ pub fn main(cli: Cli) -> ExitStatus {
 /// Runs the simulated agent (`hyoka sim-agent`), synchronously: it must not start a runtime
 /// it does not need.
 pub fn sim_agent(args: &SimAgentArgs) -> ExitStatus {
-    finish(cmd::sim_agent::exec(args))
+    finish(match hyoka_sim_agent::run(args) {
+        Ok(0) => Ok(ExitStatus::Success),
+        Ok(code) => Ok(ExitStatus::Code(code)),
+        Err(err) if err.exit_code() == 2 => Err(Fail::usage(err.to_string())),
+        Err(err) => Err(Fail::failure(err.to_string())),
+    })
 }
 
 fn finish(result: Result<ExitStatus, Fail>) -> ExitStatus {
