@@ -12,9 +12,7 @@ use hyoka_proctrack::Network;
 use hyoka_workspace::{KeepPolicy, RunId};
 
 mod respawn;
-pub(crate) use self::respawn::{
-    Backend, HookArgs, RespawnArgs, SendArgs, SessionsArgs, WaitArgs,
-};
+pub(crate) use self::respawn::{Backend, HookArgs, RespawnArgs, SendArgs, SessionsArgs, WaitArgs};
 
 /// Run AI coding agents safely and unattended: contained workspaces and processes, limits
 /// enforced while they run, honest reports, and idle-aware respawn of interactive sessions.

@@ -17,8 +17,8 @@ mod tty;
 use tracing_subscriber::EnvFilter;
 
 pub use crate::args::Cli;
-pub use hyoka_sim_agent::SimAgentArgs;
 pub use crate::exit::ExitStatus;
+pub use hyoka_sim_agent::SimAgentArgs;
 
 use crate::exit::Fail;
 

@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use serde_json::json;
 
-use crate::args::InteractiveArgs;
 use crate::SimError;
+use crate::args::InteractiveArgs;
 use crate::tty::{RawMode, Size};
 
 const SPINNER: [&str; 6] = ["·", "✢", "✳", "✶", "✻", "✽"];

@@ -121,7 +121,8 @@ pub fn run(args: &SimAgentArgs) -> Result<u8, SimError> {
                 std::fs::create_dir_all(parent)
                     .map_err(|e| SimError::failure(format!("sim-agent: {e}")))?;
             }
-            std::fs::write(&path, &body).map_err(|e| SimError::failure(format!("sim-agent: {e}")))?;
+            std::fs::write(&path, &body)
+                .map_err(|e| SimError::failure(format!("sim-agent: {e}")))?;
             let tool_id = format!("toolu_sim_{written:04}");
             emit(json!({
                 "type": "assistant", "session_id": session,
@@ -251,7 +252,11 @@ fn escapee(role: &str, pid_file: Option<&std::path::Path>) -> Result<u8, SimErro
             Write::write_all(&mut std::io::stdout(), b"sim service: ready\n").map_err(fail)?;
         }
         "review" => return review(),
-        other => return Err(SimError::usage(format!("sim-agent: unknown role {other:?}"))),
+        other => {
+            return Err(SimError::usage(format!(
+                "sim-agent: unknown role {other:?}"
+            )));
+        }
     }
     if let Some(path) = pid_file {
         append(path, &format!("{role} {}\n", std::process::id())).map_err(fail)?;
