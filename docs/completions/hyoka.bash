@@ -97,6 +97,9 @@ _hyoka() {
             hyoka__subcmd__help__subcmd__report,compare)
                 cmd="hyoka__subcmd__help__subcmd__report__subcmd__compare"
                 ;;
+            hyoka__subcmd__help__subcmd__report,html)
+                cmd="hyoka__subcmd__help__subcmd__report__subcmd__html"
+                ;;
             hyoka__subcmd__help__subcmd__report,merge)
                 cmd="hyoka__subcmd__help__subcmd__report__subcmd__merge"
                 ;;
@@ -106,6 +109,9 @@ _hyoka() {
             hyoka__subcmd__report,help)
                 cmd="hyoka__subcmd__report__subcmd__help"
                 ;;
+            hyoka__subcmd__report,html)
+                cmd="hyoka__subcmd__report__subcmd__html"
+                ;;
             hyoka__subcmd__report,merge)
                 cmd="hyoka__subcmd__report__subcmd__merge"
                 ;;
@@ -114,6 +120,9 @@ _hyoka() {
                 ;;
             hyoka__subcmd__report__subcmd__help,help)
                 cmd="hyoka__subcmd__report__subcmd__help__subcmd__help"
+                ;;
+            hyoka__subcmd__report__subcmd__help,html)
+                cmd="hyoka__subcmd__report__subcmd__help__subcmd__html"
                 ;;
             hyoka__subcmd__report__subcmd__help,merge)
                 cmd="hyoka__subcmd__report__subcmd__help__subcmd__merge"
@@ -355,7 +364,7 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__help__subcmd__report)
-            opts="merge compare"
+            opts="merge html compare"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -369,6 +378,20 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__help__subcmd__report__subcmd__compare)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        hyoka__subcmd__help__subcmd__report__subcmd__html)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -507,7 +530,7 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__report)
-            opts="-v -q -h -V --verbose --quiet --help --version merge compare help"
+            opts="-v -q -h -V --verbose --quiet --help --version merge html compare help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -535,7 +558,7 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__report__subcmd__help)
-            opts="merge compare help"
+            opts="merge html compare help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -576,6 +599,20 @@ _hyoka() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        hyoka__subcmd__report__subcmd__help__subcmd__html)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         hyoka__subcmd__report__subcmd__help__subcmd__merge)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
@@ -583,6 +620,28 @@ _hyoka() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        hyoka__subcmd__report__subcmd__html)
+            opts="-o -v -q -h -V --output --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --output)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;

@@ -41,6 +41,9 @@
 //!   make one run); [`compare_runs`] pairs two runs' tasks; [`render_summary`] and
 //!   [`render_comparison`] say it for people; with the `schema` feature [`schemas`] gives
 //!   the records' JSON Schemas.
+//! - With the `html` feature, `write_html_report` writes one self-contained, offline HTML
+//!   page of a run (or of two compared) from its records: task table, per-trial timelines,
+//!   cleanup records.
 //! - After a crash, [`clean_abandoned`] repairs what abandoned runs left behind (their
 //!   processes through `hyoka-proctrack`, their workspaces through `hyoka-workspace`, each
 //!   only when provably the run instance's, with the run owner's power).
@@ -123,6 +126,8 @@ mod events;
 #[cfg(any(test, feature = "mock"))]
 mod fake;
 mod host;
+#[cfg(feature = "html")]
+mod html;
 mod identity;
 mod limits;
 mod merge;
@@ -164,6 +169,10 @@ pub use crate::fake::{FakeClock, FakeHost, FakeProgram};
 pub use crate::host::{
     Clock, EvalWorkspace, Harness, Pipe, Process, Processes, SystemClock, TempWorkspaces,
     TrackedProcesses, WorkspaceEnd, Workspaces,
+};
+#[cfg(feature = "html")]
+pub use crate::html::{
+    HtmlError, HtmlOptions, RunRecords, default_page_path, render_page, write_html_report,
 };
 pub use crate::identity::suite_identity;
 pub use crate::limits::{

@@ -469,19 +469,11 @@ const MAX_AGENT_NAME: usize = 32;
 
 /// `command` with `prompt` in place of every `{prompt}`.
 fn with_prompt(command: &[OsString], prompt: Option<&str>) -> Vec<OsString> {
-    // In a shell script (`sh -c SCRIPT`, as a string command becomes) the prompt is quoted
-    // for `sh`, so it stays one word whatever it holds.
-    let shell = command.len() == 3 && command[0] == "sh" && command[1] == "-c";
     command
         .iter()
-        .enumerate()
-        .map(|(i, arg)| match (arg.to_str(), prompt) {
+        .map(|arg| match (arg.to_str(), prompt) {
             (Some(text), Some(prompt)) if text.contains(PROMPT) => {
-                OsString::from(if shell && i == 2 {
-                    text.replace(PROMPT, &format!("'{}'", prompt.replace('\'', r"'\''")))
-                } else {
-                    text.replace(PROMPT, prompt)
-                })
+                OsString::from(text.replace(PROMPT, prompt))
             }
             _ => arg.clone(),
         })

@@ -12,9 +12,7 @@ use hyoka_proctrack::Network;
 use hyoka_workspace::{KeepPolicy, RunId};
 
 mod respawn;
-pub(crate) use self::respawn::{
-    Backend, HookArgs, InteractiveArgs, RespawnArgs, SendArgs, SessionsArgs, WaitArgs,
-};
+pub(crate) use self::respawn::{Backend, HookArgs, RespawnArgs, SendArgs, SessionsArgs, WaitArgs};
 
 /// Run AI coding agents safely and unattended: contained workspaces and processes, limits
 /// enforced while they run, honest reports, and idle-aware respawn of interactive sessions.
@@ -312,6 +310,8 @@ pub struct DoctorArgs {
 pub enum ReportCommand {
     /// Merge the run.json files of a suite's shards into one summary.
     Merge(MergeArgs),
+    /// Write one self-contained, offline HTML page of a run, or of two runs compared.
+    Html(HtmlArgs),
     /// Compare two runs: per-task pass rates, flipped tasks, totals, a paired sign test.
     Compare(CompareArgs),
 }
@@ -330,6 +330,17 @@ pub struct CompareArgs {
     /// Print the comparison as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `hyoka report html`.
+#[derive(Debug, Args)]
+pub struct HtmlArgs {
+    /// A run directory or a run.json (merged ones too); a second one makes a comparison.
+    #[arg(required = true, num_args = 1..=2, value_name = "RUN")]
+    pub inputs: Vec<PathBuf>,
+    /// Where the page goes. Default: RUN/report.html (compare.html for two runs).
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 /// `hyoka report merge`.
@@ -366,61 +377,6 @@ pub struct DemoArgs {
     /// Print a JSON summary on stdout instead of the story.
     #[arg(long)]
     pub json: bool,
-}
-
-/// `hyoka sim-agent`: the built-in simulated agent used by the demo and the tests, a
-/// deterministic stand-in for a coding agent. It is parsed apart from [`Cli`] (see
-/// `main.rs`), so neither the help, the man pages nor the completions offer it.
-#[derive(Debug, Parser)]
-#[command(
-    name = "hyoka sim-agent",
-    bin_name = "hyoka sim-agent",
-    version,
-    about = "The built-in simulated agent used by hyoka's demo and tests",
-    long_about = None
-)]
-pub struct SimAgentArgs {
-    /// Files to write into the current directory.
-    #[arg(long, default_value_t = 3)]
-    pub files: u64,
-
-    /// Bytes per file.
-    #[arg(long, default_value_t = 64)]
-    pub file_size: u64,
-
-    /// Turns (assistant messages) to emit.
-    #[arg(long, default_value_t = 2)]
-    pub turns: u64,
-
-    /// Pause between turns (0 for none).
-    #[arg(long, value_name = "DUR", default_value = "0", value_parser = parse_duration)]
-    pub turn_delay: Duration,
-
-    /// Sleep this long before exiting (to exercise timeouts).
-    #[arg(long, value_name = "DUR", default_value = "0", value_parser = parse_duration)]
-    pub linger: Duration,
-
-    /// Exit with this code.
-    #[arg(long, default_value_t = 0)]
-    pub exit_code: u8,
-
-    /// Leave processes behind on purpose: a background sleeper, a child in a new session
-    /// that ignores SIGTERM and SIGHUP, and a double-forked daemon with an empty
-    /// environment and cwd `/`. Each lives at most a minute.
-    #[arg(long)]
-    pub escapees: bool,
-
-    /// Append `<role> <pid>` for each escapee to this file (absolute path).
-    #[arg(long, value_name = "FILE")]
-    pub pid_file: Option<PathBuf>,
-
-    /// Internal: the role of an escapee process.
-    #[arg(long, hide = true, value_name = "ROLE")]
-    pub role: Option<String>,
-
-    /// Interactive mode.
-    #[command(flatten)]
-    pub interactive: InteractiveArgs,
 }
 
 fn parse_run_id(text: &str) -> Result<RunId, String> {

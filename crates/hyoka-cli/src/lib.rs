@@ -16,8 +16,9 @@ mod tty;
 
 use tracing_subscriber::EnvFilter;
 
-pub use crate::args::{Cli, SimAgentArgs};
+pub use crate::args::Cli;
 pub use crate::exit::ExitStatus;
+pub use hyoka_sim_agent::SimAgentArgs;
 
 use crate::exit::Fail;
 
@@ -85,7 +86,12 @@ pub fn main(cli: Cli) -> ExitStatus {
 /// Runs the simulated agent (`hyoka sim-agent`), synchronously: it must not start a runtime
 /// it does not need.
 pub fn sim_agent(args: &SimAgentArgs) -> ExitStatus {
-    finish(cmd::sim_agent::exec(args))
+    finish(match hyoka_sim_agent::run(args) {
+        Ok(0) => Ok(ExitStatus::Success),
+        Ok(code) => Ok(ExitStatus::Code(code)),
+        Err(err) if err.exit_code() == 2 => Err(Fail::usage(err.to_string())),
+        Err(err) => Err(Fail::failure(err.to_string())),
+    })
 }
 
 fn finish(result: Result<ExitStatus, Fail>) -> ExitStatus {
@@ -108,6 +114,7 @@ async fn dispatch(command: Command, verbose: bool) -> Result<ExitStatus, Fail> {
         Command::Doctor(args) => cmd::doctor::exec(&args).await,
         Command::Report(args::ReportCommand::Merge(args)) => cmd::report::merge(&args),
         Command::Report(args::ReportCommand::Compare(args)) => cmd::report::compare(&args),
+        Command::Report(args::ReportCommand::Html(args)) => cmd::report::html(&args),
         Command::Respawn(args) => cmd::respawn::exec(args).await,
         Command::Hook(args) => cmd::hook::exec(args).await,
         Command::Sessions(args) => cmd::sessions::list(&args).await,

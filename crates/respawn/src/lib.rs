@@ -41,9 +41,11 @@
 //! let completion = ChunkSignals { completion: true, substantial: true, ..Default::default() };
 //! machine.handle(Input::Output(completion), t0);
 //! assert_eq!(machine.state(), State::ConfirmingIdle);
-//! // 50 ms of silence confirm it; 20 ms later the update prompt is typed, Enter 50 ms after.
+//! // 50 ms of silence confirm it; 20 ms later the update prompt is typed into the empty box.
+//! // Enter follows once the text shows there (the driver reports it from the screen), or,
+//! // since nothing here draws a screen, after `text_wait` (1 s).
 //! let mut typed = Vec::new();
-//! while let Some(at) = machine.next_deadline().filter(|&at| at <= t0 + Duration::from_millis(120)) {
+//! while let Some(at) = machine.next_deadline().filter(|&at| at <= t0 + Duration::from_millis(1200)) {
 //!     for action in machine.handle(Input::Tick, at) {
 //!         if let Action::Type(keys) = action {
 //!             typed.push(keys);

@@ -9,6 +9,7 @@
 )]
 
 mod events;
+mod html;
 mod ids;
 mod limits;
 mod phases;

@@ -254,34 +254,6 @@ pub struct HookArgs {
     pub socket: Option<PathBuf>,
 }
 
-/// `hyoka sim-agent --interactive` and its knobs.
-#[derive(Debug, Clone, Args)]
-pub struct InteractiveArgs {
-    /// Draw Claude-Code-like screens on the terminal and react to typed input.
-    #[arg(long)]
-    pub interactive: bool,
-
-    /// Interactive: how long the work on each prompt lasts.
-    #[arg(long, value_name = "DUR", default_value = "2s", value_parser = parse_duration)]
-    pub work: Duration,
-
-    /// Interactive: start busy with a task of this length (0 starts idle).
-    #[arg(long, value_name = "DUR", default_value = "0", value_parser = parse_duration)]
-    pub start_working: Duration,
-
-    /// Interactive: end the Nth prompt in a plan-approval menu (0: the start task).
-    #[arg(long, value_name = "N")]
-    pub plan_on: Option<u64>,
-
-    /// Interactive: stop the Nth prompt at a permission prompt (0: the start task).
-    #[arg(long, value_name = "N")]
-    pub permission_on: Option<u64>,
-
-    /// Interactive: append one JSON line per input received to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub record: Option<PathBuf>,
-}
-
 fn parse_state(text: &str) -> Result<hyoka_idle_detect::SessionState, String> {
     use hyoka_idle_detect::SessionState::{Blocked, Idle, Working};
     [Idle, Working, Blocked]

@@ -16,8 +16,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
 use hyoka_eval::{
-    CleanupOptions, Containment, EvalSpec, NoObserver, Report, RunOutcome, RunPlan, Settings,
-    Status, Stop, Suite, Timeline, WorkspaceAction, clean_abandoned,
+    CleanupOptions, Containment, EvalSpec, HtmlOptions, NoObserver, Report, RunOutcome, RunPlan,
+    Settings, Status, Stop, Suite, Timeline, WorkspaceAction, clean_abandoned, write_html_report,
 };
 use hyoka_idle_detect::{Detector, DetectorConfig, Profile};
 use hyoka_proctrack::Ledger;
@@ -86,6 +86,14 @@ pub(crate) async fn exec(args: DemoArgs) -> Result<ExitStatus, Fail> {
     outln!(
         "  {dim}(report.json, action_timeline.json, output.log, services/, build.log, review.log per eval){dim:#}"
     );
+    let (options, now) = (HtmlOptions::default(), SystemTime::now());
+    let page = (run_dirs[0].as_ref())
+        .map(|dir| write_html_report(std::slice::from_ref(dir), None, &options, now))
+        .transpose()
+        .map_err(|e| Fail::failure(format!("the page of the demo's run: {e}")))?;
+    if let Some(page) = &page {
+        outln!("page (open it in a browser):\n  {}", page.display());
+    }
     if args.json {
         crate::out::json(&serde_json::json!({
             "ok": tally.ok && tally.survivors == 0,
@@ -95,6 +103,7 @@ pub(crate) async fn exec(args: DemoArgs) -> Result<ExitStatus, Fail> {
             "survivors": tally.survivors,
             "workspaces_removed": tally.workspaces_removed,
             "runs": run_dirs.iter().flatten().collect::<Vec<_>>(),
+            "page": page,
             "respawn_events": respawn_events,
         }));
     }

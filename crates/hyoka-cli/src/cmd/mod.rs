@@ -10,4 +10,3 @@ pub(crate) mod report;
 pub(crate) mod respawn;
 pub(crate) mod run;
 pub(crate) mod sessions;
-pub(crate) mod sim_agent;

@@ -1,10 +1,14 @@
-//! `hyoka report merge`: one summary from the `run.json` files of a suite's shards;
-//! `hyoka report compare`: two runs side by side.
+//! `hyoka report merge` (one summary from the shards' `run.json`), `hyoka report compare`
+//! (two runs side by side) and `hyoka report html`.
 
-use hyoka_eval::{MergeOptions, Status, compare_runs, merge_summaries, read_summary, write_json};
+use hyoka_eval::{
+    HtmlOptions, MergeOptions, Status, compare_runs, merge_summaries, read_summary,
+    write_html_report, write_json,
+};
 
-use crate::args::{CompareArgs, MergeArgs};
+use crate::args::{CompareArgs, HtmlArgs, MergeArgs};
 use crate::exit::{ExitStatus, Fail};
+use crate::out::outln;
 
 pub(crate) fn merge(args: &MergeArgs) -> Result<ExitStatus, Fail> {
     let shards = args
@@ -42,5 +46,16 @@ pub(crate) fn compare(args: &CompareArgs) -> Result<ExitStatus, Fail> {
     } else {
         crate::out::text(&hyoka_eval::render_comparison(&comparison));
     }
+    Ok(ExitStatus::Success)
+}
+
+pub(crate) fn html(args: &HtmlArgs) -> Result<ExitStatus, Fail> {
+    let (out, now) = (args.output.as_deref(), std::time::SystemTime::now());
+    let page = write_html_report(&args.inputs, out, &HtmlOptions::default(), now);
+    let page = page.map_err(|e| match e {
+        e if e.is_bad_input() => Fail::usage(e.to_string()),
+        e => Fail::failure(e.to_string()),
+    })?;
+    outln!("{}", page.display());
     Ok(ExitStatus::Success)
 }

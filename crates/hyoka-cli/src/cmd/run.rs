@@ -55,11 +55,6 @@ pub(crate) async fn exec(args: RunArgs) -> Result<ExitStatus, Fail> {
 
 /// Checks every input before anything is created.
 fn plan(args: &RunArgs) -> Result<RunPlan, Fail> {
-    if args.shard.is_some() && args.suite.is_none() {
-        return Err(Fail::usage(
-            "--shard splits a suite: give --suite FILE with it",
-        ));
-    }
     let run_id = args.run_id.clone().unwrap_or_else(default_run_id);
     let workspace_root = args
         .workspace_root

@@ -20,6 +20,17 @@ fn the_demo_runs_and_cleans_up() {
         "the respawn step ran one full cycle: {stdout}"
     );
     assert!(stdout.contains("(0 keys while busy)"), "{stdout}");
+    // It ends with the page of its first run.
+    let page = std::path::PathBuf::from(stdout.lines().last().unwrap().trim());
+    assert!(
+        page.starts_with(s.reports()) && page.ends_with("report.html"),
+        "{stdout}"
+    );
+    assert!(
+        std::fs::read_to_string(&page)
+            .unwrap()
+            .starts_with("<!doctype html>")
+    );
     let runs: Vec<_> = std::fs::read_dir(s.reports())
         .unwrap()
         .flatten()
@@ -76,6 +87,10 @@ fn the_demo_speaks_json_too() {
     assert_eq!(summary["ok"], true);
     assert_eq!(summary["survivors"], 0);
     assert_eq!(summary["runs"].as_array().unwrap().len(), 3);
+    assert!(
+        std::path::Path::new(summary["page"].as_str().unwrap()).is_file(),
+        "{summary}"
+    );
     assert!(
         std::path::Path::new(summary["respawn_events"].as_str().unwrap()).is_file(),
         "{summary}"

@@ -24,6 +24,7 @@ mod limits;
 mod phases;
 mod ps;
 mod refusals;
+mod report_html;
 mod respawn;
 mod run;
 mod sandbox;

@@ -1,21 +1,82 @@
-//! `hyoka sim-agent`: a deterministic simulated coding agent.
+//! A deterministic simulated coding agent, for testing what supervises agents: hyoka's demo
+//! and tests run it as `hyoka sim-agent …`, and another tool can embed it the same way.
 //!
-//! Batch mode behaves like `claude -p --output-format stream-json`: it prints one JSON line
-//! per event (a `system` init line, `assistant` lines sharing one `message.id` per turn, one
-//! per content block, `user` tool results, and a final `result`), and really writes the files
-//! its `Write` tool calls name, in its current directory.
+//! - **Batch** (the default) behaves like `claude -p --output-format stream-json`: one JSON
+//!   line per event (a `system` init line, `assistant` lines sharing one `message.id` per
+//!   turn, one per content block, `user` tool results, and a final `result`), and it really
+//!   writes the files its `Write` tool calls name, in its current directory.
+//! - **Escapees** (`--escapees`) leave processes behind on purpose, as careless agents do: a
+//!   background sleeper, a child in a new session that ignores SIGTERM and SIGHUP, and a
+//!   double-forked daemon. Each lives at most a minute. `--role service|review` are the
+//!   demo's service and reviewer.
+//! - **Interactive** (`--interactive`) draws Claude-Code-shaped screens on its terminal and
+//!   reacts to what is typed (see [`InteractiveArgs`]).
+//!
+//! The escapees are started as `<current exe> sim-agent --role …`: a binary that embeds this
+//! crate dispatches a first argument `sim-agent` to [`run`], as `hyoka` does.
+//!
+//! ```no_run
+//! use clap::Parser as _;
+//!
+//! // In the embedding binary's main, when the first argument is `sim-agent`:
+//! let args = hyoka_sim_agent::SimAgentArgs::parse_from(std::env::args_os().skip(1));
+//! let code = match hyoka_sim_agent::run(&args) {
+//!     Ok(code) => code,
+//!     Err(err) => {
+//!         eprintln!("error: {err}");
+//!         err.exit_code()
+//!     }
+//! };
+//! std::process::exit(i32::from(code));
+//! ```
 
+mod args;
 mod interactive;
+mod tty;
 
 use std::io::Write;
 use std::path::PathBuf;
 
 use serde_json::json;
 
-use crate::args::SimAgentArgs;
-use crate::exit::{ExitStatus, Fail};
+pub use crate::args::{InteractiveArgs, SimAgentArgs};
 
-pub(crate) fn exec(args: &SimAgentArgs) -> Result<ExitStatus, Fail> {
+/// Why the simulated agent could not do what it was asked.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SimError {
+    /// Bad input: an unknown role, a record file that cannot be opened.
+    #[error("{0}")]
+    Usage(String),
+    /// Something failed while it ran (a write, a spawn).
+    #[error("{0}")]
+    Failure(String),
+}
+
+impl SimError {
+    fn usage(message: impl Into<String>) -> Self {
+        Self::Usage(message.into())
+    }
+
+    fn failure(message: impl Into<String>) -> Self {
+        Self::Failure(message.into())
+    }
+
+    /// The exit code the agent ends with: 2 for bad input, 1 otherwise.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Self::Usage(_) => 2,
+            Self::Failure(_) => 1,
+        }
+    }
+}
+
+/// Runs the simulated agent as `args` say and returns its exit code (`--exit-code` for a
+/// batch run).
+///
+/// # Errors
+/// [`SimError::Usage`] for bad input, [`SimError::Failure`] when a write or a spawn fails.
+pub fn run(args: &SimAgentArgs) -> Result<u8, SimError> {
     if args.interactive.interactive {
         return interactive::exec(&args.interactive);
     }
@@ -26,10 +87,10 @@ pub(crate) fn exec(args: &SimAgentArgs) -> Result<ExitStatus, Fail> {
         spawn_escapees(args.pid_file.as_deref())?;
     }
     let mut out = std::io::stdout().lock();
-    let mut emit = |value: serde_json::Value| -> Result<(), Fail> {
+    let mut emit = |value: serde_json::Value| -> Result<(), SimError> {
         writeln!(out, "{value}")
             .and_then(|()| out.flush())
-            .map_err(|e| Fail::failure(format!("sim-agent: cannot write: {e}")))
+            .map_err(|e| SimError::failure(format!("sim-agent: cannot write: {e}")))
     };
     let session = format!("sim-{:08x}", fastrand::u32(..));
     emit(json!({
@@ -58,9 +119,10 @@ pub(crate) fn exec(args: &SimAgentArgs) -> Result<ExitStatus, Fail> {
             let body = content(written, args.file_size);
             if let Some(parent) = path.parent() {
                 std::fs::create_dir_all(parent)
-                    .map_err(|e| Fail::failure(format!("sim-agent: {e}")))?;
+                    .map_err(|e| SimError::failure(format!("sim-agent: {e}")))?;
             }
-            std::fs::write(&path, &body).map_err(|e| Fail::failure(format!("sim-agent: {e}")))?;
+            std::fs::write(&path, &body)
+                .map_err(|e| SimError::failure(format!("sim-agent: {e}")))?;
             let tool_id = format!("toolu_sim_{written:04}");
             emit(json!({
                 "type": "assistant", "session_id": session,
@@ -90,8 +152,8 @@ pub(crate) fn exec(args: &SimAgentArgs) -> Result<ExitStatus, Fail> {
         "result": format!("Wrote {written} files.")
     }))?;
     Ok(match args.exit_code {
-        0 => ExitStatus::Success,
-        _ => ExitStatus::Code(args.exit_code),
+        0 => 0,
+        _ => args.exit_code,
     })
 }
 
@@ -108,8 +170,8 @@ const ESCAPEE_LIFETIME: std::time::Duration = std::time::Duration::from_mins(1);
 /// Starts the escapees and waits until each has reported its pid (its readiness): to
 /// `pid_file`, or to a file in the current directory (the workspace, which the run removes
 /// even if this agent is killed meanwhile) that is removed again.
-fn spawn_escapees(pid_file: Option<&std::path::Path>) -> Result<(), Fail> {
-    let fail = |e: std::io::Error| Fail::failure(format!("sim-agent: {e}"));
+fn spawn_escapees(pid_file: Option<&std::path::Path>) -> Result<(), SimError> {
+    let fail = |e: std::io::Error| SimError::failure(format!("sim-agent: {e}"));
     let exe = std::env::current_exe().map_err(fail)?;
     let scratch = std::path::absolute(format!(".sim-agent-{}.pids", std::process::id()));
     let ready = match pid_file {
@@ -138,7 +200,7 @@ fn spawn_escapees(pid_file: Option<&std::path::Path>) -> Result<(), Fail> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while lines() < before + 3 {
         if std::time::Instant::now() > deadline {
-            return Err(Fail::failure("sim-agent: escapees did not start"));
+            return Err(SimError::failure("sim-agent: escapees did not start"));
         }
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
@@ -153,8 +215,8 @@ fn spawn_escapees(pid_file: Option<&std::path::Path>) -> Result<(), Fail> {
 }
 
 /// The body of one escapee process.
-fn escapee(role: &str, pid_file: Option<&std::path::Path>) -> Result<ExitStatus, Fail> {
-    let fail = |e: std::io::Error| Fail::failure(format!("sim-agent {role}: {e}"));
+fn escapee(role: &str, pid_file: Option<&std::path::Path>) -> Result<u8, SimError> {
+    let fail = |e: std::io::Error| SimError::failure(format!("sim-agent {role}: {e}"));
     match role {
         "daemon-parent" => {
             // The first fork of a double fork: start the daemon and exit, so it is orphaned.
@@ -174,7 +236,7 @@ fn escapee(role: &str, pid_file: Option<&std::path::Path>) -> Result<ExitStatus,
                 .stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::null());
             command.spawn().map_err(fail)?;
-            return Ok(ExitStatus::Success);
+            return Ok(0);
         }
         "daemon" | "stubborn" => {
             // Leave the agent's session and process group, as detaching tools do.
@@ -190,7 +252,11 @@ fn escapee(role: &str, pid_file: Option<&std::path::Path>) -> Result<ExitStatus,
             Write::write_all(&mut std::io::stdout(), b"sim service: ready\n").map_err(fail)?;
         }
         "review" => return review(),
-        other => return Err(Fail::usage(format!("sim-agent: unknown role {other:?}"))),
+        other => {
+            return Err(SimError::usage(format!(
+                "sim-agent: unknown role {other:?}"
+            )));
+        }
     }
     if let Some(path) = pid_file {
         append(path, &format!("{role} {}\n", std::process::id())).map_err(fail)?;
@@ -199,7 +265,7 @@ fn escapee(role: &str, pid_file: Option<&std::path::Path>) -> Result<ExitStatus,
     while std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(250));
     }
-    Ok(ExitStatus::Success)
+    Ok(0)
 }
 
 /// Appends `text` to the file at `path`, creating it.
@@ -222,7 +288,7 @@ fn ignore_term_and_hup() {
 }
 
 /// The review role: scores the files the agent wrote under `src/` and prints a verdict.
-fn review() -> Result<ExitStatus, Fail> {
+fn review() -> Result<u8, SimError> {
     let files = std::fs::read_dir("src").map_or(0, |entries| entries.flatten().count());
     let verdict = json!({
         "pass": files > 0,
@@ -230,6 +296,6 @@ fn review() -> Result<ExitStatus, Fail> {
         "notes": format!("{files} file(s) under src/"),
     });
     Write::write_all(&mut std::io::stdout(), format!("{verdict}\n").as_bytes())
-        .map_err(|e| Fail::failure(format!("sim-agent review: {e}")))?;
-    Ok(ExitStatus::Success)
+        .map_err(|e| SimError::failure(format!("sim-agent review: {e}")))?;
+    Ok(0)
 }

@@ -21,9 +21,9 @@ use std::time::{Duration, Instant};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use serde_json::json;
 
+use crate::SimError;
 use crate::args::InteractiveArgs;
-use crate::exit::{ExitStatus, Fail};
-use crate::tty::RawMode;
+use crate::tty::{RawMode, Size};
 
 const SPINNER: [&str; 6] = ["·", "✢", "✳", "✶", "✻", "✽"];
 const VERBS: [&str; 6] = [
@@ -81,14 +81,14 @@ struct Agent {
     record: Option<std::fs::File>,
     out: std::io::Stdout,
     interrupts: u32,
-    size: Option<hyoka_respawn::Size>,
+    size: Option<Size>,
     /// Inside a bracketed paste.
     pasting: bool,
     /// Bytes of an escape sequence not complete yet.
     pending: String,
 }
 
-pub(crate) fn exec(args: &InteractiveArgs) -> Result<ExitStatus, Fail> {
+pub(crate) fn exec(args: &InteractiveArgs) -> Result<u8, SimError> {
     let record = match &args.record {
         Some(path) => Some(open_record(path)?),
         None => None,
@@ -127,16 +127,16 @@ pub(crate) fn exec(args: &InteractiveArgs) -> Result<ExitStatus, Fail> {
     agent.run()
 }
 
-fn open_record(path: &Path) -> Result<std::fs::File, Fail> {
+fn open_record(path: &Path) -> Result<std::fs::File, SimError> {
     std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(path)
-        .map_err(|e| Fail::usage(format!("cannot open --record {}: {e}", path.display())))
+        .map_err(|e| SimError::usage(format!("cannot open --record {}: {e}", path.display())))
 }
 
 impl Agent {
-    fn run(&mut self) -> Result<ExitStatus, Fail> {
+    fn run(&mut self) -> Result<u8, SimError> {
         let stdin = std::io::stdin();
         let mut buf = [0u8; 1024];
         loop {
@@ -146,16 +146,16 @@ impl Agent {
             };
             let ready = {
                 let mut fds = [PollFd::new(&stdin, PollFlags::IN)];
-                poll(&mut fds, Some(&timeout)).map_err(|e| Fail::failure(e.to_string()))?;
+                poll(&mut fds, Some(&timeout)).map_err(|e| SimError::failure(e.to_string()))?;
                 !fds[0].revents().is_empty()
             };
             if ready {
                 let n = stdin.lock().read(&mut buf).unwrap_or(0);
                 if n == 0 {
-                    return Ok(ExitStatus::Success);
+                    return Ok(0);
                 }
                 if self.input(&buf[..n]) {
-                    return Ok(ExitStatus::Success);
+                    return Ok(0);
                 }
             }
             self.tick();

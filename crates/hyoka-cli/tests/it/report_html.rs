@@ -1,0 +1,251 @@
+//! `hyoka report html`: the page of a real suite run of the simulated agent (and of two runs
+//! compared) is one file with no external reference, and it works in a real browser.
+//!
+//! The browser part drives headless Chromium through its command line
+//! (`hyoka_benches::Chromium`): the page's `#selftest` mode sorts and filters the task
+//! table, opens a task and a trial's timeline (and, compared, the flipped tasks) as a
+//! person would, and writes what it saw, with every error, CSP violation and
+//! `console.error` it met, into the document; `--dump-dom` with a virtual time budget
+//! returns that document. This needs no protocol client, driver binary or port, and the
+//! helper kills Chromium's process group and every process carrying its marker, proving
+//! through `/proc` that none survived. Screenshots of both pages land under
+//! `target/artifacts/report-html/` for CI to keep. Without Chromium the browser part skips
+//! with a message; `.ci/run` installs it.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use hyoka_benches::{Chromium, file_url};
+use serde_json::Value;
+
+use crate::support::{Scratch, hyoka, hyoka_path, stderr};
+
+/// A suite of the simulated agent: a reviewed pass, a limit crossed, and `flip`, which
+/// fails in run A and passes in run B.
+fn suite(s: &Scratch, name: &str, flip_exit: u8) -> String {
+    let yaml = format!(
+        r#"
+defaults: {{ timeout: 30s, grace: 1s, events: stream-json }}
+evals:
+  - id: reviewed
+    command: [{hyoka}, sim-agent, --files, "2", --turns, "3"]
+    build: {{ command: [sh, -c, "echo building; ls src"], timeout: 10s }}
+    review: {{ command: [{hyoka}, sim-agent, --role, review], timeout: 10s }}
+  - id: limited
+    command: [{hyoka}, sim-agent, --turns, "50", --files, "0", --turn-delay, 10ms]
+    limits: {{ max_turns: 3 }}
+  - id: flip
+    command: [sh, -c, "echo 'working on <flip> & friends'; exit {flip_exit}"]
+"#,
+        hyoka = hyoka_path()
+    );
+    let path = s.path().join(name);
+    std::fs::write(&path, yaml).unwrap();
+    path.display().to_string()
+}
+
+fn run_suite(s: &Scratch, run_id: &str, flip_exit: u8) -> PathBuf {
+    let file = suite(s, &format!("{run_id}.yaml"), flip_exit);
+    let out = s
+        .hyoka("run")
+        .args(["--run-id", run_id, "--suite", &file])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    s.reports().join(run_id)
+}
+
+/// Writes a page with `hyoka report html ARGS`, checks what it printed, returns the page.
+fn report_html(args: &[&Path], expected: &Path) -> String {
+    let out = hyoka()
+        .args(["report", "html"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        expected.display().to_string()
+    );
+    let html = std::fs::read_to_string(expected).unwrap();
+    for reference in [
+        "http://",
+        "https://",
+        "src=",
+        "@import",
+        "<link rel=\"stylesheet",
+    ] {
+        assert!(
+            !html.contains(reference),
+            "{expected:?} refers outside: {reference}"
+        );
+    }
+    html
+}
+
+/// The artifacts directory under `target/` (from this test binary's own path).
+fn artifacts() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let target = exe.ancestors().nth(3).unwrap().to_owned();
+    let dir = target.join("artifacts/report-html");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// What the page's self-check wrote, from the DOM Chromium dumped.
+fn selftest(dom: &str) -> Value {
+    let open = dom
+        .find("<pre id=\"hyoka-selftest\"")
+        .expect("the self-check's block");
+    let start = open + dom[open..].find('>').unwrap() + 1;
+    let end = start + dom[start..].find("</pre>").unwrap();
+    let text = dom[start..end]
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&");
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("self-check {text:?}: {e}"))
+}
+
+#[track_caller]
+fn check(result: &Value, expected: &Value) {
+    assert_eq!(
+        result["errors"],
+        Value::Array(Vec::new()),
+        "errors: {result}"
+    );
+    for (key, want) in expected.as_object().unwrap() {
+        assert_eq!(&result["checks"][key], want, "check {key}: {result}");
+    }
+}
+
+#[test]
+fn the_page_of_a_suite_run_and_of_a_comparison_render_in_a_browser() {
+    let s = Scratch::new();
+    let a = run_suite(&s, "a", 1);
+    let b = run_suite(&s, "b", 0);
+    let run_page = a.join("report.html");
+    let html = report_html(&[&a], &run_page);
+    assert!(html.contains("hyoka: run <span class=\"mono\">a</span>"));
+    assert!(
+        html.contains("3 in 3 tasks: 1 passed, 2 failed"),
+        "the header"
+    );
+    let compare_page = s.path().join("compare.html");
+    let out = hyoka()
+        .args(["report", "html", "-o"])
+        .arg(&compare_page)
+        .arg(&a)
+        .arg(b.join("run.json"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let compared = std::fs::read_to_string(&compare_page).unwrap();
+    assert!(
+        compared.contains("1 of 3 tasks flipped"),
+        "the flipped tasks"
+    );
+    s.assert_no_workspaces();
+
+    let Some(chromium) = Chromium::find() else {
+        eprintln!(
+            "skipped: the browser part needs headless Chromium (apt-get install chromium, or set HYOKA_CHROMIUM)"
+        );
+        return;
+    };
+    let budget = Duration::from_secs(15);
+    let dom = chromium
+        .dump_dom(&file_url(&run_page, "#selftest"), budget)
+        .unwrap();
+    check(
+        &selftest(&dom.stdout),
+        &serde_json::json!({
+            "kind": "run", "task_rows": 3, "columns": 11, "sorted_ascending": true,
+            "sorted_descending": true, "filter_status": "failed", "filtered_rows": 2,
+            "detail_open": true, "trial_rows": 1, "timeline": true, "log": true, "cleanup": true,
+        }),
+    );
+    let result = selftest(&dom.stdout);
+    assert!(
+        result["checks"]["phase_bars"].as_u64().unwrap() >= 3,
+        "{result}"
+    );
+    assert!(result["checks"]["marks"].as_u64().unwrap() >= 1, "{result}");
+    // The DOM itself: the table's rows name the evals, a timeline is drawn.
+    for id in ["reviewed", "limited", "flip"] {
+        assert!(
+            dom.stdout.contains(&format!(
+                "data-i=\"{}\">{id}</button>",
+                match id {
+                    "reviewed" => 0,
+                    "limited" => 1,
+                    _ => 2,
+                }
+            )),
+            "the table names {id}"
+        );
+    }
+    assert!(dom.stdout.contains("<svg class=\"timeline\""), "a timeline");
+    assert!(dom.stdout.contains("data-interactive-ms=\""), "interactive");
+
+    let dom = chromium
+        .dump_dom(&file_url(&compare_page, "#selftest"), budget)
+        .unwrap();
+    check(
+        &selftest(&dom.stdout),
+        &serde_json::json!({
+            "kind": "compare", "task_rows": 3, "compare_rows": 3, "flipped": 1,
+            "flipped_rows": 1, "both_sides": 2, "timeline": true,
+        }),
+    );
+    assert!(
+        dom.stdout.contains("▲ fixed"),
+        "the flip is named in words, not colour"
+    );
+
+    let shots = artifacts();
+    for (page, name) in [(&run_page, "run.png"), (&compare_page, "compare.png")] {
+        let shot = shots.join(name);
+        chromium
+            .screenshot(&file_url(page, "#selftest"), &shot, (1280, 2000), budget)
+            .unwrap();
+        assert!(std::fs::metadata(&shot).unwrap().len() > 10_000);
+        eprintln!("screenshot: {}", shot.display());
+    }
+}
+
+#[test]
+fn bad_inputs_of_report_html_exit_2_with_one_error_line() {
+    let s = Scratch::new();
+    for args in [vec![s.path().join("absent")], vec![s.path().to_owned()]] {
+        let out = hyoka()
+            .args(["report", "html"])
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            err.starts_with("error: ") && err.lines().count() == 1,
+            "{err}"
+        );
+    }
+    std::fs::write(s.path().join("run.json"), "{\"evals\": 7}").unwrap();
+    let out = hyoka()
+        .args(["report", "html"])
+        .arg(s.path().join("run.json"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("is not a run.json"),
+        "{}",
+        stderr(&out)
+    );
+    let out = hyoka()
+        .args(["report", "html", "a", "b", "c"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "three runs are refused");
+    assert!(!s.path().join("report.html").exists());
+}

@@ -1,0 +1,51 @@
+//! The simulated agent's own terminal: raw mode while it runs, and its size.
+
+use std::os::fd::AsFd;
+
+use rustix::termios::{OptionalActions, Termios, isatty, tcgetattr, tcgetwinsize, tcsetattr};
+
+/// A terminal size in cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Size {
+    pub(crate) rows: u16,
+    pub(crate) cols: u16,
+}
+
+/// The size of the terminal on stdout, if it is one.
+pub(crate) fn size() -> Option<Size> {
+    let size = tcgetwinsize(std::io::stdout().as_fd()).ok()?;
+    (size.ws_row > 0 && size.ws_col > 0).then_some(Size {
+        rows: size.ws_row,
+        cols: size.ws_col,
+    })
+}
+
+/// Puts stdin into raw mode while alive, as an agent's TUI does; restores it on drop.
+pub(crate) struct RawMode(Option<Termios>);
+
+impl RawMode {
+    /// Raw mode when stdin is a terminal; otherwise a guard that does nothing.
+    pub(crate) fn enter() -> Self {
+        let stdin = std::io::stdin();
+        if !isatty(stdin.as_fd()) {
+            return Self(None);
+        }
+        let Ok(saved) = tcgetattr(stdin.as_fd()) else {
+            return Self(None);
+        };
+        let mut raw = saved.clone();
+        raw.make_raw();
+        if tcsetattr(stdin.as_fd(), OptionalActions::Now, &raw).is_err() {
+            return Self(None);
+        }
+        Self(Some(saved))
+    }
+}
+
+impl Drop for RawMode {
+    fn drop(&mut self) {
+        if let Some(saved) = &self.0 {
+            let _ = tcsetattr(std::io::stdin().as_fd(), OptionalActions::Now, saved);
+        }
+    }
+}
