@@ -18,8 +18,8 @@
 
 use serde::Serialize;
 
-use crate::metrics::TaskSummary;
 use crate::report::RunSummary;
+use crate::report::TaskSummary;
 use crate::usage::TokenUsage;
 
 /// The name of the test [`compare_runs`] applies, as reports print it.

@@ -19,7 +19,7 @@ use crate::events::{AgentEvent, EventSource, LineCounts, LineReader, LineSplitte
 use crate::host::{EvalWorkspace, Harness, Pipe, WorkspaceEnd};
 use crate::limits::Monitor;
 use crate::phases::{
-    PhaseClock, PhaseContext, PhaseEnv, exit_text, prepare_home, run_phase, skipped,
+    PhaseClock, PhaseContext, PhaseEnv, exit_text, prepare_home, run_phase, skipped, sleep_until,
     start_services, stop_services,
 };
 use crate::ps::LiveStatus;
@@ -968,14 +968,6 @@ async fn run_agent(
             .then(|| EventsRecord::new(spec.events, source, lines)),
         teardown: Some(teardown),
         layers,
-    }
-}
-
-/// Sleeps until `deadline`, or forever without one.
-pub(crate) async fn sleep_until(deadline: Option<Instant>) {
-    match deadline {
-        Some(deadline) => tokio::time::sleep_until(deadline).await,
-        None => std::future::pending().await,
     }
 }
 

@@ -180,7 +180,7 @@ pub use crate::limits::{
     LimitSet, Monitor, PartialLimits,
 };
 pub use crate::merge::{MergeOptions, merge_summaries, read_summary};
-pub use crate::metrics::{Metrics, TaskSummary, pass_at_k, pass_hat_k};
+pub use crate::metrics::{pass_at_k, pass_hat_k};
 pub use crate::ps::{LiveRun, PhaseNow, current_phase, live_runs, render_live_runs};
 pub use crate::records::{STATUS_FILE, millis, rfc3339, write_json};
 pub use crate::render::{

@@ -16,9 +16,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-
-use crate::report::{EvalSummary, Status};
+use crate::report::{EvalSummary, Metrics, Status, TaskSummary};
 
 /// pass@k: the chance that at least one of `k` of the `n` trials, `c` of which passed,
 /// passes. `None` unless `1 <= k <= n` and `c <= n`.
@@ -76,34 +74,6 @@ fn ks(trials: u64) -> Vec<u64> {
     ks.sort_unstable();
     ks.dedup();
     ks
-}
-
-/// One task's line in `run.json` `tasks`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub struct TaskSummary {
-    /// The eval.
-    pub eval_id: String,
-    /// The agent, when the suite names several.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent: Option<String>,
-    /// Its trials, whatever their status.
-    pub trials: u64,
-    /// Trials that passed.
-    pub passed: u64,
-    /// Trials that failed.
-    pub failed: u64,
-    /// Trials that ended in an error.
-    pub errors: u64,
-    /// Trials that never started.
-    pub not_run: u64,
-    /// pass@k by `k` (as a string).
-    pub pass_at_k: BTreeMap<String, f64>,
-    /// pass^k by `k` (as a string).
-    pub pass_hat_k: BTreeMap<String, f64>,
-    /// The mean of the review scores its trials were given, when any was.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mean_score: Option<f64>,
 }
 
 impl TaskSummary {
@@ -164,21 +134,6 @@ impl TaskSummary {
         let scored = self.passed + self.failed;
         (scored > 0).then(|| as_f64(self.passed) / as_f64(scored))
     }
-}
-
-/// `run.json` `metrics`: each task figure averaged over the tasks that have it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub struct Metrics {
-    /// Tasks in the run.
-    pub tasks: u64,
-    /// Mean pass@k over the tasks with a figure for `k`.
-    pub pass_at_k: BTreeMap<String, f64>,
-    /// Mean pass^k over the tasks with a figure for `k`.
-    pub pass_hat_k: BTreeMap<String, f64>,
-    /// The mean of the tasks' mean review scores.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mean_score: Option<f64>,
 }
 
 impl Metrics {

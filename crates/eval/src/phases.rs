@@ -281,7 +281,7 @@ async fn wait_ready(
                 let how = exit_text(exit);
                 return Err(format!("service {} exited with {how} before it was ready", spec.name));
             }
-            () = crate::eval::sleep_until(deadline) => {
+            () = sleep_until(deadline) => {
                 return Err(format!(
                     "service {} was not ready within {}",
                     spec.name,
@@ -553,5 +553,13 @@ async fn pump(mut reader: Pipe, log: &CappedLog, capture: Option<mpsc::Unbounded
                 }
             }
         }
+    }
+}
+
+/// Sleeps until `deadline`, or forever without one.
+pub(crate) async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
     }
 }

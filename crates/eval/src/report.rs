@@ -5,7 +5,6 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::events::{EventSource, LineCounts};
-use crate::metrics::{Metrics, TaskSummary};
 use crate::usage::TokenUsage;
 
 /// How a trial ended, and whose result it is.
@@ -766,4 +765,47 @@ impl RunSummary {
             totals,
         }
     }
+}
+
+/// One task's line in `run.json` `tasks`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct TaskSummary {
+    /// The eval.
+    pub eval_id: String,
+    /// The agent, when the suite names several.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// Its trials, whatever their status.
+    pub trials: u64,
+    /// Trials that passed.
+    pub passed: u64,
+    /// Trials that failed.
+    pub failed: u64,
+    /// Trials that ended in an error.
+    pub errors: u64,
+    /// Trials that never started.
+    pub not_run: u64,
+    /// pass@k by `k` (as a string).
+    pub pass_at_k: BTreeMap<String, f64>,
+    /// pass^k by `k` (as a string).
+    pub pass_hat_k: BTreeMap<String, f64>,
+    /// The mean of the review scores its trials were given, when any was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_score: Option<f64>,
+}
+
+/// `run.json` `metrics`: each task figure averaged over the tasks that have it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Metrics {
+    /// Tasks in the run.
+    pub tasks: u64,
+    /// Mean pass@k over the tasks with a figure for `k`.
+    pub pass_at_k: BTreeMap<String, f64>,
+    /// Mean pass^k over the tasks with a figure for `k`.
+    pub pass_hat_k: BTreeMap<String, f64>,
+    /// The mean of the tasks' mean review scores.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_score: Option<f64>,
 }

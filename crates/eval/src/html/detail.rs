@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::load::{Tail, TrialRecords};
-use super::model::{CleanupFile, ReportFile, ReviewFile, TimelineFile, Usage};
-use super::page::{FIELD_CAP, agent_of, status, termination, usage};
+use super::load::{Tail, TrialRecords, agent_of, status, termination, usage};
+use super::model::{CleanupFile, FIELD_CAP, ReportFile, ReviewFile, TimelineFile, Usage};
+
 use crate::events::truncate_chars;
 
 /// The most entries of a record's lists and maps a trial shows (phases, counts, limits, tool

@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 
 use super::HtmlOptions;
 use super::error::HtmlError;
-use super::model::{EvalLine, ReportFile, RunFile, TimelineFile};
+use super::model::{EvalLine, ReportFile, RunFile, TimelineFile, Usage};
 
 /// The most bytes of `run.json` read (a run of 100,000 trials writes about 30 MB).
 pub(super) const RUN_CAP: u64 = 256 << 20;
@@ -369,4 +369,31 @@ impl Root {
 fn memchr_newline(bytes: &[u8]) -> Option<usize> {
     // A line start is worth a short search only; a log of one long line keeps its cut.
     bytes.iter().take(1024).position(|&b| b == b'\n')
+}
+
+pub(super) fn agent_of(trial: &TrialRecords) -> Option<String> {
+    (trial.line.agent.clone()).or_else(|| trial.report.as_ref().and_then(|r| r.agent.clone()))
+}
+
+pub(super) fn status(trial: &TrialRecords) -> &str {
+    match &trial.report {
+        Some(r) if !r.status.is_empty() => &r.status,
+        _ if !trial.line.status.is_empty() => &trial.line.status,
+        _ => "unknown",
+    }
+}
+
+pub(super) fn termination(trial: &TrialRecords) -> &str {
+    match &trial.report {
+        Some(r) if !r.termination.is_empty() => &r.termination,
+        _ => &trial.line.termination,
+    }
+}
+
+pub(super) fn usage(trial: &TrialRecords) -> Option<Usage> {
+    trial
+        .report
+        .as_ref()
+        .and_then(|r| r.usage)
+        .or(trial.line.usage)
 }

@@ -11,6 +11,9 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
+/// The longest text of one field on the page (notes, details, paths, tool inputs).
+pub(super) const FIELD_CAP: usize = 2048;
+
 /// `run.json`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]

@@ -9,7 +9,11 @@ use serde::Serialize;
 
 use super::error::HtmlError;
 
-/// Packs trial details into chunks of [`CHUNK`](super::page::CHUNK) trials, each a JSON array, compressed
+/// Trials per compressed chunk: large enough to compress well, small enough to inflate in a
+/// few milliseconds when one trial is opened.
+pub(super) const CHUNK: usize = 64;
+
+/// Packs trial details into chunks of [`CHUNK`] trials, each a JSON array, compressed
 /// with gzip on every core at the end.
 #[derive(Default)]
 pub(super) struct Packer {
@@ -27,7 +31,7 @@ impl Packer {
         serde_json::to_writer(&mut self.current, detail)
             .map_err(|e| HtmlError::Encode { source: e.into() })?;
         self.in_current += 1;
-        if self.in_current == super::page::CHUNK {
+        if self.in_current == CHUNK {
             self.flush();
         }
         Ok(())

@@ -8,16 +8,12 @@ use serde::Serialize;
 
 use super::detail::detail;
 use super::error::HtmlError;
-use super::load::{RunRecords, TrialRecords};
-use super::model::{TaskLine, Usage};
-use super::pack::Packer;
+use super::load::{RunRecords, TrialRecords, agent_of, status, termination, usage};
+use super::model::{FIELD_CAP, TaskLine, Usage};
+use super::pack::{CHUNK, Packer};
 use crate::events::truncate_chars;
+use crate::metrics::{pass_at_k, pass_hat_k};
 
-/// Trials per compressed chunk: large enough to compress well, small enough to inflate in a
-/// few milliseconds when one trial is opened.
-pub(super) const CHUNK: usize = 64;
-/// The longest text of one field on the page (notes, details, paths, tool inputs).
-pub(super) const FIELD_CAP: usize = 2048;
 /// The longest tool input of one event on the page.
 const INPUT_CAP: usize = 240;
 /// The characters of tool inputs a page keeps in all, shared out among its events; below
@@ -230,33 +226,6 @@ fn eval_id(trial: &TrialRecords) -> &str {
         .map_or("(unnamed)", |r| r.eval_id.as_str())
 }
 
-pub(super) fn agent_of(trial: &TrialRecords) -> Option<String> {
-    (trial.line.agent.clone()).or_else(|| trial.report.as_ref().and_then(|r| r.agent.clone()))
-}
-
-pub(super) fn status(trial: &TrialRecords) -> &str {
-    match &trial.report {
-        Some(r) if !r.status.is_empty() => &r.status,
-        _ if !trial.line.status.is_empty() => &trial.line.status,
-        _ => "unknown",
-    }
-}
-
-pub(super) fn termination(trial: &TrialRecords) -> &str {
-    match &trial.report {
-        Some(r) if !r.termination.is_empty() => &r.termination,
-        _ => &trial.line.termination,
-    }
-}
-
-pub(super) fn usage(trial: &TrialRecords) -> Option<Usage> {
-    trial
-        .report
-        .as_ref()
-        .and_then(|r| r.usage)
-        .or(trial.line.usage)
-}
-
 fn score(trial: &TrialRecords) -> Option<f64> {
     trial
         .report
@@ -264,29 +233,6 @@ fn score(trial: &TrialRecords) -> Option<f64> {
         .and_then(|r| r.review.as_ref())
         .and_then(|v| v.score)
         .filter(|s| s.is_finite())
-}
-
-/// pass@k with the unbiased estimator 1 − C(n−c, k) / C(n, k): the chance that at least one
-/// of k trials drawn from the n passes.
-pub(super) fn pass_at_k(n: u64, c: u64, k: u64) -> f64 {
-    1.0 - ratio(n.saturating_sub(c), n, k)
-}
-
-/// pass^k = C(c, k) / C(n, k): the chance that k trials drawn from the n all pass.
-pub(super) fn pass_hat_k(n: u64, c: u64, k: u64) -> f64 {
-    ratio(c, n, k)
-}
-
-/// C(a, k) / C(n, k) as a product, which neither overflows nor loses precision.
-#[expect(
-    clippy::cast_precision_loss,
-    reason = "trial counts are far below 2^52"
-)]
-fn ratio(a: u64, n: u64, k: u64) -> f64 {
-    if k > a || k > n {
-        return 0.0;
-    }
-    (0..k).fold(1.0, |acc, i| acc * (a - i) as f64 / (n - i) as f64)
 }
 
 /// One trial's line: the report's facts where it has them, else `run.json`'s.
@@ -373,9 +319,9 @@ fn task_row(
     if counted > 0 {
         for k in [1, counted] {
             row.pass_at_k
-                .insert(k.to_string(), pass_at_k(counted, passed, k));
+                .insert(k.to_string(), pass_at_k(counted, passed, k).unwrap_or(0.0));
             row.pass_hat_k
-                .insert(k.to_string(), pass_hat_k(counted, passed, k));
+                .insert(k.to_string(), pass_hat_k(counted, passed, k).unwrap_or(0.0));
         }
     }
     if let Some(line) = line {

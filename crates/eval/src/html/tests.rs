@@ -11,7 +11,6 @@ use base64::Engine;
 use serde_json::{Value, json};
 
 use super::load::{Root, RunRecords, auto_tail};
-use super::page::{pass_at_k, pass_hat_k};
 use super::{HtmlError, HtmlOptions, default_page_path, render_page, write_html_report};
 
 /// A scratch directory holding runs.
@@ -149,7 +148,11 @@ fn check(page: &Page, task: usize, expected: &Value) {
 
 #[test]
 fn pass_at_k_is_the_unbiased_estimator_and_pass_hat_k_the_chance_all_pass() {
-    let close = |a: f64, b: f64| assert!((a - b).abs() < 1e-12, "{a} != {b}");
+    use crate::metrics::{pass_at_k, pass_hat_k};
+    let close = |a: Option<f64>, b: f64| {
+        let a = a.expect("defined");
+        assert!((a - b).abs() < 1e-12, "{a} != {b}");
+    };
     close(pass_at_k(3, 1, 1), 1.0 / 3.0);
     close(pass_at_k(3, 1, 3), 1.0);
     close(pass_hat_k(3, 1, 3), 0.0);
@@ -158,6 +161,11 @@ fn pass_at_k_is_the_unbiased_estimator_and_pass_hat_k_the_chance_all_pass() {
     close(pass_at_k(4, 0, 4), 0.0);
     close(pass_hat_k(4, 4, 4), 1.0);
     close(pass_at_k(1000, 1, 1), 0.001);
+    assert_eq!(
+        pass_at_k(3, 1, 4),
+        None,
+        "k beyond the trials is not defined"
+    );
 }
 
 #[test]

@@ -11,7 +11,7 @@ use std::time::Duration;
 use process_wrap::tokio::{ChildWrapper, CommandWrap, ProcessGroup};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-use crate::checker::{
+use super::protocol::{
     CheckReply, IdleAnswer, IdleChecker, PlanAnswer, PlanChecker, idle_prompt, parse_idle_reply,
     parse_plan_reply, plan_prompt,
 };

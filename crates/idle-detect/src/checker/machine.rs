@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::checker::{CheckReply, CheckVerdict};
+use super::protocol::{CheckReply, CheckVerdict};
 use crate::error::CheckError;
 
 /// Timings of a [`CheckerMachine`]; [`CheckerConfig::idle`] and [`CheckerConfig::plan`] give
