@@ -6,9 +6,10 @@ use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use hyoka_respawn::Size;
+pub(crate) use hyoka_respawn::terminal_size as size;
+use hyoka_respawn::{RawMode, Size};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
-use rustix::termios::{OptionalActions, Termios, isatty, tcgetattr, tcgetwinsize, tcsetattr};
+use rustix::termios::isatty;
 use tokio::sync::{mpsc, oneshot};
 
 /// Ctrl-] detaches from a mirrored session (as in telnet): hyoka stops the session and
@@ -18,45 +19,6 @@ pub(crate) const DETACH_KEY: u8 = 0x1d;
 /// `true` when both stdin and stdout are terminals.
 pub(crate) fn interactive() -> bool {
     isatty(std::io::stdin().as_fd()) && isatty(std::io::stdout().as_fd())
-}
-
-/// The size of the terminal on stdout, if it is one.
-pub(crate) fn size() -> Option<Size> {
-    let size = tcgetwinsize(std::io::stdout().as_fd()).ok()?;
-    (size.ws_row > 0 && size.ws_col > 0).then_some(Size {
-        rows: size.ws_row,
-        cols: size.ws_col,
-    })
-}
-
-/// Puts stdin into raw mode while alive; restores it on drop (also on panic unwinding).
-pub(crate) struct RawMode(Option<Termios>);
-
-impl RawMode {
-    /// Raw mode when stdin is a terminal; otherwise a guard that does nothing.
-    pub(crate) fn enter() -> Self {
-        let stdin = std::io::stdin();
-        if !isatty(stdin.as_fd()) {
-            return Self(None);
-        }
-        let Ok(saved) = tcgetattr(stdin.as_fd()) else {
-            return Self(None);
-        };
-        let mut raw = saved.clone();
-        raw.make_raw();
-        if tcsetattr(stdin.as_fd(), OptionalActions::Now, &raw).is_err() {
-            return Self(None);
-        }
-        Self(Some(saved))
-    }
-}
-
-impl Drop for RawMode {
-    fn drop(&mut self) {
-        if let Some(saved) = &self.0 {
-            let _ = tcsetattr(std::io::stdin().as_fd(), OptionalActions::Now, saved);
-        }
-    }
 }
 
 /// A thread that forwards stdin to a channel. It polls with a short timeout so that it

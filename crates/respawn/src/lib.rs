@@ -181,6 +181,7 @@ mod registry;
 mod schema;
 mod supervise;
 mod terminal;
+mod tty;
 
 pub use crate::alert::{AlertClock, AlertOptions};
 pub use crate::claude_hooks::{HooksInstalled, install_claude_hooks};
@@ -216,3 +217,4 @@ pub use crate::terminal::{
 };
 #[cfg(feature = "mock")]
 pub use crate::terminal::{FakeHandle, FakeTerminal, MockTerminal, Written};
+pub use crate::tty::{RawMode, terminal_size};

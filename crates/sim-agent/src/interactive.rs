@@ -23,7 +23,7 @@ use serde_json::json;
 
 use crate::SimError;
 use crate::args::InteractiveArgs;
-use crate::tty::{RawMode, Size};
+use hyoka_respawn::{RawMode, Size, terminal_size};
 
 const SPINNER: [&str; 6] = ["·", "✢", "✳", "✶", "✻", "✽"];
 const VERBS: [&str; 6] = [
@@ -108,7 +108,7 @@ pub(crate) fn exec(args: &InteractiveArgs) -> Result<u8, SimError> {
         record,
         out: std::io::stdout(),
         interrupts: 0,
-        size: crate::tty::size(),
+        size: terminal_size(),
         pasting: false,
         pending: String::new(),
         args: args.clone(),
@@ -335,7 +335,7 @@ impl Agent {
     }
 
     fn tick(&mut self) {
-        let size = crate::tty::size();
+        let size = terminal_size();
         if size != self.size {
             self.size = size;
             if let Some(size) = size {

@@ -32,7 +32,6 @@
 
 mod args;
 mod interactive;
-mod tty;
 
 use std::io::Write;
 use std::path::PathBuf;

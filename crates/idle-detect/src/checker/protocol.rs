@@ -8,7 +8,6 @@ use serde::Serialize;
 
 use crate::error::CheckError;
 
-
 /// Characters of stripped output the idle checker sees (Codeman's `maxContextChars`).
 pub const IDLE_CONTEXT_CHARS: usize = 16_000;
 /// Characters of stripped output the plan checker sees.

@@ -1,18 +1,14 @@
-//! The simulated agent's own terminal: raw mode while it runs, and its size.
+//! The process's own terminal: its size, and raw mode for as long as a guard lives. For a
+//! program that mirrors a session to a person, or draws one.
 
 use std::os::fd::AsFd;
 
 use rustix::termios::{OptionalActions, Termios, isatty, tcgetattr, tcgetwinsize, tcsetattr};
 
-/// A terminal size in cells.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Size {
-    pub(crate) rows: u16,
-    pub(crate) cols: u16,
-}
+use crate::terminal::Size;
 
 /// The size of the terminal on stdout, if it is one.
-pub(crate) fn size() -> Option<Size> {
+pub fn terminal_size() -> Option<Size> {
     let size = tcgetwinsize(std::io::stdout().as_fd()).ok()?;
     (size.ws_row > 0 && size.ws_col > 0).then_some(Size {
         rows: size.ws_row,
@@ -20,12 +16,14 @@ pub(crate) fn size() -> Option<Size> {
     })
 }
 
-/// Puts stdin into raw mode while alive, as an agent's TUI does; restores it on drop.
-pub(crate) struct RawMode(Option<Termios>);
+/// Puts stdin into raw mode while alive (a supervisor mirroring a session, or an agent's
+/// TUI); restores the saved mode on drop, also when unwinding.
+#[derive(Debug)]
+pub struct RawMode(Option<Termios>);
 
 impl RawMode {
     /// Raw mode when stdin is a terminal; otherwise a guard that does nothing.
-    pub(crate) fn enter() -> Self {
+    pub fn enter() -> Self {
         let stdin = std::io::stdin();
         if !isatty(stdin.as_fd()) {
             return Self(None);
