@@ -187,8 +187,9 @@ pub use crate::render::{
     ProgressLines, ProgressSink, render_comparison, render_summary, timeline_text, usage_text,
 };
 pub use crate::report::{
-    Attempt, Cleanup, Counts, ErrorKind, EvalSummary, EventsRecord, FailOn, Limits, PhaseRecord,
-    PhaseStatus, Report, ReviewVerdict, RunInfo, RunSummary, Status, Termination, Totals,
+    Attempt, Cleanup, Counts, ErrorKind, EvalSummary, EventsRecord, FailOn, Limits, Metrics,
+    PhaseRecord, PhaseStatus, Report, ReviewVerdict, RunInfo, RunSummary, Status, TaskSummary,
+    Termination, Totals,
 };
 pub use crate::runner::{
     Containment, MAX_RETRY_BACKOFF, NoObserver, Observer, RETRY_BACKOFF, RunOutcome, RunPlan, run,
