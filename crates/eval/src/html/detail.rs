@@ -202,7 +202,13 @@ pub(super) fn detail<'a>(
         duration_ms: report
             .and_then(|r| r.duration_ms)
             .or(trial.line.duration_ms),
-        counts: pairs(report.map(|r| &r.counts)),
+        counts: {
+            let mut counts = pairs(report.map(|r| &r.counts));
+            if let Some(events) = report.and_then(|r| r.events.as_ref()) {
+                counts.push(("events".to_owned(), truncate_chars(&events.describe(), 160)));
+            }
+            counts
+        },
         limits: pairs(report.map(|r| &r.limits)),
         usage: usage(trial),
         phases,

@@ -127,6 +127,36 @@ pub(super) struct ReportFile {
     pub(super) earlier_attempts: Option<Value>,
     pub(super) agent: Option<String>,
     pub(super) epoch: Option<u64>,
+    pub(super) events: Option<EventsFile>,
+}
+
+/// `report.json` `events`: what the agent's events reader made of its output.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(super) struct EventsFile {
+    pub(super) format: String,
+    pub(super) seen: u64,
+    pub(super) unknown_lines: u64,
+    pub(super) malformed_lines: u64,
+    pub(super) none_seen: bool,
+}
+
+impl EventsFile {
+    /// One line for the trial's counts, in the run summary's words.
+    pub(super) fn describe(&self) -> String {
+        let (unknown, malformed) = (self.unknown_lines, self.malformed_lines);
+        if self.none_seen {
+            format!(
+                "none seen ({} reader: {unknown} unknown, {malformed} malformed line(s))",
+                self.format
+            )
+        } else {
+            format!(
+                "{} seen ({}), {unknown} unknown, {malformed} malformed",
+                self.seen, self.format
+            )
+        }
+    }
 }
 
 /// `report.json` `cleanup`.

@@ -232,6 +232,13 @@ fn the_fields_of_trials_and_usage_show_when_a_run_has_them() {
         if status == "error" {
             r["error_kind"] = json!("infra");
         }
+        r["events"] = if epoch == 2 {
+            json!({"requested": "auto", "format": "codex-json", "seen": 0, "unknown_lines": 3,
+                   "malformed_lines": 1, "none_seen": true})
+        } else {
+            json!({"requested": "stream-json", "format": "stream-json", "seen": 12,
+                   "unknown_lines": 0, "malformed_lines": 0})
+        };
         s.json(&format!("run/{rel}"), &r);
         evals.push(json!({"eval_id": "t", "epoch": epoch, "status": status, "report": rel}));
     }
@@ -259,6 +266,24 @@ fn the_fields_of_trials_and_usage_show_when_a_run_has_them() {
     assert_eq!(rows[3]["error_kind"], "infra");
     assert_eq!(rows[3]["attempts"], 2);
     assert_eq!(p.details[3]["usage"]["cache_read_tokens"], 5);
+    let events = |i: usize| {
+        p.details[i]["counts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|pair| pair[0] == "events")
+            .map(|pair| pair[1].clone())
+    };
+    assert_eq!(
+        events(1),
+        Some(json!(
+            "none seen (codex-json reader: 3 unknown, 1 malformed line(s))"
+        ))
+    );
+    assert_eq!(
+        events(0),
+        Some(json!("12 seen (stream-json), 0 unknown, 0 malformed"))
+    );
     assert!(p.html.contains("suites/s.yaml"), "the suite");
     assert!(p.html.contains("<dd>2/3</dd>"), "the shard");
     assert!(p.html.contains("<dd>0.2.0</dd>"), "the version");
