@@ -53,8 +53,8 @@ struct Line<'a> {
     kind: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     message: Option<Message<'a>>,
-    #[serde(borrow, default)]
-    usage: Option<&'a RawValue>,
+    #[serde(default)]
+    usage: UsageField,
     #[serde(borrow, default)]
     total_cost_usd: Option<&'a RawValue>,
     #[serde(borrow, default)]
@@ -67,33 +67,114 @@ struct Message<'a> {
     id: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     content: Content<'a>,
-    #[serde(borrow, default)]
-    usage: Option<&'a RawValue>,
+    #[serde(default)]
+    usage: UsageField,
 }
 
-/// The token fields of an Anthropic `usage` object.
+/// The token fields of an Anthropic `usage` object; a field of another shape is `None`.
 #[derive(Deserialize)]
 struct RawUsage {
     #[serde(default)]
-    input_tokens: Option<u64>,
+    input_tokens: Lenient,
     #[serde(default)]
-    output_tokens: Option<u64>,
+    output_tokens: Lenient,
     #[serde(default)]
-    cache_read_input_tokens: Option<u64>,
+    cache_read_input_tokens: Lenient,
     #[serde(default)]
-    cache_creation_input_tokens: Option<u64>,
+    cache_creation_input_tokens: Lenient,
 }
 
-/// A `usage` object's tokens; `None` for anything else (a placeholder string).
-fn tokens(raw: Option<&RawValue>) -> Option<TokenUsage> {
-    let usage: RawUsage = serde_json::from_str(raw?.get()).ok()?;
-    Some(TokenUsage {
-        input_tokens: usage.input_tokens,
-        output_tokens: usage.output_tokens,
-        cache_read_tokens: usage.cache_read_input_tokens,
-        cache_creation_tokens: usage.cache_creation_input_tokens,
-        cost_usd: None,
-    })
+/// A `usage` field read in the same pass as its line: an object's tokens, `None` for anything
+/// else (a placeholder string).
+#[derive(Default)]
+struct UsageField(Option<TokenUsage>);
+
+impl<'de> Deserialize<'de> for UsageField {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct UsageVisitor;
+        impl<'de> Visitor<'de> for UsageVisitor {
+            type Value = UsageField;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a usage object or anything else")
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                let raw = RawUsage::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                Ok(UsageField(Some(TokenUsage {
+                    input_tokens: raw.input_tokens.0,
+                    output_tokens: raw.output_tokens.0,
+                    cache_read_tokens: raw.cache_read_input_tokens.0,
+                    cache_creation_tokens: raw.cache_creation_input_tokens.0,
+                    cost_usd: None,
+                })))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                IgnoredAny::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
+                Ok(UsageField(None))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(UsageField(None))
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(UsageField(None))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(UsageField(None))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(UsageField(None))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(UsageField(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(UsageField(None))
+            }
+        }
+        deserializer.deserialize_any(UsageVisitor)
+    }
+}
+
+/// A token count where one is expected; `None` for a value of any other shape.
+#[derive(Default)]
+struct Lenient(Option<u64>);
+
+impl<'de> Deserialize<'de> for Lenient {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct LenientVisitor;
+        impl<'de> Visitor<'de> for LenientVisitor {
+            type Value = Lenient;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a token count or anything else")
+            }
+            fn visit_u64<E>(self, n: u64) -> Result<Self::Value, E> {
+                Ok(Lenient(Some(n)))
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                IgnoredAny::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                Ok(Lenient(None))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                IgnoredAny::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
+                Ok(Lenient(None))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(Lenient(None))
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(Lenient(None))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(Lenient(None))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(Lenient(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(Lenient(None))
+            }
+        }
+        deserializer.deserialize_any(LenientVisitor)
+    }
 }
 
 /// A cost in dollars: a finite, non-negative number, nothing else.
@@ -242,7 +323,7 @@ impl StreamJsonParser {
             Some("system") => return LineKind::System,
             Some("user") => return LineKind::User,
             Some("result") => {
-                let mut total = tokens(parsed.usage).unwrap_or_default();
+                let mut total = parsed.usage.0.unwrap_or_default();
                 total.cost_usd = cost(parsed.total_cost_usd).or_else(|| cost(parsed.cost_usd));
                 if !total.is_empty() {
                     events.push(AgentEvent::Usage(UsageEvent::Total(total)));
@@ -257,7 +338,7 @@ impl StreamJsonParser {
         let Some(message) = parsed.message else {
             return kind;
         };
-        let usage = tokens(message.usage);
+        let usage = message.usage.0;
         let (new_turn, increment) = match message.id.as_deref() {
             Some(id) => {
                 if let Some((_, last)) = self.recent.iter_mut().find(|(seen, _)| seen == id) {

@@ -577,3 +577,20 @@ fn every_source_parses_from_its_name() {
         "{err}"
     );
 }
+
+/// A usage field of an odd shape costs only that field: the line still counts, and the other
+/// fields are read (they are parsed in the line's one pass, not a second one).
+#[test]
+fn an_odd_usage_field_costs_only_that_field() {
+    let text = concat!(
+        r#"{"type":"assistant","message":{"id":"m1","content":[],"usage":{"input_tokens":"x","output_tokens":5,"cache_creation":{"ephemeral_5m_input_tokens":3},"service_tier":"standard"}}}"#,
+        "\n",
+        r#"{"type":"assistant","message":{"id":"m2","content":[],"usage":[1,2]}}"#,
+        "\n",
+    );
+    let (events, parser) = parse_all(text);
+    assert_eq!(parser.malformed, 0);
+    assert_eq!(counts(&events), (2, 0));
+    let spent = spending(&events).expect("the output tokens");
+    assert_eq!((spent.input_tokens, spent.output_tokens), (None, Some(5)));
+}
