@@ -111,6 +111,37 @@ pub struct Verdict {
 }
 
 impl Verdict {
+    /// The evidence to show as the reason for the verdict: the first that points to its
+    /// state, else the first of all (a verdict reached by settling, say, may have none).
+    ///
+    /// ```
+    /// use hyoka_idle_detect::{Evidence, SessionState, Verdict};
+    ///
+    /// let seen = |points_to, rule: &str| Evidence {
+    ///     signal: "screen_rule",
+    ///     points_to,
+    ///     rule: rule.to_owned(),
+    ///     detail: String::new(),
+    ///     age_ms: 0,
+    ///     source: String::new(),
+    /// };
+    /// // The prompt box is on screen, but the agent's tree is busy: working, because of the CPU.
+    /// let verdict = Verdict {
+    ///     state: SessionState::Working,
+    ///     evidence: vec![
+    ///         seen(SessionState::Idle, "claude-code/prompt-box"),
+    ///         seen(SessionState::Working, "process/cpu"),
+    ///     ],
+    ///     ..Verdict::default()
+    /// };
+    /// assert_eq!(verdict.deciding().map(|e| e.rule.as_str()), Some("process/cpu"));
+    /// ```
+    pub fn deciding(&self) -> Option<&Evidence> {
+        (self.evidence.iter())
+            .find(|e| e.points_to == self.state)
+            .or_else(|| self.evidence.first())
+    }
+
     /// `true` when automation may type into the session: it is idle and not blocked.
     pub fn allows_input(&self) -> bool {
         self.state == SessionState::Idle

@@ -421,7 +421,7 @@ impl<T: Terminal, M: SessionModel, O: Observer> Driver<T, M, O> {
         }
         if !verdict.same_state(&self.verdict) {
             self.verdict_since = at;
-            let top = verdict.evidence.first();
+            let top = verdict.deciding();
             self.emit(
                 at,
                 &Event::VerdictChanged {

@@ -196,6 +196,7 @@ impl SessionInfo {
     fn status(&self, live: LiveStatus, now: Instant) -> SessionStatus {
         let wall_now = self.started_wall + now.saturating_duration_since(self.started);
         let since = wall_now.checked_sub(live.state_for).unwrap_or(wall_now);
+        let deciding = live.verdict.deciding();
         SessionStatus {
             name: self.name.clone(),
             agent: self.agent.clone(),
@@ -205,10 +206,12 @@ impl SessionInfo {
             controller_pid: std::process::id(),
             state: live.verdict.state,
             blocked: live.verdict.blocked,
-            evidence: live
-                .verdict
-                .evidence
-                .iter()
+            // The evidence that decided the state comes first: `why:` shows it.
+            evidence: (deciding.into_iter())
+                .chain(
+                    (live.verdict.evidence.iter())
+                        .filter(|e| deciding.is_none_or(|d| !std::ptr::eq(*e, d))),
+                )
                 .map(|e| EvidenceLine {
                     signal: e.signal.to_owned(),
                     rule: e.rule.clone(),
