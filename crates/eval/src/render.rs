@@ -111,11 +111,12 @@ pub fn render_summary(summary: &RunSummary, run_dir: &Path) -> String {
             let _ = writeln!(out, "          {kind}why: {reason}");
         }
         if let Some(events) = eval.events.filter(|e| e.none_seen) {
-            let _ = writeln!(
-                out,
-                "          events: none seen ({} reader: {} unknown, {} malformed line(s))",
-                events.format, events.unknown_lines, events.malformed_lines
+            let none = none_seen(
+                events.format.as_str(),
+                events.unknown_lines,
+                events.malformed_lines,
             );
+            let _ = writeln!(out, "          events: {none}");
         }
     }
     if summary.evals.len() > shown {
@@ -343,4 +344,9 @@ impl<S: ProgressSink> Observer for ProgressLines<S> {
     fn run_finished(&self, _summary: &RunSummary) {
         self.sink.done();
     }
+}
+
+/// What a reader that saw no valid event says, in the summary and on the page.
+pub(crate) fn none_seen(format: &str, unknown: u64, malformed: u64) -> String {
+    format!("none seen ({format} reader: {unknown} unknown, {malformed} malformed line(s))")
 }

@@ -146,10 +146,7 @@ impl EventsFile {
     pub(super) fn describe(&self) -> String {
         let (unknown, malformed) = (self.unknown_lines, self.malformed_lines);
         if self.none_seen {
-            format!(
-                "none seen ({} reader: {unknown} unknown, {malformed} malformed line(s))",
-                self.format
-            )
+            crate::render::none_seen(&self.format, unknown, malformed)
         } else {
             format!(
                 "{} seen ({}), {unknown} unknown, {malformed} malformed",
