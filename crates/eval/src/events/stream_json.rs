@@ -54,7 +54,7 @@ struct Line<'a> {
     #[serde(borrow, default)]
     message: Option<Message<'a>>,
     #[serde(default)]
-    usage: UsageField,
+    usage: MaybeObject<RawUsage>,
     #[serde(borrow, default)]
     total_cost_usd: Option<&'a RawValue>,
     #[serde(borrow, default)]
@@ -68,7 +68,7 @@ struct Message<'a> {
     #[serde(borrow, default)]
     content: Content<'a>,
     #[serde(default)]
-    usage: UsageField,
+    usage: MaybeObject<RawUsage>,
 }
 
 /// The token fields of an Anthropic `usage` object; a field of another shape is `None`.
@@ -84,53 +84,15 @@ struct RawUsage {
     cache_creation_input_tokens: Lenient,
 }
 
-/// A `usage` field read in the same pass as its line: an object's tokens, `None` for anything
-/// else (a placeholder string).
-#[derive(Default)]
-struct UsageField(Option<TokenUsage>);
-
-impl<'de> Deserialize<'de> for UsageField {
-    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct UsageVisitor;
-        impl<'de> Visitor<'de> for UsageVisitor {
-            type Value = UsageField;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a usage object or anything else")
-            }
-            fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                let raw = RawUsage::deserialize(de::value::MapAccessDeserializer::new(map))?;
-                Ok(UsageField(Some(TokenUsage {
-                    input_tokens: raw.input_tokens.0,
-                    output_tokens: raw.output_tokens.0,
-                    cache_read_tokens: raw.cache_read_input_tokens.0,
-                    cache_creation_tokens: raw.cache_creation_input_tokens.0,
-                    cost_usd: None,
-                })))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-                IgnoredAny::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
-                Ok(UsageField(None))
-            }
-            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-                Ok(UsageField(None))
-            }
-            fn visit_unit<E>(self) -> Result<Self::Value, E> {
-                Ok(UsageField(None))
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-                Ok(UsageField(None))
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-                Ok(UsageField(None))
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-                Ok(UsageField(None))
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-                Ok(UsageField(None))
-            }
+impl RawUsage {
+    fn tokens(self) -> TokenUsage {
+        TokenUsage {
+            input_tokens: self.input_tokens.0,
+            output_tokens: self.output_tokens.0,
+            cache_read_tokens: self.cache_read_input_tokens.0,
+            cache_creation_tokens: self.cache_creation_input_tokens.0,
+            cost_usd: None,
         }
-        deserializer.deserialize_any(UsageVisitor)
     }
 }
 
@@ -208,10 +170,8 @@ impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
                 let mut blocks = Vec::new();
                 // A block that is not an object is skipped, not fatal.
-                while let Some(block) = seq.next_element::<MaybeBlock<'a>>()? {
-                    if let MaybeBlock::Block(block) = block {
-                        blocks.push(block);
-                    }
+                while let Some(block) = seq.next_element::<MaybeObject<Block<'a>>>()? {
+                    blocks.extend(block.object());
                 }
                 Ok(Content(blocks))
             }
@@ -242,47 +202,59 @@ impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
     }
 }
 
-enum MaybeBlock<'a> {
-    Block(Block<'a>),
+/// An object of shape `T`, or any other value (skipped): content blocks and `usage` fields
+/// whose other shapes (a placeholder string) cost nothing but themselves.
+#[derive(Default)]
+enum MaybeObject<T> {
+    Object(T),
+    #[default]
     Other,
 }
 
-impl<'de: 'a, 'a> Deserialize<'de> for MaybeBlock<'a> {
+impl<T> MaybeObject<T> {
+    fn object(self) -> Option<T> {
+        match self {
+            Self::Object(value) => Some(value),
+            Self::Other => None,
+        }
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for MaybeObject<T> {
     fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct BlockVisitor<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for BlockVisitor<'a> {
-            type Value = MaybeBlock<'a>;
+        struct ObjectVisitor<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjectVisitor<T> {
+            type Value = MaybeObject<T>;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a content block")
+                f.write_str("an object or anything else")
             }
             fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                Block::deserialize(de::value::MapAccessDeserializer::new(map))
-                    .map(MaybeBlock::Block)
+                T::deserialize(de::value::MapAccessDeserializer::new(map)).map(MaybeObject::Object)
             }
             fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
                 IgnoredAny::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
-                Ok(MaybeBlock::Other)
+                Ok(MaybeObject::Other)
             }
             fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-                Ok(MaybeBlock::Other)
+                Ok(MaybeObject::Other)
             }
             fn visit_unit<E>(self) -> Result<Self::Value, E> {
-                Ok(MaybeBlock::Other)
+                Ok(MaybeObject::Other)
             }
             fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-                Ok(MaybeBlock::Other)
+                Ok(MaybeObject::Other)
             }
             fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-                Ok(MaybeBlock::Other)
+                Ok(MaybeObject::Other)
             }
             fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-                Ok(MaybeBlock::Other)
+                Ok(MaybeObject::Other)
             }
             fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-                Ok(MaybeBlock::Other)
+                Ok(MaybeObject::Other)
             }
         }
-        deserializer.deserialize_any(BlockVisitor(std::marker::PhantomData))
+        deserializer.deserialize_any(ObjectVisitor(std::marker::PhantomData))
     }
 }
 
@@ -323,7 +295,11 @@ impl StreamJsonParser {
             Some("system") => return LineKind::System,
             Some("user") => return LineKind::User,
             Some("result") => {
-                let mut total = parsed.usage.0.unwrap_or_default();
+                let mut total = parsed
+                    .usage
+                    .object()
+                    .map(RawUsage::tokens)
+                    .unwrap_or_default();
                 total.cost_usd = cost(parsed.total_cost_usd).or_else(|| cost(parsed.cost_usd));
                 if !total.is_empty() {
                     events.push(AgentEvent::Usage(UsageEvent::Total(total)));
@@ -338,7 +314,7 @@ impl StreamJsonParser {
         let Some(message) = parsed.message else {
             return kind;
         };
-        let usage = message.usage.0;
+        let usage = message.usage.object().map(RawUsage::tokens);
         let (new_turn, increment) = match message.id.as_deref() {
             Some(id) => {
                 if let Some((_, last)) = self.recent.iter_mut().find(|(seen, _)| seen == id) {
