@@ -89,7 +89,7 @@ pub fn sim_agent(args: &SimAgentArgs) -> ExitStatus {
     finish(match hyoka_sim_agent::run(args) {
         Ok(0) => Ok(ExitStatus::Success),
         Ok(code) => Ok(ExitStatus::Code(code)),
-        Err(err) if err.exit_code() == 2 => Err(Fail::usage(err.to_string())),
+        Err(hyoka_sim_agent::SimError::Usage(message)) => Err(Fail::usage(message)),
         Err(err) => Err(Fail::failure(err.to_string())),
     })
 }
