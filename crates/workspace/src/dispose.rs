@@ -11,11 +11,15 @@
 //!   instance (an unmarked directory is never ours);
 //! - with an owner to act for, it belongs to that user;
 //! - no live process owns it (see [`MarkerOwner`]);
-//! - it was not kept for the user ([`Marker::kept`]), unless the caller asks to remove kept
-//!   workspaces ([`Expected::kept_before`], `hyoka clean --kept`).
+//! - it was not kept for the user, by its marker ([`Marker::kept`]) or by the run's record
+//!   ([`Expected::recorded_kept`]), unless the caller asks to remove kept workspaces
+//!   ([`Expected::kept_before`], `hyoka clean --kept`).
 //!
-//! Everything else is reported and kept. Removal itself is [`remove_tree`](crate::remove_tree)
-//! from the descriptor that was checked.
+//! The marker is necessary, never sufficient: any process of the user may rewrite it (set
+//! another owner, drop `kept`), so the record that names the workspace (the run's ledger,
+//! where no eval's process can write) is what makes it removable, and either record keeping
+//! it keeps it. Everything else is reported and kept. Removal itself is
+//! [`remove_tree`](crate::remove_tree) from the descriptor that was checked.
 
 use std::ffi::OsStr;
 use std::os::fd::AsFd;
@@ -41,6 +45,10 @@ pub struct Expected<'a> {
     /// since the Unix epoch) is removed like any other; with `None`, or when it is newer,
     /// it is left alone as [`Disposal::Kept`].
     pub kept_before: Option<u64>,
+    /// Whether the record that names the workspace says it was kept for the user (the
+    /// ledger's `# kept`): then it is kept as if its marker said so, whatever the marker
+    /// says now.
+    pub recorded_kept: bool,
 }
 
 /// How a workspace's marker must name its run instance.
@@ -150,7 +158,7 @@ pub fn remove_marked(
         Some(owner) if owner_alive(owner, marker.created_unix) => {
             return Disposal::KeptLive(owner.clone());
         }
-        _ if marker.kept
+        _ if (marker.kept || expected.recorded_kept)
             && expected
                 .kept_before
                 .is_none_or(|cutoff| marker.created_unix > cutoff) =>

@@ -101,6 +101,7 @@
     reason = "libraries read no environment and take time from their callers"
 )]
 
+mod changes;
 mod copy;
 mod dispose;
 mod error;
@@ -114,6 +115,7 @@ mod temp;
 mod usage;
 mod workspace;
 
+pub use crate::changes::{BoundedRead, Change, ChangeKind, read_beneath, scan_changes};
 pub use crate::copy::{CopyReport, SkipReason, Skipped, copy_tree};
 pub use crate::dispose::{Disposal, Expected, InstanceRule, find_marked, remove_marked};
 pub use crate::error::WorkspaceError;

@@ -413,6 +413,3 @@ fn grant_entry_rwx(parent: BorrowedFd<'_>, name: &OsStr) -> Result<(), Errno> {
     let proc_path = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&pinned));
     rustix::fs::chmod(proc_path, Mode::from_raw_mode(stat.st_mode | 0o700))
 }
-
-#[cfg(test)]
-mod tests;

@@ -68,7 +68,7 @@ impl Stamp {
 /// Cloning is cheap (the stamps are shared).
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
-    stamps: Arc<HashMap<Box<[u8]>, Stamp>>,
+    pub(crate) stamps: Arc<HashMap<Box<[u8]>, Stamp>>,
 }
 
 impl Snapshot {
@@ -131,7 +131,7 @@ pub fn scan(root: &Path, snapshot: &Snapshot) -> Result<Usage, WorkspaceError> {
 /// `root`; each relative path starts with `prefix` (empty, or ending in `/`). Unreadable
 /// subdirectories are skipped (their files cannot be the agent's output that we could count
 /// anyway); an unreadable root is an error.
-fn walk(
+pub(crate) fn walk(
     root: &Path,
     prefix: &[u8],
     mut visit: impl FnMut(&[u8], Stamp),

@@ -33,7 +33,38 @@ fn expected(instance: InstanceRule<'_>) -> Expected<'_> {
         instance,
         owner_uid: None,
         kept_before: None,
+        recorded_kept: false,
     }
+}
+
+/// Regression test for issue 25: a process of the user rewrote a kept workspace's marker
+/// without ` kept`, and `clean` removed it. The run's record keeps it whatever the marker
+/// says; only a request for kept workspaces removes it.
+#[test]
+fn a_workspace_the_record_keeps_stays_whatever_its_marker_says() {
+    let root = tempfile::tempdir().unwrap();
+    let roots = [root.path().to_owned()];
+    let ws = workspace(root.path());
+    assert_eq!(read_marker(&ws).unwrap().map(|m| m.kept), Some(false));
+    let recorded = Expected {
+        recorded_kept: true,
+        ..expected(InstanceRule::Exactly(TOKEN))
+    };
+    for dry_run in [true, false] {
+        assert_eq!(
+            remove_marked(&roots, &ws, &recorded, &|_, _| false, dry_run),
+            Disposal::Kept
+        );
+    }
+    assert!(ws.exists());
+    let asked = Expected {
+        kept_before: Some(u64::MAX),
+        ..recorded
+    };
+    assert!(matches!(
+        check(&roots, &ws, &asked, false),
+        Disposal::Removed(_)
+    ));
 }
 
 /// Regression test for issue 12: `hyoka clean` deleted workspaces kept by
