@@ -16,7 +16,7 @@ use crate::cgroup::CgroupLeaf;
 use crate::clock::SystemClock;
 use crate::discover::{Marker, Scope, Source, discover};
 use crate::identity::ProcRef;
-use crate::ledger::LedgerEntry;
+use crate::ledger::{Ledger, LedgerEntry};
 use crate::proc_table::{NativeProcTable, ProcTable};
 use crate::sampling::{TreeSample, cgroup_usage_usec, sample_processes};
 use crate::shim::{ShimReport, parse_report};
@@ -102,6 +102,8 @@ pub struct Agent {
     /// What this agent has in the process-wide record of attributed processes (see
     /// `orphans`): its known set as of the last refresh.
     attributed: Vec<ProcRef>,
+    /// The leaves holding its resource limits, when it has any.
+    pub(crate) resources: Option<crate::resources::ResourceLeaves>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -142,7 +144,17 @@ impl Agent {
             adopted: false,
             shim_lost: false,
             attributed: Vec::new(),
+            resources: None,
         }
+    }
+
+    /// What the tree's resource leaves say now (memory and pids peaks, OOM kills, refused
+    /// forks, CPU time), when it runs with [`ResourceLimits`](crate::ResourceLimits). Read it
+    /// before [`Agent::teardown`], which removes the leaves.
+    pub fn resource_usage(&self) -> Option<crate::ResourceUsage> {
+        self.resources
+            .as_ref()
+            .map(crate::resources::ResourceLeaves::usage)
     }
 
     /// The eval id.
@@ -288,6 +300,25 @@ impl Agent {
         }
     }
 
+    /// When no status reached us (a `cgroup.kill` ends the shim with the agent, before it can
+    /// report), the agent's end is what teardown did to it: SIGTERM it obeyed, or SIGKILL.
+    fn exit_from(&mut self, report: &TeardownReport) {
+        if !matches!(self.exit, None | Some(AgentExit::Unknown)) {
+            return;
+        }
+        let fate = report
+            .processes
+            .iter()
+            .find(|p| p.pid == self.process.pid && p.start_ticks == self.process.start_ticks)
+            .map(|p| p.outcome);
+        let signal = match fate {
+            Some(ProcessFate::Terminated) => libc::SIGTERM,
+            Some(ProcessFate::Killed) => libc::SIGKILL,
+            _ => return,
+        };
+        self.exit = Some(AgentExit::Signal(signal));
+    }
+
     /// Looks, without waiting, whether our child has exited.
     fn poll_child(&mut self) {
         if let Some(status) = self
@@ -377,7 +408,39 @@ impl Agent {
         })
     }
 
+    /// Records what a spawn just started (the shim and the agent) in the ledger from their
+    /// own `/proc/<pid>/stat`, without a scan of `/proc`: the first [`Agent::refresh`] or
+    /// the teardown finds everything else. For a tree under the shim only: without one,
+    /// orphans come to this process and [`Agent::refresh`] must reap them.
+    pub(crate) fn record_started(&mut self) -> Result<(), ProcTrackError> {
+        self.poll_child();
+        let table = NativeProcTable::new();
+        for r in self.shim.into_iter().chain([self.process]) {
+            if r.pid <= 0 || self.known.iter().any(|e| e.proc_ref() == r) {
+                continue;
+            }
+            let Some(info) = table
+                .process(r.pid)
+                .filter(|p| p.start_ticks == r.start_ticks && !p.is_gone())
+            else {
+                continue;
+            };
+            let entry = LedgerEntry::from_info(&info, &self.eval_id);
+            if Some(r) != self.shim {
+                self.history.insert(r, entry.clone());
+            }
+            self.known.push(entry);
+        }
+        self.sync_ledger()
+    }
+
     fn sync_ledger(&mut self) -> Result<(), ProcTrackError> {
+        self.sync_ledger_and(|_| {})
+    }
+
+    /// Puts the eval's known processes in the ledger, with `also`'s changes in the same
+    /// write.
+    fn sync_ledger_and(&mut self, also: impl FnOnce(&mut Ledger)) -> Result<(), ProcTrackError> {
         let known: Vec<ProcRef> = self.known.iter().map(LedgerEntry::proc_ref).collect();
         crate::orphans::attribute(&self.attributed, &known);
         self.attributed = known;
@@ -385,6 +448,7 @@ impl Agent {
         self.shared.update(|l| {
             l.entries.retain(|e| &e.eval_id != eval);
             l.entries.extend(self.known.iter().cloned());
+            also(l);
         })
     }
 
@@ -430,6 +494,7 @@ impl Agent {
         self.judge_layers(&mut report);
         self.torn_down = true;
         self.reap().await;
+        self.exit_from(&report);
         self.finish(&report)?;
         Ok(report)
     }
@@ -528,14 +593,23 @@ impl Agent {
             })
             .collect();
         self.known.retain(|e| survivors.contains(&e.proc_ref()));
+        // A v1 leaf left behind (a process that would not leave it) stays recorded for
+        // `clean`; the tree's report says whether processes survived.
+        let left = self
+            .resources
+            .as_ref()
+            .map(crate::resources::ResourceLeaves::remove)
+            .unwrap_or_default();
         let removed = self.remove_leaf();
         let eval = self.eval_id.clone();
-        self.sync_ledger()?;
-        if removed {
-            self.shared
-                .update(|l| l.cgroups.retain(|c| c.eval_id != eval))?;
-        }
-        Ok(())
+        // One write: the processes left, and the leaves gone.
+        self.sync_ledger_and(|l| {
+            if removed {
+                l.cgroups.retain(|c| c.eval_id != eval);
+            }
+            l.cgroups_v1
+                .retain(|c| c.eval_id != eval || left.contains(&c.path));
+        })
     }
 
     /// Removes the cgroup leaf; true when it is gone.

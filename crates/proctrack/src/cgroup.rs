@@ -1,5 +1,6 @@
 //! The cgroup v2 layer: find a writable cgroup2 tree, make a leaf per eval, join it before
-//! the child can fork, and kill everything in it at once.
+//! the child can fork, and kill everything in it at once; and, for `clean`, the recorded
+//! leaves of a run (v2, and the v1 ones resource limits make on hybrid hosts).
 
 use std::ffi::OsStr;
 use std::os::fd::OwnedFd;
@@ -37,6 +38,51 @@ pub fn cgroup2_mount(mountinfo: &str) -> Option<PathBuf> {
         let mount_point = left.split_ascii_whitespace().nth(4)?;
         Some(PathBuf::from(OsStr::from_bytes(&unescape(mount_point))))
     })
+}
+
+/// The mount points of the cgroup v1 hierarchies in the text of `/proc/self/mountinfo`
+/// (unescaped), where resource limits make leaves on hybrid hosts.
+pub fn cgroup1_mounts(mountinfo: &str) -> Vec<PathBuf> {
+    mountinfo
+        .lines()
+        .filter_map(|line| {
+            let (left, right) = line.split_once(" - ")?;
+            if right.split_ascii_whitespace().next()? != "cgroup" {
+                return None;
+            }
+            let mount_point = left.split_ascii_whitespace().nth(4)?;
+            Some(PathBuf::from(OsStr::from_bytes(&unescape(mount_point))))
+        })
+        .collect()
+}
+
+/// The cgroup file systems `clean` may act in: the cgroup2 mount and the cgroup v1
+/// hierarchies, as `/proc/self/mountinfo` lists them (never paths a ledger names).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CgroupMounts {
+    /// The cgroup2 mount point.
+    pub v2: Option<PathBuf>,
+    /// The cgroup v1 mount points.
+    pub v1: Vec<PathBuf>,
+}
+
+impl CgroupMounts {
+    /// Reads them from `/proc/self/mountinfo` (none when it cannot be read).
+    pub fn detect() -> Self {
+        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+        Self {
+            v2: cgroup2_mount(&mountinfo),
+            v1: cgroup1_mounts(&mountinfo),
+        }
+    }
+
+    /// The v1 mount `path` lies strictly beneath, if any.
+    pub(crate) fn v1_containing(&self, path: &Path) -> Option<&Path> {
+        self.v1
+            .iter()
+            .find(|m| path.starts_with(m) && path != m.as_path())
+            .map(PathBuf::as_path)
+    }
 }
 
 fn unescape(text: &str) -> Vec<u8> {
@@ -239,6 +285,23 @@ impl CgroupLeaf {
             has_kill: path.join("cgroup.kill").exists(),
             may_kill: owner.is_none(),
         })
+    }
+
+    /// Opens an existing cgroup v1 leaf a run made for its resource limits (for `clean`),
+    /// after the checks of [`CgroupLeaf::open_recorded`] with `mount` the v1 hierarchy (from
+    /// `/proc/self/mountinfo`) that holds it. A v1 leaf has no `cgroup.kill`: its members are
+    /// signalled one by one, each identity checked.
+    pub fn open_recorded_v1(
+        path: &Path,
+        run_id: &str,
+        instance: Option<&Instance>,
+        mounts: &CgroupMounts,
+        owner: Option<u32>,
+    ) -> Option<Self> {
+        let mount = mounts.v1_containing(path)?;
+        let mut leaf = Self::open_recorded(path, run_id, instance, mount, owner)?;
+        leaf.has_kill = false;
+        Some(leaf)
     }
 
     /// The leaf's directory.

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::ProcTrackError;
-use crate::cgroup::{CgroupLeaf, cgroup2_mount};
+use crate::cgroup::{CgroupLeaf, CgroupMounts};
 use crate::clock::{Clock, SystemClock, unix_now};
 use crate::discover::{Found, Marker, Scope, discover};
 use crate::identity::{ProcInfo, validate_id};
@@ -71,8 +71,11 @@ pub struct Skipped {
 /// A recorded cgroup leaf and what `clean` did with it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CgroupCleanup {
-    /// The eval id and path from the `# cgroup` header.
+    /// The eval id and path from the `# cgroup` (or `# cgroup-v1`) header.
     pub leaf: EvalPath,
+    /// Whether it is a cgroup v1 leaf (of a resource limit on a hybrid host).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub v1: bool,
     /// Whether it still existed and looked like ours.
     pub found: bool,
     /// Whether it is gone now.
@@ -111,6 +114,9 @@ pub struct CleanReport {
     /// The workspaces from the `# workspace` headers, for the caller to remove (with
     /// `hyoka-workspace`'s checks, as [`CleanReport::authority`]).
     pub workspaces: Vec<EvalPath>,
+    /// The workspaces the ledger records as kept for the user (`# kept`): the caller leaves
+    /// them alone whatever their markers say.
+    pub kept: Vec<EvalPath>,
     /// Processes stopped by this clean.
     pub killed: usize,
     /// Processes still running afterwards (a non-zero value means `clean` failed).
@@ -162,6 +168,7 @@ impl CleanReport {
             problems: Vec::new(),
             cgroups: Vec::new(),
             workspaces: Vec::new(),
+            kept: Vec::new(),
             killed: 0,
             survivors: 0,
             marked_cleaned: false,
@@ -221,16 +228,13 @@ impl CleanReport {
 /// [`ProcTrackError::Task`] when acting as the directory's owner is impossible.
 pub fn clean_run(run_dir: &Path, options: &CleanOptions) -> Result<CleanReport, ProcTrackError> {
     let (table, signaller) = (NativeProcTable::new(), NativeSignaller::new());
-    let mount = std::fs::read_to_string("/proc/self/mountinfo")
-        .ok()
-        .and_then(|m| cgroup2_mount(&m));
     clean_run_with(
         run_dir,
         options,
         &table,
         &signaller,
         &SystemClock,
-        mount.as_deref(),
+        &CgroupMounts::detect(),
     )
 }
 
@@ -252,7 +256,7 @@ pub fn clean_runs(
     Ok(reports)
 }
 
-/// [`clean_run`] against explicit seams (fakes in tests) and cgroup2 mount.
+/// [`clean_run`] against explicit seams (fakes in tests) and cgroup mounts.
 ///
 /// # Errors
 /// As [`clean_run`].
@@ -266,7 +270,7 @@ pub fn clean_run_with(
     table: &dyn ProcTable,
     signaller: &dyn Signaller,
     clock: &dyn Clock,
-    cgroup_mount: Option<&Path>,
+    mounts: &CgroupMounts,
 ) -> Result<CleanReport, ProcTrackError> {
     let run_id = run_dir
         .file_name()
@@ -302,6 +306,7 @@ pub fn clean_run_with(
     report.already_cleaned = ledger.cleaned.is_some();
     report.instance.clone_from(&ledger.instance);
     report.workspaces.clone_from(&ledger.workspaces);
+    report.kept.clone_from(&ledger.kept);
     if !ledger.run_id.is_empty() && ledger.run_id != run_id {
         report.problems.push(LedgerProblem {
             line: 0,
@@ -329,22 +334,26 @@ pub fn clean_run_with(
     report.skipped = skipped;
 
     let instance = ledger.instance.clone();
-    let leaves = if other_boot {
-        Vec::new()
-    } else {
-        open_leaves(
-            &ledger.cgroups,
-            &run_id,
-            instance.as_ref(),
-            cgroup_mount,
-            user,
-        )
-    };
-    report.cgroups = ledger
+    let recorded: Vec<(&EvalPath, bool)> = ledger
         .cgroups
         .iter()
-        .map(|c| CgroupCleanup {
-            leaf: c.clone(),
+        .map(|c| (c, false))
+        .chain(ledger.cgroups_v1.iter().map(|c| (c, true)))
+        .collect();
+    // In the order of `recorded`, so `finish` pairs each found leaf with its record.
+    let leaves: Vec<CgroupLeaf> = if other_boot {
+        Vec::new()
+    } else {
+        recorded
+            .iter()
+            .filter_map(|(c, v1)| open_leaf(c, *v1, &run_id, instance.as_ref(), mounts, user))
+            .collect()
+    };
+    report.cgroups = recorded
+        .iter()
+        .map(|(c, v1)| CgroupCleanup {
+            leaf: (*c).clone(),
+            v1: *v1,
             found: leaves.iter().any(|l| l.path() == c.path),
             removed: false,
         })
@@ -389,8 +398,13 @@ pub fn clean_run_with(
             .collect();
         report.killed = torn.processes_killed;
         report.survivors = torn.survivors;
-        if let Some(mount) = cgroup_mount.filter(|_| !other_boot) {
-            for cleanup in report.cgroups.iter().filter(|c| !c.found) {
+        for cleanup in report.cgroups.iter().filter(|c| !c.found && !other_boot) {
+            let mount = if cleanup.v1 {
+                mounts.v1_containing(&cleanup.leaf.path)
+            } else {
+                mounts.v2.as_deref()
+            };
+            if let Some(mount) = mount {
                 crate::cgroup::remove_empty_run_dir(
                     &cleanup.leaf.path,
                     &run_id,
@@ -426,33 +440,36 @@ fn finish(
     if report.survivors == 0 {
         ledger.cleaned = Some(unix_now());
         ledger.entries.clear();
-        ledger.cgroups.retain(|c| {
+        let left = |c: &EvalPath| {
             report
                 .cgroups
                 .iter()
                 .any(|r| r.leaf.path == c.path && !r.removed)
-        });
+        };
+        ledger.cgroups.retain(left);
+        ledger.cgroups_v1.retain(left);
         dir.write_ledger(&ledger.render())?;
         report.marked_cleaned = true;
     }
     Ok(())
 }
 
-/// The recorded leaves that still exist and look like ours (with `owner`, that user's).
-fn open_leaves(
-    recorded: &[EvalPath],
+/// A recorded leaf, if it still exists and looks like ours (with `owner`, that user's): in
+/// the cgroup2 mount, or (`v1`) in a cgroup v1 hierarchy.
+fn open_leaf(
+    recorded: &EvalPath,
+    v1: bool,
     run_id: &str,
     instance: Option<&Instance>,
-    mount: Option<&Path>,
+    mounts: &CgroupMounts,
     owner: Option<u32>,
-) -> Vec<CgroupLeaf> {
-    let Some(mount) = mount else {
-        return Vec::new();
-    };
-    recorded
-        .iter()
-        .filter_map(|c| CgroupLeaf::open_recorded(&c.path, run_id, instance, mount, owner))
-        .collect()
+) -> Option<CgroupLeaf> {
+    if v1 {
+        CgroupLeaf::open_recorded_v1(&recorded.path, run_id, instance, mounts, owner)
+    } else {
+        let mount = mounts.v2.as_deref()?;
+        CgroupLeaf::open_recorded(&recorded.path, run_id, instance, mount, owner)
+    }
 }
 
 /// Splits ledger entries into those still running with their identity (and, with `user`,

@@ -1,16 +1,18 @@
-//! The clock seam: teardown waits and deadlines read time only through [`Clock`].
+//! The clock seam, hyoka's one: teardown's waits and deadlines, and the harness's (its
+//! phases, timelines and records), read time only through [`Clock`].
 
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
-/// Time for the teardown loop: now, and a way to wait.
+/// Time: the monotonic now, the wall-clock now (for records), and a way to wait.
 ///
 /// Implementations: [`SystemClock`] and, behind the `mock` feature, `FakeClock` (time moves
-/// only when someone sleeps) and the `mockall` mock `MockClock`.
-#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+/// only when someone sleeps); `hyoka-eval`'s `FakeClock` follows tokio's paused clock.
 pub trait Clock: Send + Sync {
     /// The current instant.
     fn now(&self) -> Instant;
-    /// Blocks the calling thread for `duration`.
+    /// The current wall-clock time, for records people read.
+    fn wall(&self) -> SystemTime;
+    /// Blocks the calling thread for `duration` (teardown's waits between scans).
     fn sleep(&self, duration: Duration);
 }
 
@@ -25,6 +27,14 @@ impl Clock for SystemClock {
     )]
     fn now(&self) -> Instant {
         Instant::now()
+    }
+
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the one sanctioned reading of the wall clock in this crate"
+    )]
+    fn wall(&self) -> SystemTime {
+        SystemTime::now()
     }
 
     fn sleep(&self, duration: Duration) {
@@ -42,11 +52,8 @@ pub(crate) fn deadline(now: Instant, period: Duration) -> Option<Instant> {
 
 /// Seconds since the Unix epoch, for the ledger's `# cleaned` header.
 pub(crate) fn unix_now() -> u64 {
-    #[expect(
-        clippy::disallowed_methods,
-        reason = "a wall-clock timestamp for a record, not a decision"
-    )]
-    let now = std::time::SystemTime::now();
-    now.duration_since(std::time::UNIX_EPOCH)
+    SystemClock
+        .wall()
+        .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
 }

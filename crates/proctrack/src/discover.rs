@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
+use crate::env_vars::EnvVars;
 use crate::identity::{ProcInfo, ProcRef};
 use crate::instance::Instance;
 use crate::ledger::LedgerEntry;
@@ -24,7 +25,7 @@ pub struct Marker {
 
 impl Marker {
     /// The marker of one run instance: what `clean` scans for. Nobody's environment carries
-    /// it by accident, unlike `HYOKA_RUN_ID` (see [`INSTANCE_ENV`](crate::INSTANCE_ENV)).
+    /// it by accident, unlike `HYOKA_RUN_ID` (see [`EnvVars`](crate::EnvVars)).
     pub fn instance(instance: &Instance) -> Self {
         Self {
             entries: vec![instance.env_entry().into_bytes()],
@@ -37,7 +38,7 @@ impl Marker {
     /// (`hyoka respawn` draws one at random); everything else uses [`Marker::instance`].
     pub fn run(run_id: &str) -> Self {
         Self {
-            entries: vec![format!("HYOKA_RUN_ID={run_id}").into_bytes()],
+            entries: vec![format!("{}={run_id}", EnvVars::HYOKA_RUN_ID).into_bytes()],
             since: 0,
         }
     }
@@ -51,7 +52,7 @@ impl Marker {
     #[must_use]
     pub fn with_eval(mut self, eval_id: &str) -> Self {
         self.entries
-            .push(format!("HYOKA_EVAL_ID={eval_id}").into_bytes());
+            .push(format!("{}={eval_id}", EnvVars::HYOKA_EVAL_ID).into_bytes());
         self
     }
 

@@ -392,6 +392,11 @@ impl Clock for FakeClock {
         self.start + self.elapsed()
     }
 
+    /// The Unix epoch plus the time slept so far.
+    fn wall(&self) -> std::time::SystemTime {
+        std::time::SystemTime::UNIX_EPOCH + self.elapsed()
+    }
+
     fn sleep(&self, duration: Duration) {
         let mut elapsed = self
             .elapsed

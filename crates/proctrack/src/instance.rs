@@ -3,8 +3,8 @@
 //!
 //! Run ids are chosen by users and unique only within one reports directory, so nothing that
 //! `clean` acts on may be keyed by the run id alone. The instance token keys the process
-//! marker ([`INSTANCE_ENV`]), the cgroup leaf, the workspace marker and the ledger's
-//! `# instance` header.
+//! marker ([`EnvVars::HYOKA_RUN_INSTANCE`]), the cgroup leaf, the workspace marker and the
+//! ledger's `# instance` header.
 
 use std::fmt::{self, Write as _};
 use std::str::FromStr;
@@ -12,11 +12,7 @@ use std::str::FromStr;
 use serde::Serialize;
 
 use crate::ProcTrackError;
-
-/// The environment variable that carries the instance token in every tracked process, next to
-/// `HYOKA_RUN_ID` (which stays for users and tools, but which anyone can set): no user's
-/// environment carries a token that was just drawn at random.
-pub const INSTANCE_ENV: &str = "HYOKA_RUN_INSTANCE";
+use crate::env_vars::EnvVars;
 
 /// The token's length: 16 lowercase hex digits, 64 random bits.
 const LEN: usize = 16;
@@ -82,7 +78,7 @@ impl Instance {
 
     /// The environment entry `HYOKA_RUN_INSTANCE=<token>`.
     pub fn env_entry(&self) -> String {
-        format!("{INSTANCE_ENV}={}", self.0)
+        format!("{}={}", EnvVars::HYOKA_RUN_INSTANCE, self.0)
     }
 }
 

@@ -6,7 +6,9 @@
 //! # owner <pid> <start_ticks> <boot_id>
 //! # instance <token>
 //! # workspace <eval_id> <absolute path>
+//! # kept <eval_id> <absolute path>
 //! # cgroup <eval_id> <absolute path>
+//! # cgroup-v1 <eval_id> <absolute path>
 //! # cleaned <unix seconds>
 //! <pid>\t<start_ticks>\t<pgid>\t<eval_id>\t<comm>
 //! ```
@@ -23,6 +25,16 @@
 //! The `# instance` header (the run instance, see [`Instance`]) is what `clean` keys the
 //! process marker, the cgroup leaves and the workspaces on; a ledger written before it
 //! existed is still read, with the marker scan left out.
+//!
+//! The ledger is also the record of trust for the run's workspaces: a `# workspace` header is
+//! what lets `clean` remove one (the marker on the directory must agree, but a marker alone,
+//! which a process of the user may rewrite, proves nothing), and a `# kept` header keeps one
+//! for the user whatever its marker says. The reports directory is where no eval's process
+//! can write (the sandbox shows it read-only).
+//!
+//! `# cgroup` names the run's cgroup v2 leaves (one per eval); `# cgroup-v1` the leaves it
+//! made in cgroup v1 hierarchies for resource limits (several per eval, one per hierarchy),
+//! recorded before they exist, so `clean` removes what a killed run left.
 //!
 //! Entries for processes that have exited are pruned at the next rewrite once they are
 //! confirmed gone (absent, a zombie, or their pid reused); an entry that is still listed when
@@ -112,8 +124,12 @@ pub struct Ledger {
     pub instance: Option<Instance>,
     /// The run's workspaces (`# workspace`).
     pub workspaces: Vec<EvalPath>,
-    /// The run's cgroup leaves (`# cgroup`).
+    /// The workspaces kept for the user (`# kept`, per `--keep-workspace`).
+    pub kept: Vec<EvalPath>,
+    /// The run's cgroup v2 leaves (`# cgroup`).
     pub cgroups: Vec<EvalPath>,
+    /// The run's cgroup v1 leaves (`# cgroup-v1`), several per eval.
+    pub cgroups_v1: Vec<EvalPath>,
     /// When `clean` (or the owner, at a clean exit) marked the run cleaned (`# cleaned`).
     pub cleaned: Option<u64>,
     /// The tracked processes.
@@ -189,12 +205,38 @@ impl Ledger {
         set_eval_path(&mut self.workspaces, eval_id, path)
     }
 
+    /// Records that eval `eval_id`'s workspace at `path` is kept for the user (replacing an
+    /// earlier record for the same eval).
+    ///
+    /// # Errors
+    /// [`ProcTrackError::InvalidId`] or [`ProcTrackError::InvalidPath`].
+    pub fn set_kept(&mut self, eval_id: &str, path: &Path) -> Result<(), ProcTrackError> {
+        set_eval_path(&mut self.kept, eval_id, path)
+    }
+
     /// Records a cgroup header (replacing an earlier one for the same eval).
     ///
     /// # Errors
     /// [`ProcTrackError::InvalidId`] or [`ProcTrackError::InvalidPath`].
     pub fn set_cgroup(&mut self, eval_id: &str, path: &Path) -> Result<(), ProcTrackError> {
         set_eval_path(&mut self.cgroups, eval_id, path)
+    }
+
+    /// Records a cgroup v1 leaf of eval `eval_id` (an eval has one per hierarchy it is
+    /// limited through; recording the same path twice records it once).
+    ///
+    /// # Errors
+    /// [`ProcTrackError::InvalidId`] or [`ProcTrackError::InvalidPath`].
+    pub fn add_cgroup_v1(&mut self, eval_id: &str, path: &Path) -> Result<(), ProcTrackError> {
+        validate_id("eval", eval_id)?;
+        check_path(path)?;
+        if !self.cgroups_v1.iter().any(|c| c.path == path) {
+            self.cgroups_v1.push(EvalPath {
+                eval_id: eval_id.to_owned(),
+                path: path.to_owned(),
+            });
+        }
+        Ok(())
     }
 
     /// The file's bytes.
@@ -208,7 +250,12 @@ impl Ledger {
         if let Some(instance) = &self.instance {
             let _ = writeln!(out, "# instance {instance}");
         }
-        for (kind, list) in [("workspace", &self.workspaces), ("cgroup", &self.cgroups)] {
+        for (kind, list) in [
+            ("workspace", &self.workspaces),
+            ("kept", &self.kept),
+            ("cgroup", &self.cgroups),
+            ("cgroup-v1", &self.cgroups_v1),
+        ] {
             for item in list {
                 let _ = write!(out, "# {kind} {} ", item.eval_id);
                 out.extend_from_slice(item.path.as_os_str().as_bytes());
@@ -356,19 +403,20 @@ fn parse_header(ledger: &mut Ledger, raw: &[u8]) -> Result<(), &'static str> {
         b"instance" => {
             ledger.instance = Some(text()?.parse().map_err(|_| "invalid instance token")?);
         }
-        b"workspace" | b"cgroup" => {
+        b"workspace" | b"kept" | b"cgroup" | b"cgroup-v1" => {
             let split = value
                 .iter()
                 .position(|&b| b == b' ')
                 .ok_or("expected <eval_id> <path>")?;
             let eval = std::str::from_utf8(&value[..split]).map_err(|_| "invalid eval id")?;
             let path = Path::new(OsStr::from_bytes(&value[split + 1..]));
-            let list = if key == b"workspace" {
-                &mut ledger.workspaces
-            } else {
-                &mut ledger.cgroups
+            let result = match key {
+                b"workspace" => set_eval_path(&mut ledger.workspaces, eval, path),
+                b"kept" => set_eval_path(&mut ledger.kept, eval, path),
+                b"cgroup" => set_eval_path(&mut ledger.cgroups, eval, path),
+                _ => ledger.add_cgroup_v1(eval, path),
             };
-            set_eval_path(list, eval, path).map_err(|_| "invalid eval id or path")?;
+            result.map_err(|_| "invalid eval id or path")?;
         }
         b"cleaned" => {
             ledger.cleaned = Some(text()?.trim().parse().map_err(|_| "invalid cleaned time")?);
@@ -451,6 +499,36 @@ impl Problems {
 /// [`ProcTrackError::Io`] naming the step that failed; `path` is then unchanged and the
 /// temporary file is removed.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ProcTrackError> {
+    write_atomic_path(path, bytes, Durability::Synced)
+}
+
+/// [`write_atomic`] without the two fsyncs: readers still see the old file or the new one,
+/// never a torn one, and a writer that dies (however it dies) leaves one or the other, but
+/// a crash of the machine may lose the latest version. For files whose content is worth
+/// nothing after a reboot (a live eval's `status.json`, the ledger's process lines, which
+/// name processes of a boot that is over), where an fsync costs a journal commit for
+/// nothing.
+///
+/// # Errors
+/// As [`write_atomic`].
+pub fn write_atomic_unsynced(path: &Path, bytes: &[u8]) -> Result<(), ProcTrackError> {
+    write_atomic_path(path, bytes, Durability::Unsynced)
+}
+
+/// Whether an atomic write is also made durable (fsync of the file and of its directory).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Durability {
+    /// Synced: the new version survives a crash of the machine once the call returns.
+    Synced,
+    /// Atomic only.
+    Unsynced,
+}
+
+fn write_atomic_path(
+    path: &Path,
+    bytes: &[u8],
+    durability: Durability,
+) -> Result<(), ProcTrackError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let dir = if dir.as_os_str().is_empty() {
         Path::new(".")
@@ -464,7 +542,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ProcTrackError> {
         Mode::empty(),
     )
     .map_err(|e| ProcTrackError::io("open", dir, e.into()))?;
-    write_atomic_at(dir_fd.as_fd(), dir, Path::new(name), bytes)
+    write_atomic_at(dir_fd.as_fd(), dir, Path::new(name), bytes, durability)
 }
 
 /// [`write_atomic`] relative to an open directory: nothing is resolved through a path that
@@ -474,6 +552,7 @@ pub(crate) fn write_atomic_at(
     dir_path: &Path,
     name: &Path,
     bytes: &[u8],
+    durability: Durability,
 ) -> Result<(), ProcTrackError> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let path = dir_path.join(name);
@@ -513,10 +592,16 @@ pub(crate) fn write_atomic_at(
             rustix::fs::fchmod(&file, Mode::from_raw_mode(old.st_mode & 0o7777))
                 .map_err(|e| ProcTrackError::io("keep the mode of", &path, e.into()))?;
         }
-        file.sync_all()
-            .map_err(|e| ProcTrackError::io("fsync", &tmp, e))?;
+        let synced = durability == Durability::Synced;
+        if synced {
+            file.sync_all()
+                .map_err(|e| ProcTrackError::io("fsync", &tmp, e))?;
+        }
         rustix::fs::renameat(dir, tmp_name.as_str(), dir, name)
             .map_err(|e| ProcTrackError::io("rename", &path, e.into()))?;
+        if !synced {
+            return Ok(());
+        }
         rustix::fs::fsync(dir).map_err(|e| ProcTrackError::io("fsync", dir_path, e.into()))
     })();
     if result.is_err() {

@@ -13,8 +13,9 @@
 //!   shim ([`shim_main`], started through a [`Launcher`]), and the tracker's own process as
 //!   the next subreaper (its adopted orphans are [`Source::Orphan`]); a new session and
 //!   process group; discovery by a direct `/proc` scan ([`discover`]) of descendants, process
-//!   groups and the run [`Instance`]'s [`Marker`] ([`INSTANCE_ENV`]). A layer an agent
-//!   defeats is reported as lost ([`Layer`]).
+//!   groups and the run [`Instance`]'s [`Marker`] ([`marker_env`]; every variable's name is
+//!   declared once, in [`EnvVars`]). A layer an agent defeats is reported as lost
+//!   ([`Layer`]).
 //! - Identity: [`Identity`] (pid, start ticks, [`BootId`]) and [`ProcRef`]; every signal goes
 //!   through a [`Signaller`] that re-verifies it (see [`Delivery`]).
 //! - `clean` and `ps`: [`clean_run`] and [`clean_runs`] ([`CleanOptions`], [`CleanReport`]),
@@ -28,7 +29,7 @@
 //!   [`SandboxSupport::detect`] says what the machine offers.
 //! - Seams: [`ProcTable`], [`Signaller`], [`Clock`] with [`NativeProcTable`],
 //!   [`NativeSignaller`], [`SystemClock`]; with the `mock` feature also `FakeSystem`,
-//!   `FakeClock` and the `mockall` mocks `MockProcTable`, `MockSignaller`, `MockClock`.
+//!   `FakeClock` and the `mockall` mocks `MockProcTable` and `MockSignaller`.
 //!
 //! # Example
 //!
@@ -59,8 +60,8 @@
 //!
 //! With the `mock` feature, [`teardown`] and the other decisions run against `FakeSystem`, a
 //! process table and signaller in memory, on a `FakeClock`: a downstream crate tests its
-//! policy on exact timelines, without a real process. (`MockProcTable`, `MockSignaller` and
-//! `MockClock` are `mockall` mocks of the same seams.)
+//! policy on exact timelines, without a real process. (`MockProcTable` and `MockSignaller`
+//! are `mockall` mocks of the same seams.)
 //!
 //! ```
 //! # #[cfg(feature = "mock")] {
@@ -133,60 +134,75 @@ mod cgroup;
 mod clean;
 mod clock;
 mod discover;
+mod env_vars;
 mod error;
 mod evidence;
 #[cfg(any(test, feature = "mock"))]
 mod fake;
+mod group;
+mod harden;
 mod identity;
 mod instance;
 mod ledger;
 mod lock;
+mod mounts;
 mod orphans;
 mod proc_table;
+mod resources;
 mod sampling;
 mod sandbox;
 mod shim;
 mod signal;
 mod spawn;
+mod status;
 mod teardown;
 mod tracker;
 mod trust;
 
 pub use crate::agent::{Agent, AgentExit, Refresh};
 pub use crate::caps::{Capabilities, Layer, Layers};
-pub use crate::cgroup::{CgroupLeaf, CgroupRoot, cgroup2_mount, own_cgroup};
+pub use crate::cgroup::{
+    CgroupLeaf, CgroupMounts, CgroupRoot, cgroup1_mounts, cgroup2_mount, own_cgroup,
+};
 pub use crate::clean::{
     CgroupCleanup, CleanOptions, CleanReport, CleanedProcess, ListedProcess, RunListing,
     SkipReason, Skipped, clean_run, clean_run_with, clean_runs, list_runs, list_runs_with,
     live_runs,
 };
-#[cfg(feature = "mock")]
-pub use crate::clock::MockClock;
 pub use crate::clock::{Clock, SystemClock};
 pub use crate::discover::{Found, Marker, Scope, Source, discover};
+pub use crate::env_vars::{EnvVars, marker_env};
 pub use crate::error::ProcTrackError;
 pub use crate::evidence::MAX_LEDGER_BYTES;
 #[cfg(feature = "mock")]
 pub use crate::fake::{FAKE_BOOT_ID, FAKE_SELF_PID, FakeCall, FakeClock, FakeSystem, OnTerm};
+pub use crate::group::{GroupChild, GroupExit};
 pub use crate::identity::{BootId, Identity, ProcInfo, ProcRef, owner_running, parse_stat};
-pub use crate::instance::{INSTANCE_ENV, Instance};
+pub use crate::instance::Instance;
 pub use crate::ledger::{
     EvalPath, LEDGER_FILE, Ledger, LedgerEntry, LedgerProblem, ParsedLedger, write_atomic,
+    write_atomic_unsynced,
 };
 pub use crate::lock::{LOCK_FILE, LockState, OwnerLock};
+pub use crate::mounts::{Mount, MountPlan};
 #[cfg(feature = "mock")]
 pub use crate::proc_table::MockProcTable;
 pub use crate::proc_table::{NativeProcTable, ProcTable, Uids};
+pub use crate::resources::{Controller, Hierarchy, ResourceLimits, ResourceSupport, ResourceUsage};
 pub use crate::sampling::{TreeSample, sample_tree};
 pub use crate::sandbox::{
     DEVICES, LANDLOCK_TARGET_ABI, MIN_LANDLOCK_ABI, NetIsolation, NetNamespace, Network, Sandbox,
-    SandboxSupport,
+    SandboxSupport, sandboxed_peer,
 };
 pub use crate::shim::{SHIM_FAILURE, shim_args, shim_main};
 #[cfg(feature = "mock")]
 pub use crate::signal::MockSignaller;
 pub use crate::signal::{Delivery, NativeSignaller, Refusal, Signal, Signaller, refusal};
 pub use crate::spawn::{AgentCommand, StdioMode};
+pub use crate::status::{
+    Counts, MAX_STATUS_BYTES, PhaseNow, SESSION_PHASE, STATUS_FILE, read_status, remove_status,
+    write_status,
+};
 pub use crate::teardown::{
     Escalation, ProcessFate, ProcessReport, Seams, TeardownOptions, TeardownReport, teardown,
 };

@@ -1,5 +1,7 @@
-//! The kernel sandbox of an agent's tree: Landlock confines its file-system writes to a few
-//! paths, and a network namespace with only loopback takes its network away.
+//! The kernel sandbox of an agent's tree: a mount namespace shows it the host read-only with
+//! a few paths writable ([`MountPlan`]), Landlock confines its file-system writes to those
+//! paths again, its capabilities and a few system calls are taken away (`harden`), and a
+//! network namespace with only loopback takes its network away.
 //!
 //! A [`Sandbox`] is prepared in the parent before the fork (the Landlock ruleset is built and
 //! its paths are opened there, the user-namespace maps are formatted there) and entered in the
@@ -18,6 +20,12 @@
 //! ABI 6 it cannot signal processes outside the sandbox (hyoka and the shim still signal it).
 //! The child sets `PR_SET_NO_NEW_PRIVS` (set-user-id programs no longer gain privileges) and
 //! calls `landlock_restrict_self`.
+//!
+//! Mounts: the child makes a mount namespace of its own (as root directly; otherwise in a user
+//! namespace that maps only its own user and group) and applies the [`MountPlan`]
+//! (`mounts.rs`), then changes to its working directory again, which the new mounts cover.
+//! With [`Sandbox::harden`] it then installs the seccomp filters and gives up every
+//! capability, last, after Landlock.
 //!
 //! Network: as root the child calls `unshare(CLONE_NEWNET)`; otherwise it makes a user
 //! namespace first (mapping only its own user and group, so it keeps its identity and gains
@@ -38,11 +46,17 @@ use rustix::net::{
     SendAncillaryMessage, SendFlags, SocketFlags, SocketType,
 };
 
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt as _;
+
 use landlock::{
-    ABI, Access, AccessFs, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope,
+    ABI, Access, AccessFs, BitFlags, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr,
+    Scope,
 };
 
 use crate::ProcTrackError;
+use crate::harden::Filters;
+use crate::mounts::{Grant, MountPlan, PreparedMounts};
 
 /// The newest Landlock ABI whose rights a sandbox handles; a newer kernel runs it at this ABI.
 pub const LANDLOCK_TARGET_ABI: u32 = 7;
@@ -96,6 +110,8 @@ impl std::str::FromStr for Network {
 
 /// What a spawned tree may do; the default restricts nothing.
 ///
+/// [`MountPlan`]: crate::MountPlan
+///
 /// Set it on [`AgentCommand::sandbox`](crate::AgentCommand::sandbox). Preparing it fails
 /// ([`ProcTrackError::Sandbox`]) when a writable path cannot be opened or the machine lacks
 /// what it asks for (check [`SandboxSupport::detect`] first); entering it fails the spawn.
@@ -109,12 +125,23 @@ pub struct Sandbox {
     /// With [`Network::None`], join this namespace instead of making one for the process, so
     /// that processes spawned with it share one loopback.
     pub namespace: Option<NetNamespace>,
+    /// A mount namespace of its own with this plan: the host read-only, the plan's entries on
+    /// top. `None` leaves the mounts alone.
+    pub mounts: Option<MountPlan>,
+    /// Root without power: no capabilities (bounding, ambient, inheritable, permitted and
+    /// effective sets emptied, secure bits locked), `no_new_privs`, and the seccomp filters
+    /// of `harden.rs` (no device nodes, no `TIOCSTI`, no keyrings, no `ptrace`, no modules,
+    /// no mounts or namespaces, no extended attributes set).
+    pub harden: bool,
 }
 
 impl Sandbox {
     /// Whether it restricts anything.
     pub fn is_unrestricted(&self) -> bool {
-        self.writable.is_none() && self.network == Network::Host
+        self.writable.is_none()
+            && self.network == Network::Host
+            && self.mounts.is_none()
+            && !self.harden
     }
 
     /// Makes `command` enter this sandbox between fork and exec, as [`Tracker::spawn`]
@@ -129,7 +156,8 @@ impl Sandbox {
         if self.is_unrestricted() {
             return Ok(());
         }
-        let prepared = Arc::new(Prepared::new(self)?);
+        let cwd = command.get_current_dir().map(Path::to_path_buf);
+        let prepared = Arc::new(Prepared::new(self, cwd.as_deref())?);
         // SAFETY: `enter` makes system calls only, on memory and descriptors prepared here
         // and kept alive by the closure until the command is dropped.
         unsafe {
@@ -246,7 +274,7 @@ impl NetNamespace {
 /// `ns/user`) over `socket`. System calls only.
 fn make_and_send(entry: &NetEntry, socket: BorrowedFd<'_>) -> io::Result<()> {
     use rustix::fs::{Mode, OFlags, open};
-    enter_network(entry)?;
+    enter_network(entry, 0)?;
     let flags = OFlags::RDONLY | OFlags::CLOEXEC;
     let net = open(c"/proc/self/ns/net", flags, Mode::empty())?;
     let user = if entry.user_namespace {
@@ -306,17 +334,26 @@ pub struct SandboxSupport {
     pub landlock: Result<u32, String>,
     /// How a network namespace can be made.
     pub network: NetIsolation,
+    /// Whether a mount namespace with the host read-only can be made (as root directly,
+    /// otherwise in a user namespace), or why not.
+    pub mounts: Result<(), String>,
+    /// Whether the seccomp filters and the capability drop of [`Sandbox::harden`] can be
+    /// installed, or why not.
+    pub harden: Result<(), String>,
 }
 
 impl SandboxSupport {
     /// Probes the machine (once; later calls return the first answer): the Landlock ABI with
-    /// one system call, network namespaces in a forked child that makes one and exits.
+    /// one system call; network and mount namespaces and the seccomp filters each in a
+    /// forked child that makes them and exits.
     pub fn detect() -> Self {
         static SUPPORT: OnceLock<SandboxSupport> = OnceLock::new();
         SUPPORT
             .get_or_init(|| Self {
                 landlock: landlock_abi(),
                 network: probe_network(),
+                mounts: probe_mounts(),
+                harden: probe_harden(),
             })
             .clone()
     }
@@ -329,6 +366,57 @@ impl SandboxSupport {
             .ok()
             .map(|&abi| abi.min(LANDLOCK_TARGET_ABI))
     }
+}
+
+/// Whether a mount namespace whose host is read-only can be made here, tried in a child.
+fn probe_mounts() -> Result<(), String> {
+    let entry = NetEntry::new(!rustix::process::geteuid().is_root());
+    let plan = MountPlan::default().prepare().map_err(|e| e.to_string())?;
+    in_child(|| {
+        enter_mount_namespace(&entry)?;
+        plan.apply(&|_, _| Ok(()))
+    })
+    .map_err(|e| {
+        format!("a mount namespace with the host read-only cannot be made here (Linux 5.12 or newer, and unprivileged user namespaces for a user other than root): {e}")
+    })
+}
+
+/// Whether the seccomp filters and the capability drop work here, tried in a child.
+fn probe_harden() -> Result<(), String> {
+    let filters = Filters::shared().map_err(|e| e.to_string())?;
+    in_child(|| {
+        no_new_privs()?;
+        filters.enter()
+    })
+    .map_err(|e| format!("the seccomp filters cannot be installed: {e}"))
+}
+
+/// Sets `PR_SET_NO_NEW_PRIVS`. A system call.
+fn no_new_privs() -> io::Result<()> {
+    // SAFETY: `prctl` with integers.
+    if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Enters a new mount namespace: directly as root, else in a new user namespace mapping
+/// only the caller (`entry`). System calls only.
+fn enter_mount_namespace(entry: &NetEntry) -> io::Result<()> {
+    if entry.user_namespace {
+        // SAFETY: `unshare` takes flags only.
+        cvt(unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) })?;
+        write_maps(entry)
+    } else {
+        // SAFETY: `unshare` takes flags only.
+        cvt(unsafe { libc::unshare(libc::CLONE_NEWNS) })
+    }
+}
+
+fn write_maps(entry: &NetEntry) -> io::Result<()> {
+    write_proc(c"/proc/self/setgroups", b"deny")?;
+    write_proc(c"/proc/self/uid_map", &entry.uid_map)?;
+    write_proc(c"/proc/self/gid_map", &entry.gid_map)
 }
 
 /// The kernel's Landlock ABI version, or why there is none.
@@ -361,6 +449,13 @@ fn landlock_abi() -> Result<u32, String> {
 pub(crate) struct Prepared {
     ruleset: Option<OwnedFd>,
     network: Option<NetPlan>,
+    mounts: Option<(PreparedMounts, NetEntry)>,
+    filters: Option<&'static Filters>,
+    /// The working directory, entered again once the mounts cover it.
+    cwd: Option<CString>,
+    /// Landlock rights for a writable file system that exists only in the child, for its
+    /// terminals (`/dev/pts`), and for reading a new root.
+    grants: (u64, u64, u64),
 }
 
 /// How the child gets its network namespace.
@@ -392,9 +487,20 @@ impl NetEntry {
     }
 }
 
+/// `LANDLOCK_RULE_PATH_BENEATH`, the rule type of [`PathBeneathAttr`].
+const LANDLOCK_RULE_PATH_BENEATH: libc::c_int = 1;
+
+/// Landlock's rule for one path, as `landlock_add_rule` takes it.
+#[repr(C, packed)]
+struct PathBeneathAttr {
+    allowed_access: u64,
+    parent_fd: i32,
+}
+
 impl Prepared {
-    /// Builds the ruleset (opening every path) and the namespace plan for `sandbox`.
-    pub(crate) fn new(sandbox: &Sandbox) -> Result<Self, ProcTrackError> {
+    /// Builds the ruleset (opening every path), the namespace and mount plans and the
+    /// filters for `sandbox`, for a process that runs in `cwd`.
+    pub(crate) fn new(sandbox: &Sandbox, cwd: Option<&Path>) -> Result<Self, ProcTrackError> {
         if sandbox.is_unrestricted() {
             return Ok(Self::default());
         }
@@ -421,27 +527,100 @@ impl Prepared {
                 Some(ruleset(paths)?)
             }
         };
-        Ok(Self { ruleset, network })
+        let mounts = match &sandbox.mounts {
+            None => None,
+            Some(plan) => {
+                if let Err(reason) = &support.mounts {
+                    return Err(ProcTrackError::Sandbox {
+                        reason: reason.clone(),
+                    });
+                }
+                Some((
+                    plan.prepare()?,
+                    NetEntry::new(!rustix::process::geteuid().is_root()),
+                ))
+            }
+        };
+        let filters = if sandbox.harden {
+            if let Err(reason) = &support.harden {
+                return Err(ProcTrackError::Sandbox {
+                    reason: reason.clone(),
+                });
+            }
+            Some(Filters::shared()?)
+        } else {
+            None
+        };
+        let abi = ABI::from(i32::try_from(support.landlock_in_force().unwrap_or(0)).unwrap_or(0));
+        let handled = AccessFs::from_all(abi);
+        let writable = (handled & !devices()).bits();
+        let terminals = (AccessFs::from_file(abi) & handled).bits();
+        let read = (AccessFs::from_read(abi) & handled).bits();
+        Ok(Self {
+            ruleset,
+            network,
+            mounts,
+            filters,
+            cwd: match (&sandbox.mounts, cwd) {
+                // The plan's own working directory is entered by its prepared mounts.
+                (Some(plan), _) if plan.cwd.is_some() => None,
+                (Some(_), Some(cwd)) => {
+                    Some(CString::new(cwd.as_os_str().as_bytes()).map_err(|_| {
+                        ProcTrackError::Sandbox {
+                            reason: format!("{} holds a NUL byte", cwd.display()),
+                        }
+                    })?)
+                }
+                _ => None,
+            },
+            grants: (writable, terminals, read),
+        })
     }
 
-    /// Enters the sandbox: the network namespace first (writing the user-namespace maps is a
-    /// write Landlock would refuse), then Landlock.
+    /// Enters the sandbox: the namespaces first (writing the user-namespace maps is a write
+    /// Landlock would refuse), then the mounts and the working directory, then Landlock,
+    /// then the filters and the capability drop.
     ///
     /// Runs in the child between fork and exec: system calls only, on memory prepared before
     /// the fork, nothing allocated.
     pub(crate) fn enter(&self) -> io::Result<()> {
+        let mount_flag = if self.mounts.is_some() {
+            libc::CLONE_NEWNS
+        } else {
+            0
+        };
         match &self.network {
-            Some(NetPlan::New(entry)) => enter_network(entry)?,
-            Some(NetPlan::Join(shared)) => join(&shared.0)?,
-            None => {}
+            Some(NetPlan::New(entry)) => enter_network(entry, mount_flag)?,
+            Some(NetPlan::Join(shared)) => {
+                join(&shared.0)?;
+                // SAFETY: `unshare` takes flags only.
+                cvt(unsafe { libc::unshare(mount_flag) })?;
+            }
+            None => {
+                if let Some((_, entry)) = &self.mounts {
+                    enter_mount_namespace(entry)?;
+                }
+            }
+        }
+        if let Some((mounts, _)) = &self.mounts {
+            mounts.apply(&|path, kind| self.grant(path, kind))?;
+        }
+        if let Some(cwd) = self
+            .mounts
+            .as_ref()
+            .and_then(|(m, _)| m.cwd.as_ref())
+            .or(self.cwd.as_ref())
+        {
+            // SAFETY: `cwd` is NUL-terminated.
+            cvt(unsafe { libc::chdir(cwd.as_ptr()) })?;
+        }
+        if self.ruleset.is_some() || self.filters.is_some() {
+            no_new_privs()?;
         }
         if let Some(ruleset) = &self.ruleset {
-            // SAFETY: plain system calls on integers; the ruleset descriptor is open (the
+            // SAFETY: a plain system call on integers; the ruleset descriptor is open (the
             // parent keeps it until the spawn returns).
             unsafe {
-                if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
                 if libc::syscall(
                     libc::SYS_landlock_restrict_self,
                     ruleset.as_raw_fd(),
@@ -452,11 +631,56 @@ impl Prepared {
                 }
             }
         }
+        if let Some(filters) = &self.filters {
+            filters.enter()?;
+        }
         Ok(())
+    }
+
+    /// Adds Landlock rights beneath `path` (a file system made in the child) to the ruleset.
+    /// System calls only.
+    fn grant(&self, path: &std::ffi::CStr, kind: Grant) -> io::Result<()> {
+        let Some(ruleset) = &self.ruleset else {
+            return Ok(());
+        };
+        // SAFETY: `path` is NUL-terminated; the descriptor is closed before returning; the
+        // attribute is a valid `landlock_path_beneath_attr`.
+        unsafe {
+            let fd = libc::open(path.as_ptr(), libc::O_PATH | libc::O_CLOEXEC);
+            if fd < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            let attr = PathBeneathAttr {
+                allowed_access: match kind {
+                    Grant::Write => self.grants.0,
+                    Grant::Terminals => self.grants.1,
+                    Grant::Read => self.grants.2,
+                },
+                parent_fd: fd,
+            };
+            let result = libc::syscall(
+                libc::SYS_landlock_add_rule,
+                ruleset.as_raw_fd(),
+                LANDLOCK_RULE_PATH_BENEATH,
+                &raw const attr,
+                0 as libc::c_uint,
+            );
+            let error = io::Error::last_os_error();
+            libc::close(fd);
+            if result == 0 { Ok(()) } else { Err(error) }
+        }
     }
 }
 
-/// The Landlock ruleset: reads everywhere, every right beneath `writable` and the devices.
+/// The rights that make or touch devices, never granted beneath a writable path: a root
+/// agent could otherwise make a block device there and write to a disk through it.
+fn devices() -> BitFlags<AccessFs> {
+    AccessFs::MakeChar | AccessFs::MakeBlock | AccessFs::IoctlDev
+}
+
+/// The Landlock ruleset: reads everywhere; beneath `writable` every right but the device
+/// ones; the file rights on the null-like devices; signals and abstract Unix sockets scoped
+/// to the sandbox.
 fn ruleset(writable: &[PathBuf]) -> Result<OwnedFd, ProcTrackError> {
     let abi = ABI::V7;
     let failed = |e: landlock::RulesetError| ProcTrackError::Sandbox {
@@ -469,7 +693,7 @@ fn ruleset(writable: &[PathBuf]) -> Result<OwnedFd, ProcTrackError> {
     };
     let mut created = Ruleset::default()
         .handle_access(AccessFs::from_all(abi))
-        .and_then(|r| r.scope(Scope::Signal))
+        .and_then(|r| r.scope(Scope::Signal | Scope::AbstractUnixSocket))
         .and_then(Ruleset::create)
         .map_err(failed)?
         .add_rule(PathBeneath::new(
@@ -479,14 +703,20 @@ fn ruleset(writable: &[PathBuf]) -> Result<OwnedFd, ProcTrackError> {
         .map_err(failed)?;
     for path in writable {
         created = created
-            .add_rule(PathBeneath::new(open(path)?, AccessFs::from_all(abi)))
+            .add_rule(PathBeneath::new(
+                open(path)?,
+                AccessFs::from_all(abi) & !devices(),
+            ))
             .map_err(failed)?;
     }
     for device in DEVICES {
         // A device this machine lacks is simply not granted.
         if let Ok(fd) = PathFd::new(device) {
             created = created
-                .add_rule(PathBeneath::new(fd, AccessFs::from_file(abi)))
+                .add_rule(PathBeneath::new(
+                    fd,
+                    AccessFs::from_file(abi) & !AccessFs::IoctlDev,
+                ))
                 .map_err(failed)?;
         }
     }
@@ -523,17 +753,15 @@ fn write_proc(path: &std::ffi::CStr, data: &[u8]) -> io::Result<()> {
     }
 }
 
-/// Enters a new network namespace (through a user namespace when `entry` says so) and brings
-/// loopback up. System calls only.
-fn enter_network(entry: &NetEntry) -> io::Result<()> {
+/// Enters a new network namespace (through a user namespace when `entry` says so), and the
+/// namespaces of `extra` (`CLONE_NEWNS`) with it, and brings loopback up. System calls only.
+fn enter_network(entry: &NetEntry, extra: libc::c_int) -> io::Result<()> {
     // SAFETY: `unshare` takes flags only.
     if entry.user_namespace {
-        cvt(unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) })?;
-        write_proc(c"/proc/self/setgroups", b"deny")?;
-        write_proc(c"/proc/self/uid_map", &entry.uid_map)?;
-        write_proc(c"/proc/self/gid_map", &entry.gid_map)?;
+        cvt(unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET | extra) })?;
+        write_maps(entry)?;
     } else {
-        cvt(unsafe { libc::unshare(libc::CLONE_NEWNET) })?;
+        cvt(unsafe { libc::unshare(libc::CLONE_NEWNET | extra) })?;
     }
     loopback_up()
 }
@@ -567,13 +795,13 @@ fn loopback_up() -> io::Result<()> {
 fn probe_network() -> NetIsolation {
     let direct = rustix::process::geteuid().is_root().then(|| {
         let entry = NetEntry::new(false);
-        in_child(|| enter_network(&entry))
+        in_child(|| enter_network(&entry, 0))
     });
     if let Some(Ok(())) = direct {
         return NetIsolation::Direct;
     }
     let entry = NetEntry::new(true);
-    match in_child(|| enter_network(&entry)) {
+    match in_child(|| enter_network(&entry, 0)) {
         Ok(()) => NetIsolation::UserNamespace,
         Err(user) => NetIsolation::Unavailable(match direct {
             Some(Err(direct)) => {
@@ -626,3 +854,34 @@ fn in_child(work: impl FnOnce() -> io::Result<()>) -> io::Result<()> {
 
 #[cfg(test)]
 mod tests;
+
+/// Whether the process `pid` runs inside (or may run inside) an eval's sandbox, with why:
+/// its mount namespace is not this process's (every `--sandbox` tree has one of its own), or
+/// it runs under a seccomp filter while carrying a run's marker
+/// ([`EnvVars::HYOKA_RUN_INSTANCE`]), as a best-effort sandbox without a mount namespace
+/// does. A process whose namespace cannot be read is taken for one. `None`: it shares this process's view of the machine.
+///
+/// A supervisor calls it for each peer of its control socket and refuses the sandboxed
+/// ones, whatever their user: an agent must not reach the user's other sessions.
+///
+/// [`EnvVars::HYOKA_RUN_INSTANCE`]: crate::EnvVars::HYOKA_RUN_INSTANCE
+pub fn sandboxed_peer(pid: i32) -> Option<String> {
+    let ours = std::fs::read_link("/proc/self/ns/mnt").ok();
+    let theirs = std::fs::read_link(format!("/proc/{pid}/ns/mnt")).ok();
+    match (ours, theirs) {
+        (Some(a), Some(b)) if a == b => {}
+        (Some(_), Some(_)) => {
+            return Some("it runs in another mount namespace (a sandbox)".to_owned());
+        }
+        _ => return Some("its mount namespace cannot be read".to_owned()),
+    }
+    let filtered = std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|s| {
+        s.lines()
+            .any(|l| l.split_whitespace().eq(["Seccomp:", "2"]))
+    });
+    let marked = std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| {
+        env.split(|b| *b == 0)
+            .any(|v| v.starts_with(format!("{}=", crate::EnvVars::HYOKA_RUN_INSTANCE).as_bytes()))
+    });
+    (filtered && marked).then(|| "it runs under a seccomp filter in an eval's tree".to_owned())
+}

@@ -16,9 +16,10 @@ use rustix::io::FdFlags;
 use crate::ProcTrackError;
 use crate::agent::Agent;
 use crate::cgroup::CgroupLeaf;
+use crate::env_vars::marker_env;
 use crate::identity::{ProcRef, validate_id};
-use crate::instance::INSTANCE_ENV;
 use crate::proc_table::{NativeProcTable, ProcTable};
+use crate::resources::ResourceLeaves;
 use crate::sandbox::{Prepared, Sandbox};
 use crate::shim::{ShimReport, parse_report, report_lines, shim_args};
 use crate::signal::reset_signal_state;
@@ -73,6 +74,9 @@ pub struct AgentCommand {
     /// The kernel sandbox of the whole tree (the shim, the agent and its descendants):
     /// confined writes, no network. The default restricts nothing.
     pub sandbox: Sandbox,
+    /// The tree's memory, pids and CPU limits (cgroup controllers, see
+    /// [`ResourceSupport`](crate::ResourceSupport)). The default limits nothing.
+    pub resources: crate::ResourceLimits,
 }
 
 impl AgentCommand {
@@ -183,6 +187,10 @@ impl Tracker {
         Ok(agent)
     }
 
+    #[expect(
+        clippy::too_many_lines,
+        reason = "the steps before and after the fork, in order, read best as one sequence"
+    )]
     async fn spawn_inner(
         &self,
         eval_id: &str,
@@ -190,7 +198,10 @@ impl Tracker {
     ) -> Result<Agent, ProcTrackError> {
         let shared = &self.shared;
         // Built before anything else exists: a sandbox that cannot be had leaves nothing.
-        let sandbox = Prepared::new(&command.sandbox)?;
+        let sandbox = Prepared::new(
+            &with_launcher(&command.sandbox, shared.shim.as_ref()),
+            command.cwd.as_deref(),
+        )?;
         let leaf = match shared.create_leaf(eval_id) {
             Some(Ok(leaf)) => Some(leaf),
             Some(Err(e)) if shared.mode == CgroupMode::Required => return Err(e),
@@ -202,6 +213,30 @@ impl Tracker {
         };
         let mut agent = Agent::new(shared, eval_id, placeholder, leaf);
         let procs_fd = agent.leaf.as_ref().map(CgroupLeaf::procs_fd).transpose()?;
+        let mut limit_fds = Vec::new();
+        if !command.resources.is_unlimited() {
+            let record = |leaf: &Path| shared.update(|l| drop(l.add_cgroup_v1(eval_id, leaf)));
+            let created = ResourceLeaves::create(
+                &command.resources,
+                shared.resource_support(),
+                &format!("hyoka-{}-{}", shared.run_id, shared.instance),
+                eval_id,
+                agent.leaf.as_ref().map(CgroupLeaf::path),
+                &record,
+            );
+            match created {
+                Ok((leaves, fds)) => {
+                    agent.resources = Some(leaves);
+                    limit_fds = fds;
+                }
+                Err(e) => {
+                    agent.torn_down = true;
+                    let _ = agent.finish(&TeardownReport::default());
+                    return Err(e);
+                }
+            }
+        }
+        let limit_raw: Vec<i32> = limit_fds.iter().map(AsRawFd::as_raw_fd).collect();
         let (report_read, report_write) = if shared.shim.is_some() {
             let (r, w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
                 .map_err(|e| ProcTrackError::io("create pipe for", "shim", e.into()))?;
@@ -227,6 +262,10 @@ impl Tracker {
         // returns; it allocates nothing on success.
         unsafe {
             cmd.as_std_mut().pre_exec(move || {
+                for &fd in &limit_raw {
+                    // SAFETY: the parent holds these descriptors open until spawn returns.
+                    rustix::io::write(BorrowedFd::borrow_raw(fd), b"0")?;
+                }
                 pre_exec(procs_raw, report_raw, parent)?;
                 sandbox.enter()
             });
@@ -248,6 +287,7 @@ impl Tracker {
         .await?;
         drop(report_write);
         drop(procs_fd);
+        drop(limit_fds);
         drop(kept);
         let mut child = match spawned {
             Ok(child) => child,
@@ -274,9 +314,30 @@ impl Tracker {
             }
             None => agent.process = child_ref,
         }
-        agent.refresh()?;
+        if agent.shim.is_some() {
+            agent.record_started()?;
+        } else {
+            agent.refresh()?;
+        }
         Ok(agent)
     }
+}
+
+/// `sandbox`, with the shim's program bound back read-only when the mount plan hides it (a
+/// hyoka installed in the home): the shim is what the sandboxed child executes first.
+fn with_launcher(sandbox: &Sandbox, shim: Option<&crate::Launcher>) -> Sandbox {
+    let mut sandbox = sandbox.clone();
+    if let (Some(plan), Some(shim)) = (&mut sandbox.mounts, shim)
+        && let Ok(program) = std::fs::canonicalize(&shim.program)
+        && plan.hides(&program)
+    {
+        plan.mounts.push(crate::Mount::Bind {
+            source: program.clone(),
+            target: program,
+            writable: false,
+        });
+    }
+    sandbox
 }
 
 fn build_command(
@@ -304,10 +365,9 @@ fn build_command(
     if command.env_clear {
         cmd.env_clear();
     }
+    let marker = marker_env(&shared.run_id, eval_id, Some(&shared.instance));
     cmd.envs(command.env.iter().map(|(k, v)| (k, v)))
-        .env("HYOKA_RUN_ID", &shared.run_id)
-        .env("HYOKA_EVAL_ID", eval_id)
-        .env(INSTANCE_ENV, shared.instance.as_str())
+        .envs(marker)
         .stdin(command.stdin.stdio())
         .stdout(command.stdout.stdio())
         .stderr(command.stderr.stdio())

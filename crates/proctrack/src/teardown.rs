@@ -406,13 +406,24 @@ impl Engine<'_> {
 
         let found = self.scan();
         self.note(&found);
-        if !options.grace.is_zero() && !found.is_empty() && !options.escalation.is_escalated() {
+        // Without a SIGTERM round, nothing changed that a second scan would see: the first
+        // scan is the first kill round's (for a tree that is already gone, the one scan of
+        // the whole teardown).
+        let mut unchanged = Some(found);
+        if !options.grace.is_zero()
+            && unchanged.as_ref().is_some_and(|f| !f.is_empty())
+            && !options.escalation.is_escalated()
+        {
+            let found = unchanged.take().unwrap_or_default();
             self.signal_all(&found, Signal::Term);
             self.wait_gone(grace_deadline, Some(&options.escalation));
         }
 
         loop {
-            let found = self.rescan();
+            let found = match unchanged.take() {
+                Some(found) => found,
+                None => self.rescan(),
+            };
             if found.is_empty() {
                 break;
             }
@@ -554,9 +565,10 @@ impl Engine<'_> {
 /// 2. A scan finds the run's processes; each process group led by one of them is signalled
 ///    through its verified leader, every other process through its own verified pidfd; then
 ///    teardown waits up to `grace` for them to go. With a zero grace this step is skipped.
-/// 3. Rounds of: scan, `cgroup.kill` if there is a leaf, SIGKILL to every group and process
-///    found (parents first), wait up to 1 s, until a scan finds nothing or
-///    `grace + kill_timeout` has passed.
+/// 3. Rounds of: scan (the first round takes step 2's when step 2 sent nothing, so a tree
+///    that is already gone costs one scan), `cgroup.kill` if there is a leaf, SIGKILL to
+///    every group and process found (parents first), wait up to 1 s, until a scan finds
+///    nothing or `grace + kill_timeout` has passed.
 /// 4. The shim (the first `scope.exclude` entry) is stopped last.
 pub fn teardown(
     seams: Seams<'_>,

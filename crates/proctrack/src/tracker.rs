@@ -12,8 +12,9 @@ use crate::ProcTrackError;
 use crate::caps::{Capabilities, Layers};
 use crate::cgroup::{CgroupLeaf, CgroupRoot};
 use crate::clock::{SystemClock, unix_now};
+use crate::env_vars::marker_env;
 use crate::identity::{Identity, validate_id};
-use crate::instance::{INSTANCE_ENV, Instance};
+use crate::instance::Instance;
 use crate::ledger::{LEDGER_FILE, Ledger};
 use crate::lock::{LOCK_FILE, OwnerLock};
 
@@ -84,6 +85,8 @@ pub(crate) struct Shared {
     pub(crate) owner: Identity,
     pub(crate) lock: Mutex<Option<OwnerLock>>,
     pub(crate) ledger: Mutex<Ledger>,
+    /// The ledger as last written (locked after `ledger`, never before).
+    pub(crate) written: Mutex<Vec<u8>>,
     pub(crate) cgroup: Option<CgroupRoot>,
     pub(crate) cgroup_unavailable: Option<String>,
     pub(crate) mode: CgroupMode,
@@ -91,6 +94,7 @@ pub(crate) struct Shared {
     pub(crate) shim_grace: Duration,
     pub(crate) evals: Mutex<BTreeSet<String>>,
     pub(crate) survivors: Mutex<usize>,
+    pub(crate) resources: std::sync::OnceLock<crate::ResourceSupport>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -98,8 +102,41 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
+    /// Where the resource controllers are, detected on first use.
+    pub(crate) fn resource_support(&self) -> &crate::ResourceSupport {
+        self.resources.get_or_init(crate::ResourceSupport::detect)
+    }
+
+    /// Rewrites the ledger (called with its lock held), atomically always, but only when its
+    /// content changed, and synced only when it gained a line that must survive a crash of
+    /// the machine: a workspace or a kept workspace (directories on disk outlive a reboot)
+    /// or the cleaned mark. Process lines and cgroup leaves name what a reboot ends (a
+    /// process's identity includes the boot id; cgroups live in memory), and a removal can
+    /// only leave `clean` a stale line it verifies anyway: neither is worth a journal
+    /// commit per change, which is what made the ledger most of a trial's fsyncs.
     pub(crate) fn write_ledger(&self, ledger: &Ledger) -> Result<(), ProcTrackError> {
-        ledger.write_atomic(&self.ledger_path)
+        let bytes = ledger.render();
+        let mut written = lock(&self.written);
+        if *written == bytes {
+            return Ok(());
+        }
+        // One pass over each version: the ledger keeps a line per workspace of the run.
+        let old: std::collections::HashSet<&[u8]> = written.split(|&b| b == b'\n').collect();
+        let durable = bytes
+            .split(|&b| b == b'\n')
+            .filter(|line| {
+                [&b"# workspace "[..], b"# kept ", b"# cleaned"]
+                    .iter()
+                    .any(|p| line.starts_with(p))
+            })
+            .any(|line| !old.contains(line));
+        if durable {
+            crate::ledger::write_atomic(&self.ledger_path, &bytes)?;
+        } else {
+            crate::ledger::write_atomic_unsynced(&self.ledger_path, &bytes)?;
+        }
+        *written = bytes;
+        Ok(())
     }
 
     pub(crate) fn update(&self, f: impl FnOnce(&mut Ledger)) -> Result<(), ProcTrackError> {
@@ -204,7 +241,8 @@ impl Tracker {
         };
         let mut ledger = Ledger::new(&options.run_id, owner.clone())?;
         ledger.instance = Some(instance.clone());
-        ledger.write_atomic(&ledger_path)?;
+        let written = ledger.render();
+        crate::ledger::write_atomic(&ledger_path, &written)?;
         Ok(Self {
             shared: Arc::new(Shared {
                 run_id: options.run_id,
@@ -215,6 +253,7 @@ impl Tracker {
                 owner,
                 lock: Mutex::new(Some(owner_lock)),
                 ledger: Mutex::new(ledger),
+                written: Mutex::new(written),
                 cgroup,
                 cgroup_unavailable,
                 mode: options.cgroup,
@@ -222,6 +261,7 @@ impl Tracker {
                 shim_grace: options.shim_grace,
                 evals: Mutex::new(BTreeSet::new()),
                 survivors: Mutex::new(0),
+                resources: std::sync::OnceLock::new(),
             }),
         })
     }
@@ -247,21 +287,18 @@ impl Tracker {
     }
 
     /// This run's instance token (ledger `# instance`, workspace markers, cgroup leaves, the
-    /// [`INSTANCE_ENV`] marker).
+    /// `HYOKA_RUN_INSTANCE` marker).
     pub fn instance(&self) -> &Instance {
         &self.shared.instance
     }
 
     /// The marker variables a process of eval `eval_id` carries: `HYOKA_RUN_ID`,
-    /// `HYOKA_EVAL_ID` and [`INSTANCE_ENV`]. [`Tracker::spawn`] sets them itself; a process
-    /// started by other means and then [adopted](Tracker::adopt) needs them in its
-    /// environment from the start, for `clean` to find its escapees by the marker.
+    /// `HYOKA_EVAL_ID` and `HYOKA_RUN_INSTANCE` ([`marker_env`]). [`Tracker::spawn`] sets
+    /// them itself; a process started by other means and then [adopted](Tracker::adopt)
+    /// needs them in its environment from the start, for `clean` to find its escapees by
+    /// the marker.
     pub fn marker_env(&self, eval_id: &str) -> Vec<(OsString, OsString)> {
-        vec![
-            ("HYOKA_RUN_ID".into(), self.shared.run_id.clone().into()),
-            ("HYOKA_EVAL_ID".into(), eval_id.into()),
-            (INSTANCE_ENV.into(), self.shared.instance.as_str().into()),
-        ]
+        marker_env(&self.shared.run_id, eval_id, Some(&self.shared.instance))
     }
 
     /// Whether this process was a subreaper when the run started (see
@@ -282,6 +319,11 @@ impl Tracker {
         }
     }
 
+    /// Where this run's processes can be given memory, pids and CPU limits (detected once).
+    pub fn resource_support(&self) -> &crate::ResourceSupport {
+        self.shared.resource_support()
+    }
+
     /// Why the cgroup layer is not used, when it is not.
     pub fn cgroup_unavailable(&self) -> Option<&str> {
         self.shared.cgroup_unavailable.as_deref()
@@ -299,6 +341,20 @@ impl Tracker {
     pub fn record_workspace(&self, eval_id: &str, path: &Path) -> Result<(), ProcTrackError> {
         let mut ledger = lock(&self.shared.ledger);
         ledger.set_workspace(eval_id, path)?;
+        self.shared.write_ledger(&ledger)
+    }
+
+    /// Records that eval `eval_id`'s workspace at `path` is kept for the user (`# kept`):
+    /// `clean` then leaves it alone (unless asked to remove kept workspaces) whatever the
+    /// directory's marker says. Call it when the keep is decided (before the workspace
+    /// exists for a policy that always keeps, when the run ends otherwise).
+    ///
+    /// # Errors
+    /// [`ProcTrackError::InvalidId`], [`ProcTrackError::InvalidPath`] or
+    /// [`ProcTrackError::Io`].
+    pub fn record_kept(&self, eval_id: &str, path: &Path) -> Result<(), ProcTrackError> {
+        let mut ledger = lock(&self.shared.ledger);
+        ledger.set_kept(eval_id, path)?;
         self.shared.write_ledger(&ledger)
     }
 

@@ -24,7 +24,7 @@ use serde::Serialize;
 
 use crate::ProcTrackError;
 use crate::evidence::{check_entry, read_bounded_at};
-use crate::ledger::{LEDGER_FILE, ParsedLedger, write_atomic_at};
+use crate::ledger::{Durability, LEDGER_FILE, ParsedLedger, write_atomic_at};
 use crate::lock::{LOCK_FILE, LockState, OwnerLock};
 
 /// The user a run directory belongs to: whose evidence its ledger is, and with whose power
@@ -222,7 +222,13 @@ impl RunDir {
 
     /// Rewrites the ledger atomically inside this directory, keeping its owner and mode.
     pub(crate) fn write_ledger(&self, bytes: &[u8]) -> Result<(), ProcTrackError> {
-        write_atomic_at(self.fd.as_fd(), &self.path, Path::new(LEDGER_FILE), bytes)
+        write_atomic_at(
+            self.fd.as_fd(),
+            &self.path,
+            Path::new(LEDGER_FILE),
+            bytes,
+            Durability::Synced,
+        )
     }
 }
 

@@ -49,7 +49,15 @@ fn check(fake: &FakeSystem, run: &Run, dry_run: bool) -> CleanReport {
         ..CleanOptions::default()
     };
     let clock = FakeClock::new(Instant::now());
-    clean_run_with(&run.run_dir, &options, fake, fake, &clock, None).unwrap()
+    clean_run_with(
+        &run.run_dir,
+        &options,
+        fake,
+        fake,
+        &clock,
+        &CgroupMounts::default(),
+    )
+    .unwrap()
 }
 
 #[test]

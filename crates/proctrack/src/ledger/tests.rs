@@ -12,8 +12,21 @@ fn sample() -> Ledger {
         .set_workspace("main", Path::new("/tmp/hyoka-run-1-abc def"))
         .unwrap();
     ledger
+        .set_kept("main", Path::new("/tmp/hyoka-run-1-abc def"))
+        .unwrap();
+    ledger
         .set_cgroup("main", Path::new("/sys/fs/cgroup/unified/hyoka-run-1/main"))
         .unwrap();
+    for hierarchy in ["memory", "pids", "memory"] {
+        ledger
+            .add_cgroup_v1(
+                "main",
+                &Path::new("/sys/fs/cgroup")
+                    .join(hierarchy)
+                    .join("hyoka-run-1/main"),
+            )
+            .unwrap();
+    }
     ledger.entries.push(LedgerEntry {
         pid: 4242,
         start_ticks: 99,
@@ -48,7 +61,10 @@ fn round_trips_exactly() {
             "# hyoka-pids v1\n# run run-1\n# owner 777 12345 {BOOT}\n\
              # instance 0123456789abcdef\n\
              # workspace main /tmp/hyoka-run-1-abc def\n\
+             # kept main /tmp/hyoka-run-1-abc def\n\
              # cgroup main /sys/fs/cgroup/unified/hyoka-run-1/main\n\
+             # cgroup-v1 main /sys/fs/cgroup/memory/hyoka-run-1/main\n\
+             # cgroup-v1 main /sys/fs/cgroup/pids/hyoka-run-1/main\n\
              4242\t99\t4242\tmain\ttab?here\n"
         )
     );

@@ -27,7 +27,7 @@ fn network_names() {
 fn the_default_restricts_nothing() {
     let sandbox = Sandbox::default();
     assert!(sandbox.is_unrestricted());
-    let prepared = Prepared::new(&sandbox).expect("nothing to prepare");
+    let prepared = Prepared::new(&sandbox, None).expect("nothing to prepare");
     assert!(prepared.ruleset.is_none() && prepared.network.is_none());
 }
 
@@ -38,7 +38,7 @@ fn a_missing_writable_path_is_refused_before_any_fork() {
         writable: Some(vec![PathBuf::from("/nonexistent/hyoka-sandbox-test")]),
         ..Sandbox::default()
     };
-    let error = Prepared::new(&sandbox).expect_err("the path does not exist");
+    let error = Prepared::new(&sandbox, None).expect_err("the path does not exist");
     let ProcTrackError::Sandbox { reason } = error else {
         panic!("unexpected error {error:?}");
     };
@@ -60,7 +60,7 @@ fn the_ruleset_is_built_when_landlock_is_there() {
         writable: Some(vec![dir.path().to_owned()]),
         ..Sandbox::default()
     };
-    match (support.landlock_in_force(), Prepared::new(&sandbox)) {
+    match (support.landlock_in_force(), Prepared::new(&sandbox, None)) {
         (Some(abi), Ok(prepared)) => {
             assert!(prepared.ruleset.is_some());
             assert!((1..=super::LANDLOCK_TARGET_ABI).contains(&abi));

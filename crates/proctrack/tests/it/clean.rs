@@ -36,6 +36,10 @@ pub(crate) const TESTS: &[Test] = &[
         "clean::a_leaf_recorded_but_never_made_is_cleaned",
         a_leaf_recorded_but_never_made_is_cleaned,
     ),
+    (
+        "clean::only_the_v1_leaves_the_ledger_names_are_removed",
+        only_the_v1_leaves_the_ledger_names_are_removed,
+    ),
     ("clean::ps_lists_live_runs", ps_lists_live_runs),
     (
         "clean::an_uncleaned_run_id_is_not_reused",
@@ -531,4 +535,46 @@ fn a_leaf_recorded_but_never_made_is_cleaned() {
     let _ = std::fs::remove_dir(&run_cgroup);
     assert!(!exists, "{} left behind: {report:#?}", run_cgroup.display());
     assert!(report.marked_cleaned, "{report:#?}");
+}
+
+/// Regression test for issue 25: `clean` removes a crashed run's cgroup v1 leaves (those of
+/// its resource limits) only when its ledger names them and they are the run's: a leaf of the
+/// run the ledger does not name, and another run's leaf a forged ledger names, stay.
+fn only_the_v1_leaves_the_ledger_names_are_removed() {
+    let mounts = hyoka_proctrack::CgroupMounts::detect();
+    let Some(pids) = mounts.v1.iter().find(|m| m.ends_with("pids")).cloned() else {
+        eprintln!("skipped: no cgroup v1 pids hierarchy here");
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let run_id = sandbox.run_id("v1");
+    let instance = hyoka_proctrack::Instance::generate().unwrap();
+    let other = hyoka_proctrack::Instance::generate().unwrap();
+    let ours = pids.join(format!("hyoka-{run_id}-{instance}"));
+    let theirs = pids.join(format!("hyoka-{run_id}-{other}"));
+    let (named, unnamed, foreign) = (ours.join("main"), ours.join("spare"), theirs.join("main"));
+    for leaf in [&named, &unnamed, &foreign] {
+        if let Err(err) = std::fs::create_dir_all(leaf) {
+            eprintln!("skipped: cannot make a cgroup v1 leaf here: {err}");
+            for dir in [&named, &unnamed, &foreign, &ours, &theirs] {
+                let _ = std::fs::remove_dir(dir);
+            }
+            return;
+        }
+    }
+    let owner = hyoka_proctrack::Identity::current().unwrap();
+    let ledger = format!(
+        "# hyoka-pids v1\n# run {run_id}\n# owner {owner}\n# instance {instance}\n# cgroup-v1 main {}\n# cgroup-v1 main {}\n",
+        named.display(),
+        foreign.display()
+    );
+    let run_dir = fake_run(&sandbox.reports(), &run_id, ledger.as_bytes());
+    let report = clean_run(&run_dir, &options()).unwrap();
+    let left = [&named, &unnamed, &foreign].map(|p| p.exists());
+    for dir in [&named, &unnamed, &foreign, &ours, &theirs] {
+        let _ = std::fs::remove_dir(dir);
+    }
+    assert_eq!(left, [false, true, true], "{report:#?}");
+    let foreign_record = report.cgroups.iter().find(|c| c.leaf.path == foreign);
+    assert!(foreign_record.is_some_and(|c| !c.removed), "{report:#?}");
 }
