@@ -1,7 +1,8 @@
 //! AI checkers: the [`IdleChecker`] (IDLE / WORKING) and [`PlanChecker`] (PLAN_MODE /
 //! NOT_PLAN_MODE) traits, Codeman's prompts and verdict parsing, the sans-IO
-//! [`CheckerMachine`] (cooldowns, back-off, disabling, cancellation, stale results) and the
-//! command-backed implementation ([`CommandChecker`], feature `command`).
+//! [`CheckerMachine`] (cooldowns, back-off, disabling, cancellation, stale results). The
+//! command-backed implementation is `hyoka-respawn`'s `CommandChecker` (this crate has no
+//! runtime).
 //!
 //! Codeman's contract (its `AiIdleChecker` and `AiPlanChecker`; `docs/detection.md`): the last 16,000 (idle) or 8,000
 //! (plan) characters of stripped output go into a conservative prompt ("when in doubt, answer
@@ -11,13 +12,9 @@
 //! three consecutive errors disable the checker; a cancel resolves exactly once and results
 //! that arrive after a cancel or a newer check are ignored.
 
-#[cfg(feature = "command")]
-mod command;
 mod machine;
 mod protocol;
 
-#[cfg(feature = "command")]
-pub use self::command::{CommandChecker, CommandCheckerOptions, SpawnHook};
 pub use self::machine::{
     CheckTicket, CheckerConfig, CheckerEvent, CheckerMachine, CheckerStatus, Finish, Refusal,
 };

@@ -145,6 +145,9 @@ pub struct Detector {
     ai: Option<(AiVerdict, Instant)>,
     counts: StreamCounts,
     verdict: Verdict,
+    /// The terminal changed size and the program has not drawn since: the model's screen
+    /// (cut or extended by the resize) may not be what the terminal shows.
+    redraw_pending: bool,
 }
 
 impl Detector {
@@ -180,6 +183,7 @@ impl Detector {
             ai: None,
             counts: StreamCounts::default(),
             verdict: Verdict::default(),
+            redraw_pending: false,
             config,
         }
     }
@@ -216,6 +220,7 @@ impl Detector {
             self.raw.push(bytes);
         }
         self.screen.mark_stale();
+        self.redraw_pending = false;
         self.last_output = Some(now);
         let c = &mut self.counts;
         c.bytes += bytes.len() as u64;
@@ -277,9 +282,26 @@ impl Detector {
         self.ai = Some((verdict, now));
     }
 
-    /// Changes the terminal size of the screen model.
+    /// Changes the terminal size of the screen model, from the next byte of output on: the
+    /// output seen so far is drawn at the old size first. Until the program draws again,
+    /// the screen may not be what the terminal shows (a resize cuts or extends rows the
+    /// program has not redrawn), so no verdict is idle; the settle period then runs from
+    /// that output as from any other. A resize to the current size changes nothing.
     pub fn resize(&mut self, rows: u16, cols: u16) {
+        let (rows, cols) = (rows.max(1), cols.max(1));
+        if self.screen.size() == (rows, cols) {
+            return;
+        }
+        let title = self.scanner.title();
+        self.screen.sync(&self.raw, &title);
         self.screen.resize(rows, cols);
+        self.classified = None;
+        self.redraw_pending = true;
+    }
+
+    /// The screen model's size (rows, columns).
+    pub fn size(&self) -> (u16, u16) {
+        self.screen.size()
     }
 
     /// Classifies screens with `profile` from the next decision on (the per-chunk path does
@@ -380,6 +402,20 @@ impl Detector {
         })
     }
 
+    /// The terminal changed size and the program has not redrawn yet: the model of the
+    /// screen may not match the pane.
+    fn resized_evidence(&self) -> Evidence {
+        let (rows, cols) = self.screen.size();
+        Evidence {
+            signal: "screen",
+            points_to: SessionState::Unknown,
+            rule: "screen/resized".to_owned(),
+            detail: format!("the terminal is now {cols}x{rows} and the program has not redrawn"),
+            age_ms: 0,
+            source: String::new(),
+        }
+    }
+
     fn since_ms(&self, now: Instant, at: Instant) -> u64 {
         let _ = self;
         Self::age(now, Some(at))
@@ -435,21 +471,23 @@ impl Detector {
                 (SessionState::Blocked, sv.blocked)
             } else if let Some((e, t)) = hook_blocked {
                 evidence.push(self.hook_evidence(now, e, t));
-                let kind = if e == HookEvent::PermissionPrompt {
-                    BlockedKind::Permission
-                } else {
-                    BlockedKind::Question
-                };
-                (SessionState::Blocked, Some(kind))
+                (SessionState::Blocked, Some(hook_blocked_kind(e)))
             } else if let Some((AiVerdict::PlanMode, t)) = ai {
                 evidence.push(self.ai_evidence(now, AiVerdict::PlanMode, t));
                 (SessionState::Blocked, Some(BlockedKind::Plan))
+            } else if self.redraw_pending {
+                evidence.push(self.resized_evidence());
+                (SessionState::Unknown, None)
             } else if draft {
                 // A person's draft in the input: whatever else says the turn is over, typing now
                 // would mangle it.
                 evidence.push(self.screen_evidence(now));
                 (SessionState::Blocked, Some(BlockedKind::Draft))
-            } else if let Some((e, t)) = hook_idle.filter(|_| !busy) {
+            } else if let Some((e, t)) =
+                hook_idle.filter(|_| !busy && sv.state != SessionState::Working)
+            {
+                // A hook that says the turn ended counts only where the screen does not
+                // show work: where the two disagree, the verdict is not idle.
                 evidence.push(self.hook_evidence(now, e, t));
                 (SessionState::Idle, None)
             } else if busy {
@@ -755,6 +793,15 @@ fn is_busy(a: &ProcessActivity, ticks_per_sec: u64) -> bool {
         .unwrap_or(u64::MAX)
         .max(1);
     a.cpu_ticks.saturating_mul(1000) / ms >= ticks_per_sec.max(1)
+}
+
+/// The dialog a blocking hook event announces.
+fn hook_blocked_kind(e: HookEvent) -> BlockedKind {
+    if e == HookEvent::PermissionPrompt {
+        BlockedKind::Permission
+    } else {
+        BlockedKind::Question
+    }
 }
 
 #[cfg(test)]

@@ -15,8 +15,8 @@
 //!   `aider`, `generic`), embedded TOML files that a user file can replace or extend.
 //! - [`CodemanClassifier`]: Codeman's per-chunk rules reproduced exactly, with its counters.
 //! - [`IdleChecker`] and [`PlanChecker`]: the AI checkers, with [`CheckerMachine`] (cooldowns,
-//!   back-off, disabling, cancellation) and [`CommandChecker`] (feature `command`, default);
-//!   `mockall` mocks behind the `mock` feature.
+//!   back-off, disabling, cancellation); `hyoka-respawn`'s `CommandChecker` answers them with
+//!   a command, and `mockall` mocks sit behind the `mock` feature.
 //! - The entry points of `hyoka detect`: [`classify_screen`] (`--screen`), [`replay_cast`]
 //!   and [`CastReplay`] (`--cast`, whole or a line at a time), [`run_stream`] and
 //!   [`StreamRun`] (`--stream`, whole or piece by piece in bounded memory),
@@ -148,8 +148,6 @@ mod signals;
 mod stream;
 mod terminal;
 
-#[cfg(feature = "command")]
-pub use crate::checker::{CommandChecker, CommandCheckerOptions, SpawnHook};
 #[cfg(feature = "mock")]
 pub use crate::checker::{MockIdleChecker, MockPlanChecker};
 pub use crate::{
@@ -164,8 +162,8 @@ pub use crate::{
     error::{CheckError, DetectError},
     profile::{Profile, Rule, RuleHit, ScreenVerdict},
     replay::{
-        CastReplay, StreamReport, StreamRun, VerdictChange, classify_screen, render_explain,
-        replay_cast, run_stream,
+        CastReplay, MAX_CAST_SIZE, StreamReport, StreamRun, VerdictChange, classify_screen,
+        render_explain, replay_cast, run_stream,
     },
     screen::Screen,
     signals::{BlockedKind, ChunkSignals, Evidence, HookEvent, SessionState, Verdict},

@@ -294,12 +294,14 @@ fn is_completion_words(text: &[u8]) -> bool {
     tail.is_empty() || !tail[0].is_ascii_alphanumeric()
 }
 
-/// Length of a duration such as `5s`, `1m 2s`, `1h 2m 3s` at the start of `text`.
+/// Length of a duration such as `5s`, `1m 2s`, `1h 2m 3s` at the start of `text`, or `<1s`
+/// (Codex 0.169 writes a turn shorter than a second so: `─ Worked for <1s ─`).
 fn duration_len(text: &[u8]) -> Option<usize> {
-    let mut end = 0;
+    let lead = usize::from(text.first() == Some(&b'<'));
+    let mut end = lead;
     loop {
         let mut j = end;
-        if end > 0 {
+        if end > lead {
             while text.get(j) == Some(&b' ') {
                 j += 1;
             }
@@ -315,7 +317,7 @@ fn duration_len(text: &[u8]) -> Option<usize> {
         }
         end = after;
     }
-    (end > 0).then_some(end)
+    (end > lead).then_some(end)
 }
 
 /// `true` when `text[start..]` begins with `interrupt` (any case) preceded by `to ` or `to`.

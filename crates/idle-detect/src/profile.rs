@@ -5,7 +5,9 @@
 //! `[[rule]]`s. Each rule names the state its match is evidence for (with `blocked = "<kind>"`
 //! for a blocked rule), the screen region(s) it looks at, matchers (`contains`, `regex`,
 //! `line`, nested `any` / `all` / `not`, `prompt = true|false` for whether an input prompt is
-//! drawn, `rendered = true|false` for whether the screen kept its rendering attributes), and
+//! drawn, `rendered = true|false` for whether the screen kept its rendering attributes,
+//! `footer` for a line below the input prompt that must match whatever region the rule
+//! reads: the footer says which version of the program drew the screen), and
 //! where the rule comes from (`source`: the agent's file or document and version that shows
 //! the screen element). The six built-in profiles are embedded in the
 //! binary; a user file may replace one or, with `extends = "<name>"`, override single rules
@@ -190,6 +192,9 @@ struct RawLayout {
     tail_boundary: Option<String>,
     turn_end: Option<String>,
     live_line: Option<String>,
+    pass: Option<String>,
+    status: Option<String>,
+    turn_start: Option<String>,
     boxed_input: Option<bool>,
     prompt_within: Option<usize>,
     above_lines: Option<usize>,
@@ -231,6 +236,8 @@ struct RawRule {
     prompt: Option<bool>,
     #[serde(default)]
     rendered: Option<bool>,
+    #[serde(default)]
+    footer: OneOrMany,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -252,6 +259,8 @@ struct RawMatcher {
     prompt: Option<bool>,
     #[serde(default)]
     rendered: Option<bool>,
+    #[serde(default)]
+    footer: OneOrMany,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -493,6 +502,9 @@ fn merge(base: &mut RawProfile, over: RawProfile) {
         tail_boundary,
         turn_end,
         live_line,
+        pass,
+        status,
+        turn_start,
         boxed_input,
         prompt_within,
         above_lines,
@@ -526,6 +538,9 @@ fn compile(name: &str, raw: RawProfile) -> Result<Profile, DetectError> {
         tail_boundary: layout_regex("tail_boundary", l.tail_boundary)?,
         turn_end: layout_regex("turn_end", l.turn_end)?,
         live_line: layout_regex("live_line", l.live_line)?,
+        pass: layout_regex("pass", l.pass)?,
+        status: layout_regex("status", l.status)?,
+        turn_start: layout_regex("turn_start", l.turn_start)?,
         boxed_input: l.boxed_input.unwrap_or(false),
         prompt_within: l.prompt_within.unwrap_or(8),
         above_lines: l.above_lines.unwrap_or(10).max(1),
@@ -576,6 +591,7 @@ fn compile(name: &str, raw: RawProfile) -> Result<Profile, DetectError> {
                 not: r.not,
                 prompt: r.prompt,
                 rendered: r.rendered,
+                footer: r.footer,
             },
         )?;
         rules.push(Rule {
@@ -653,6 +669,7 @@ fn compile_matcher(profile: &str, rule: &str, raw: RawMatcher) -> Result<Matcher
         not: nested(raw.not)?,
         prompt: raw.prompt,
         rendered: raw.rendered,
+        footer: regexes(raw.footer)?,
     })
 }
 

@@ -81,8 +81,14 @@ pub fn replay_cast(
     Ok(changes)
 }
 
+/// The largest terminal a recording's header or resize events may give the screen model
+/// (rows, columns); larger sizes are clamped to it, so a forged `65535x65535` costs no more
+/// memory than a very large real terminal.
+pub const MAX_CAST_SIZE: (u16, u16) = (500, 1000);
+
 /// An asciicast replay fed one line at a time, so a recording of any length is replayed in
-/// bounded memory: the detector's state, the current line and the changes not yet taken.
+/// bounded memory: the detector's state (its screen at most [`MAX_CAST_SIZE`]), the current
+/// line and the changes not yet taken.
 #[derive(Debug)]
 pub struct CastReplay {
     profile: Profile,
@@ -159,9 +165,9 @@ impl CastReplay {
             "i" => detector.user_input(start + at),
             "r" => {
                 if let Some((c, r)) = data.split_once('x')
-                    && let (Ok(c), Ok(r)) = (c.trim().parse(), r.trim().parse())
+                    && let (Ok(c), Ok(r)) = (c.trim().parse::<u16>(), r.trim().parse::<u16>())
                 {
-                    detector.resize(r, c);
+                    detector.resize(r.min(MAX_CAST_SIZE.0), c.min(MAX_CAST_SIZE.1));
                 }
             }
             _ => {}
@@ -237,8 +243,8 @@ fn parse_header(
         u16::try_from(v.as_u64()?).ok()
     };
     if let (Some(cols), Some(rows)) = (size("width", "cols"), size("height", "rows")) {
-        config.cols = cols;
-        config.rows = rows;
+        config.cols = cols.min(MAX_CAST_SIZE.1);
+        config.rows = rows.min(MAX_CAST_SIZE.0);
     }
     Ok(relative)
 }

@@ -269,6 +269,11 @@ impl ScreenModel {
         self.stale = true;
     }
 
+    /// The size (rows, columns).
+    pub(crate) fn size(&self) -> (u16, u16) {
+        (self.rows, self.cols)
+    }
+
     /// `true` when output arrived since the last sync.
     #[cfg(test)]
     pub(crate) fn is_stale(&self) -> bool {

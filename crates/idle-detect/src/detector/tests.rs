@@ -120,16 +120,22 @@ fn a_permission_prompt_is_blocked_at_once_and_never_idle() {
     );
 }
 
+// See: issue 24 (structured signals fused with the screen: where they disagree, the
+// verdict is not idle).
 #[test]
-fn a_stop_hook_is_authoritative_until_new_work_shows() {
+fn a_stop_hook_is_idle_only_where_the_screen_shows_no_work() {
     let c = Clock::new();
     let mut d = detector("claude-code");
     draw(&mut d, &c, 0, WORKING_SCREEN);
     d.hook(c.at(100), HookEvent::Stop);
-    check(&mut d, &c, 100, SessionState::Idle, None, "hook");
-    // A redraw without working indicators does not undo it (Codeman aborts on any output).
-    d.output(c.at(150), b"\x1b[?25h");
+    // The screen still shows the spinner: the two disagree.
+    check(&mut d, &c, 100, SessionState::Working, None, "screen_rule");
+    // Once the screen shows the turn's end, the hook decides at once (no settle period).
+    draw(&mut d, &c, 150, IDLE_SCREEN);
     check(&mut d, &c, 160, SessionState::Idle, None, "hook");
+    // A redraw without working indicators does not undo it (Codeman aborts on any output).
+    d.output(c.at(170), b"\x1b[?25h");
+    check(&mut d, &c, 180, SessionState::Idle, None, "hook");
     // A new turn's spinner does.
     d.output(
         c.at(200),
@@ -164,6 +170,57 @@ fn permission_and_elicitation_hooks_block_until_answered() {
     );
     d.output(c.at(700), "⠋ Working… (esc to interrupt)\r\n".as_bytes());
     check(&mut d, &c, 700, SessionState::Working, None, "screen_rule");
+}
+
+// See: issue 24 (a second tmux client of another size attached and left: the model of the
+// screen no longer matched the pane).
+#[test]
+fn after_a_resize_nothing_is_idle_until_the_program_redraws() {
+    let c = Clock::new();
+    let mut d = detector("claude-code");
+    draw(&mut d, &c, 0, IDLE_SCREEN);
+    check(&mut d, &c, 2_000, SessionState::Idle, None, "screen_rule");
+    // The same size changes nothing.
+    d.resize(40, 120);
+    check(&mut d, &c, 2_000, SessionState::Idle, None, "screen_rule");
+    d.resize(24, 80);
+    assert_eq!(d.size(), (24, 80));
+    check(&mut d, &c, 2_100, SessionState::Unknown, None, "screen");
+    check(&mut d, &c, 60_000, SessionState::Unknown, None, "screen");
+    // A dialog found on the stale screen still blocks.
+    draw(&mut d, &c, 60_000, PERMISSION_SCREEN);
+    d.resize(40, 120);
+    check(
+        &mut d,
+        &c,
+        60_100,
+        SessionState::Blocked,
+        Some(BlockedKind::Permission),
+        "screen_rule",
+    );
+    // The redraw, then the settle period as after any output.
+    draw(&mut d, &c, 61_000, IDLE_SCREEN);
+    check(
+        &mut d,
+        &c,
+        61_100,
+        SessionState::Working,
+        None,
+        "screen_rule",
+    );
+    check(&mut d, &c, 62_600, SessionState::Idle, None, "screen_rule");
+}
+
+#[test]
+fn output_before_a_resize_is_drawn_at_the_old_size() {
+    let c = Clock::new();
+    let mut d = detector("generic");
+    // 100 characters on one row of 120 columns; at 80 columns it would wrap.
+    let long = "x".repeat(100);
+    d.output(c.at(0), format!("\x1b[2J\x1b[H{long}\r\nnext").as_bytes());
+    d.resize(24, 80);
+    let lines = d.screen().lines().to_vec();
+    assert_eq!(lines[1], "next", "{lines:?}");
 }
 
 #[test]

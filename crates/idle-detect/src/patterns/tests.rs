@@ -29,6 +29,8 @@ fn completion_lines_with_every_verb() {
         "* Cooked for 1m 42s",
         "Worked for 5s",
         "─ Worked for 1m 22s ─────────────",
+        // See: issue 24 (Codex 0.169 ends a turn under a second with `Worked for <1s`).
+        "─ Worked for <1s ─────────────",
         "✻ Brewed for 60s",
     ] {
         check(line, done);
@@ -42,6 +44,8 @@ fn lines_that_are_not_completions() {
         "I worked for 5s on it",
         "✻ Worked for a long time",
         "Worked for 30ms",
+        "Worked for <",
+        "Worked for <<1s",
         "2m 46s",
     ] {
         check(line, NONE);

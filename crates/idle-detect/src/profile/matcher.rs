@@ -1,10 +1,11 @@
-//! Rule matchers: `contains`, `regex`, `line`, nested `any` / `all` / `not`, and `prompt`.
+//! Rule matchers: `contains`, `regex`, `line`, nested `any` / `all` / `not`, `prompt`,
+//! `rendered` and `footer`.
 //!
 //! A matcher holds when every one of its clauses holds on a region; it returns the screen line
 //! that witnesses the match, which `--explain` prints next to the rule.
 
 use super::lazy::LazyRegex;
-use super::region::{Analysis, RegionText, normalize};
+use super::region::{Analysis, Region, RegionText, normalize};
 
 /// One compiled matcher (a rule's top level, or a nested `any` / `all` / `not` item).
 #[derive(Debug, Clone, Default)]
@@ -25,6 +26,9 @@ pub(super) struct Matcher {
     pub(super) prompt: Option<bool>,
     /// Whether the screen must (`true`) or must not (`false`) carry rendering attributes.
     pub(super) rendered: Option<bool>,
+    /// Patterns that some line below the input prompt (its footer) must match, whatever
+    /// region the rule reads: the version of the program that draws the rest.
+    pub(super) footer: Vec<LazyRegex>,
 }
 
 impl Matcher {
@@ -45,6 +49,12 @@ impl Matcher {
             && analysis.rendered() != want
         {
             return None;
+        }
+        if !self.footer.is_empty() {
+            let below = analysis.region(Region::BelowPrompt)?;
+            for re in &self.footer {
+                below.lines().find(|l| re.is_match(l))?;
+            }
         }
         for needle in &self.contains {
             if !region.normalized().contains(needle.as_str()) {
@@ -81,7 +91,12 @@ impl Matcher {
 
     /// Every pattern of this matcher and its nested ones.
     pub(super) fn patterns(&self) -> Vec<&LazyRegex> {
-        let mut out: Vec<&LazyRegex> = self.regex.iter().chain(&self.line).collect();
+        let mut out: Vec<&LazyRegex> = self
+            .regex
+            .iter()
+            .chain(&self.line)
+            .chain(&self.footer)
+            .collect();
         for m in self.any.iter().chain(&self.all).chain(&self.not) {
             out.extend(m.patterns());
         }

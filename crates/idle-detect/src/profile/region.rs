@@ -9,7 +9,9 @@
 //! - `above`: walking up from the box over blank lines, stopping at a `boundary` line (the
 //!   transcript: a response bullet, an earlier box), after a `turn_end` line (a completion
 //!   line, which is kept), at a line that `live_line` does not accept, or after `above_lines`
-//!   counted lines (indented detail lines are not counted);
+//!   counted lines (indented detail lines are not counted); rows of the composer the layout
+//!   names (`pass`: a divider, a mode row) and the status row (`status`) are crossed and
+//!   kept, wherever they are;
 //! - `adjacent`: the block of lines directly on top of the box, with no blank line between or
 //!   inside, unless it reaches up to a boundary: where a dialog drawn above a prompt box still
 //!   belongs to the present;
@@ -17,7 +19,13 @@
 //! - `tail`, when no prompt is on screen: walking up from the last line to the first
 //!   `tail_boundary` (or `boundary`) line, or through a `turn_end` line, at most `tail_lines`
 //!   non-blank lines;
-//! - `live`: `above`, the box and what is below it, or `tail` without a prompt.
+//! - `live`: `above`, the box and what is below it, or `tail` without a prompt;
+//! - `turn`: the transcript of the turn in progress, from the last submitted message
+//!   (`turn_start`, not included) down to the box, or from the last line that ends a turn
+//!   (`turn_end`, included) when one comes first: an answer that streams below the last
+//!   message with no turn end under it is work, whether or not a status row is drawn. It
+//!   exists only when the turn's start is on screen or the transcript above the box reaches
+//!   the top of the screen (the message scrolled off).
 //!
 //! Matchers see lines with box borders (`│`, `┃`, `║`) removed from both ends, so an option
 //! drawn inside a box (`│ ❯ 1. Yes │`) reads like one drawn without.
@@ -55,6 +63,7 @@ pub(super) enum Region {
     LineAbovePrompt,
     AfterPrompt,
     SinceMarker,
+    Turn,
     Tail,
     Live,
     Title,
@@ -93,6 +102,7 @@ impl Region {
             "line_above_prompt" => plain(Self::LineAbovePrompt),
             "after_prompt" => plain(Self::AfterPrompt),
             "since_marker" => plain(Self::SinceMarker),
+            "turn" => plain(Self::Turn),
             "tail" => plain(Self::Tail),
             "live" => plain(Self::Live),
             "title" => plain(Self::Title),
@@ -117,6 +127,7 @@ impl Region {
             Self::LineAbovePrompt => "line_above_prompt",
             Self::AfterPrompt => "after_prompt",
             Self::SinceMarker => "since_marker",
+            Self::Turn => "turn",
             Self::Tail => "tail",
             Self::Live => "live",
             Self::Title => "title",
@@ -137,6 +148,14 @@ pub(super) struct Layout {
     pub(super) tail_boundary: Option<Regex>,
     pub(super) turn_end: Option<Regex>,
     pub(super) live_line: Option<Regex>,
+    /// Rows of the composer between the status and the input (a divider, a mode row, a
+    /// shortcuts hint) that the `above` walk crosses: they are live, and no end of it.
+    pub(super) pass: Option<Regex>,
+    /// A status row (the working indicator): live wherever the `above` walk meets it, even
+    /// indented under a transcript line.
+    pub(super) status: Option<Regex>,
+    /// A submitted message in the transcript: where the turn in progress starts.
+    pub(super) turn_start: Option<Regex>,
     pub(super) boxed_input: bool,
     pub(super) prompt_within: usize,
     pub(super) above_lines: usize,
@@ -206,6 +225,8 @@ pub(super) struct Analysis<'s> {
     adjacent: Vec<usize>,
     /// Rows of the `tail` region (only without a prompt), top to bottom.
     tail: Vec<usize>,
+    /// Rows of the `turn` region, when it exists.
+    turn: Option<std::ops::Range<usize>>,
 }
 
 impl<'s> Analysis<'s> {
@@ -285,6 +306,7 @@ impl<'s> Analysis<'s> {
         let marker = lines
             .iter()
             .rposition(|l| matches(layout.marker.as_ref(), l));
+        let turn = prompt.and_then(|p| walk_turn(layout, lines, box_top.unwrap_or(p)));
         let (above, adjacent, tail) = match prompt {
             Some(p) => {
                 let start = box_top.unwrap_or(p);
@@ -310,6 +332,7 @@ impl<'s> Analysis<'s> {
             above,
             adjacent,
             tail,
+            turn,
         }
     }
 
@@ -393,6 +416,7 @@ impl<'s> Analysis<'s> {
                 Some(m) => slice(m + 1..lines.len()),
                 None => non_empty_from_bottom(0..lines.len(), FALLBACK_LINES),
             },
+            Region::Turn => slice(self.turn.clone()?),
             Region::Tail => {
                 if self.prompt.is_some() {
                     return None;
@@ -545,6 +569,13 @@ fn walk_above(layout: &Layout, lines: &[String], start: usize) -> Vec<usize> {
             continue;
         }
         gap = 0;
+        if matches(layout.pass.as_ref(), l) || matches(layout.status.as_ref(), l) {
+            // The composer's own rows, and the status row, whatever hangs above them: the rows
+            // held below one are live too.
+            rows.append(&mut pending);
+            rows.push(i);
+            continue;
+        }
         if matches(layout.boundary.as_ref(), l) || matches(layout.rule.as_ref(), l) {
             pending.clear();
             break;
@@ -613,6 +644,24 @@ fn walk_adjacent(layout: &Layout, lines: &[String], start: usize) -> Vec<usize> 
     rows.append(&mut pending);
     rows.sort_unstable();
     rows
+}
+
+/// The `turn` region: the rows between the last submitted message and the box (`start`), or
+/// from the last turn end when it comes first. `None` without a `turn_start` pattern, or when
+/// neither is on screen and the rows above the box do not reach the top of the screen.
+fn walk_turn(layout: &Layout, lines: &[String], start: usize) -> Option<std::ops::Range<usize>> {
+    let turn_start = layout.turn_start.as_ref()?;
+    for i in (0..start).rev() {
+        let l = &lines[i];
+        if matches(layout.turn_end.as_ref(), l) {
+            return Some(i..start);
+        }
+        if turn_start.is_match(l) {
+            return Some(i + 1..start);
+        }
+    }
+    // The turn's start scrolled off the top: the rows above the box are all this turn's.
+    (!lines.first().is_none_or(|l| is_blank(l))).then_some(0..start)
 }
 
 /// The `tail` region: the bottom of a screen with no prompt, up to a boundary.

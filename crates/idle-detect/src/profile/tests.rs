@@ -133,7 +133,7 @@ fn regions_parse() {
 fn a_user_file_overrides_a_builtin() {
     let text = r#"
 extends = "claude-code"
-disable = ["history-search"]
+disable = ["picker"]
 
 [[rule]]
 id = "prompt-box"
@@ -150,7 +150,7 @@ contains = "all systems nominal"
 "#;
     let p = Profile::from_toml(text).expect("valid override");
     assert_eq!(p.name(), "claude-code");
-    assert!(p.rules().iter().all(|r| r.id() != "history-search"));
+    assert!(p.rules().iter().all(|r| r.id() != "picker"));
     assert_eq!(p.rules()[0].id(), "custom-banner");
     let v = p.classify(&Screen::from_bytes(b"x\nALL SYSTEMS   NOMINAL"));
     assert_eq!(v.rule.as_deref(), Some("claude-code/custom-banner"));

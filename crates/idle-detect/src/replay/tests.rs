@@ -2,8 +2,10 @@
 
 use std::time::Instant;
 
-use super::{CastReplay, StreamRun, classify_screen, render_explain, replay_cast, run_stream};
-use crate::detector::DetectorConfig;
+use super::{
+    CastReplay, MAX_CAST_SIZE, StreamRun, classify_screen, render_explain, replay_cast, run_stream,
+};
+use crate::detector::{Detector, DetectorConfig};
 use crate::error::DetectError;
 use crate::profile::Profile;
 use crate::signals::SessionState;
@@ -156,4 +158,23 @@ fn a_cast_fed_a_line_at_a_time_replays_like_a_whole_one() {
         CastReplay::new(&p, &DetectorConfig::default(), t0).finish(),
         Err(DetectError::Cast { .. })
     ));
+}
+
+/// Issue 25: a header or a resize event naming a huge terminal is clamped to
+/// [`MAX_CAST_SIZE`], so the screen model stays bounded.
+#[test]
+fn a_huge_terminal_in_a_cast_is_clamped() {
+    let profile = Profile::builtin("generic").expect("profile");
+    let mut replay = CastReplay::new(&profile, &DetectorConfig::default(), start());
+    replay
+        .feed_line(r#"{"version": 2, "width": 65535, "height": 65535}"#)
+        .unwrap();
+    let size = |r: &CastReplay| r.detector.as_ref().map(Detector::size);
+    assert_eq!(size(&replay), Some(MAX_CAST_SIZE));
+    replay.feed_line(r#"[0.5, "r", "80x24"]"#).unwrap();
+    assert_eq!(size(&replay), Some((24, 80)));
+    replay.feed_line(r#"[1.0, "r", "65535x65535"]"#).unwrap();
+    assert_eq!(size(&replay), Some(MAX_CAST_SIZE));
+    replay.feed_line(r#"[1.5, "o", "hello"]"#).unwrap();
+    assert!(replay.finish().is_ok());
 }

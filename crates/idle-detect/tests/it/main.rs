@@ -3,8 +3,6 @@
 mod support;
 
 mod accuracy;
-#[cfg(feature = "command")]
-mod command_checker;
 mod contract;
 mod generated;
 mod hostile;
@@ -12,4 +10,5 @@ mod hostile;
 mod mocks;
 mod mutations;
 mod properties;
+mod real;
 mod screens;
