@@ -15,6 +15,8 @@
 //! The escapees are started as `<current exe> sim-agent --role …`: a binary that embeds this
 //! crate dispatches a first argument `sim-agent` to [`run`], as `hyoka` does.
 //!
+//! # Example
+//!
 //! ```no_run
 //! use clap::Parser as _;
 //!
