@@ -19,9 +19,9 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use hyoka_idle_detect::{BlockedKind, SessionState, Verdict};
+use hyoka_proctrack::{EnvVars, GroupChild, GroupExit};
 
 use crate::event::AlertKind;
-use crate::terminal::stop_group;
 
 /// The alerts of a session.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -180,7 +180,7 @@ pub(crate) async fn run_alert(
         AlertKind::Blocked => options.on_blocked.as_deref(),
         AlertKind::Idle => options.on_idle.as_deref(),
     };
-    let Some(command) = command else {
+    let Some(command_text) = command else {
         return run;
     };
     let name = match alert {
@@ -192,24 +192,22 @@ pub(crate) async fn run_alert(
         run.error = Some(format!("cannot write {}: {err}", file.display()));
         return run;
     }
-    let spawned = tokio::process::Command::new("/bin/sh")
+    let mut command = tokio::process::Command::new("/bin/sh");
+    command
         .arg("-c")
-        .arg(command)
+        .arg(command_text)
         .envs(options.env.iter().map(|(k, v)| (k, v)))
-        .env("HYOKA_SESSION", &options.session)
-        .env("HYOKA_ALERT", name)
+        .env(EnvVars::HYOKA_SESSION, &options.session)
+        .env(EnvVars::HYOKA_ALERT, name)
         .env(
-            "HYOKA_BLOCKED_KIND",
+            EnvVars::HYOKA_BLOCKED_KIND,
             blocked.map_or("", BlockedKind::as_str),
         )
-        .env("HYOKA_SCREEN_FILE", &file)
+        .env(EnvVars::HYOKA_SCREEN_FILE, &file)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .kill_on_drop(true)
-        .spawn();
-    let mut child = match spawned {
+        .stderr(Stdio::null());
+    let mut child = match GroupChild::spawn(command) {
         Ok(child) => child,
         Err(err) => {
             let _ = std::fs::remove_file(&file);
@@ -217,20 +215,16 @@ pub(crate) async fn run_alert(
             return run;
         }
     };
-    let pgid = child.id();
-    tokio::select! {
-        status = tokio::time::timeout(options.timeout, child.wait()) => match status {
-            Ok(Ok(status)) => run.code = status.code(),
-            Ok(Err(err)) => run.error = Some(err.to_string()),
-            Err(_) => run.timed_out = true,
-        },
-        () = cancel => run.error = Some("the session ended".to_owned()),
+    match child.wait_within(options.timeout, cancel).await {
+        GroupExit::Exited(status) => run.code = status.code(),
+        GroupExit::Failed(err) => run.error = Some(err.to_string()),
+        GroupExit::TimedOut => run.timed_out = true,
+        GroupExit::Cancelled => run.error = Some("the session ended".to_owned()),
     }
-    if let Some(pgid) = pgid {
-        // The command's group goes with it (a notifier it left in the background too).
-        stop_group(pgid, crate::terminal::Signal::Term, Duration::from_secs(1)).await;
-    }
-    let _ = child.wait().await;
+    // The command's group goes with it (a notifier it left in the background too).
+    child
+        .stop(hyoka_proctrack::Signal::Term, Duration::from_secs(1))
+        .await;
     let _ = std::fs::remove_file(&file);
     run
 }

@@ -80,7 +80,8 @@ pub struct RespawnConfig {
     /// skip), see §5d 114 in the crate docs.
     pub skip_clear_below_tokens: Option<u64>,
     /// Delay between typing a step's text and pressing Enter as a separate write (50 ms,
-    /// Codeman's Ink workaround).
+    /// Codeman's Ink workaround), counted again from the moment the text first shows in the
+    /// input box.
     pub enter_delay: Duration,
     /// The longest Enter waits for the typed text to show in the input box (a profile that
     /// cannot see the input is never waited for longer).

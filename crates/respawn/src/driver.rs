@@ -22,7 +22,7 @@ use crate::event::{Checker, Event, SendOutcome};
 use crate::machine::{Action, Input, Keys, Machine, Status};
 use crate::model::SessionModel;
 use crate::narrate::narrate;
-use crate::terminal::{Exit, Size, Terminal};
+use crate::terminal::{Exit, ReadEvent, Size, Terminal};
 
 /// After output, the verdict is looked at again this much later (once per period while
 /// output streams), so a change is reported and dated promptly.
@@ -343,11 +343,19 @@ impl<T: Terminal, M: SessionModel, O: Observer> Driver<T, M, O> {
                 }
                 keys = recv(&mut inputs.keys) => {
                     let at = now();
-                    if let Err(err) = self.terminal.send_raw(&keys).await {
+                    // The person's terminal answering the mirrored queries is not a person
+                    // typing; a tmux server has answered the agent already.
+                    let split = crate::replies::split(&keys);
+                    let forward = if self.terminal.answers_queries() { &split.keys } else { &keys };
+                    if !forward.is_empty()
+                        && let Err(err) = self.terminal.send_raw(forward).await
+                    {
                         self.lost(&err);
                     }
-                    self.model.user_input(at);
-                    self.step(Input::UserTyped, at).await;
+                    if !split.keys.is_empty() {
+                        self.model.user_input(at);
+                        self.step(Input::UserTyped, at).await;
+                    }
                 }
                 attached = recv(&mut inputs.presence) => {
                     self.attached = attached;
@@ -365,9 +373,12 @@ impl<T: Terminal, M: SessionModel, O: Observer> Driver<T, M, O> {
                     }
                 }
                 () = sleep_until(deadline) => self.decide(Input::Tick, now()).await,
-                read = self.terminal.read(&mut buf) => match read {
-                    Ok(0) => self.session_ended().await,
-                    Ok(n) => self.output(&buf[..n]).await,
+                read = self.terminal.read_event(&mut buf) => match read {
+                    Ok(ReadEvent::Output(0)) => self.session_ended().await,
+                    Ok(ReadEvent::Output(n)) => self.output(&buf[..n]).await,
+                    // The output after this was drawn at the new size: the model takes it
+                    // before any of it, and before the next verdict.
+                    Ok(ReadEvent::Resized(size)) => self.model.resize(size.rows, size.cols),
                     Err(err) => self.lost(&err),
                 },
             }
@@ -525,13 +536,40 @@ impl<T: Terminal, M: SessionModel, O: Observer> Driver<T, M, O> {
     }
 
     async fn step(&mut self, input: Input, at: Instant) {
-        let actions = self.machine.handle(input, at);
-        for action in actions {
-            self.act(action, at).await;
+        let mut inputs = vec![input];
+        while let Some(input) = inputs.pop() {
+            let actions = self.machine.handle(input, at);
+            for action in actions {
+                if let Some(next) = self.act(action, at).await {
+                    inputs.push(next);
+                }
+            }
         }
     }
 
-    async fn act(&mut self, action: Action, at: Instant) {
+    /// Sends `keys` if a verdict taken now allows them ([`Machine::may_type`]); otherwise
+    /// says so to the machine. Every keystroke the machine decides on passes here.
+    async fn type_keys(&mut self, keys: Keys, at: Instant) -> Option<Input> {
+        let verdict = self.model.verdict(at);
+        let shown = match self.machine.delivery_text().map(str::to_owned) {
+            Some(text) => self.model.shows(at, &text),
+            None => false,
+        };
+        if !self.machine.may_type(&keys, &verdict, shown) {
+            self.observe(&verdict, at);
+            return Some(Input::KeysWithheld { keys, verdict });
+        }
+        let sent = match &keys {
+            Keys::Text(text) => self.terminal.send_text(text).await,
+            Keys::Enter => self.terminal.send_enter().await,
+        };
+        if let Err(err) = sent {
+            self.lost(&err);
+        }
+        None
+    }
+
+    async fn act(&mut self, action: Action, at: Instant) -> Option<Input> {
         match action {
             Action::Emit(event) => self.emit(at, &event),
             Action::SendDone { id, outcome } => {
@@ -539,15 +577,7 @@ impl<T: Terminal, M: SessionModel, O: Observer> Driver<T, M, O> {
                     let _ = reply.send(outcome);
                 }
             }
-            Action::Type(keys) => {
-                let sent = match &keys {
-                    Keys::Text(text) => self.terminal.send_text(text).await,
-                    Keys::Enter => self.terminal.send_enter().await,
-                };
-                if let Err(err) = sent {
-                    self.lost(&err);
-                }
-            }
+            Action::Type(keys) => return self.type_keys(keys, at).await,
             Action::StartCheck {
                 checker,
                 id,
@@ -587,6 +617,7 @@ impl<T: Terminal, M: SessionModel, O: Observer> Driver<T, M, O> {
                 });
             }
         }
+        None
     }
 
     async fn check_done(&mut self, result: Result<CheckResult, tokio::task::JoinError>) {

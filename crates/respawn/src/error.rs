@@ -17,6 +17,14 @@ pub enum RespawnError {
         #[source]
         source: io::Error,
     },
+    /// A tmux session to re-attach (no agent command given) does not exist.
+    #[error(
+        "no tmux session {session:?} to re-attach: it ended or was never started (give the agent command after `--` to start one)"
+    )]
+    NoSession {
+        /// The session's name.
+        session: String,
+    },
     /// A pseudo-terminal could not be opened or configured.
     #[error("cannot {op} the pseudo-terminal: {source}")]
     Pty {

@@ -684,6 +684,22 @@ pub enum Event {
         /// and shows in the transcript).
         via: &'static str,
     },
+    /// A keystroke the machine decided on was not sent: the verdict taken just before it
+    /// did not allow it (text only into an idle session's empty input, Enter only onto the
+    /// text just typed or an idle input, a bare Enter only onto a plan menu). What was being
+    /// delivered is abandoned.
+    KeysWithheld {
+        /// The step (or `send`).
+        step: Step,
+        /// `text` or `enter`.
+        keys: &'static str,
+        /// The state the verdict said.
+        state: SessionState,
+        /// What a blocked session waits for.
+        blocked: Option<BlockedKind>,
+        /// The rule or signal that decided the verdict.
+        rule: String,
+    },
     /// No new turn started after the Enter and its retry: the text may sit unsubmitted in
     /// the input box. A cycle pauses.
     DeliveryUnconfirmed {

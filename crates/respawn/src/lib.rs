@@ -18,7 +18,8 @@
 //!   tells an [`Observer`], and ends with a [`Report`].
 //! - [`Terminal`] backends: [`PtyTerminal`] (the embedded default) and [`TmuxTerminal`] (a
 //!   private tmux server; the session survives hyoka and can be re-attached); with the
-//!   `mock` feature also [`FakeTerminal`] and `MockTerminal`.
+//!   `mock` feature also `FakeTerminal`. A session is stopped with a [`Signal`]
+//!   (`hyoka-proctrack`'s).
 //! - [`SessionModel`]: the detector seam; [`DetectorModel`] puts `hyoka-idle-detect`'s
 //!   detector behind it.
 //! - Hooks: [`HookListener`] on a Unix socket, [`send_hook`] for `hyoka hook`.
@@ -31,12 +32,15 @@
 //!
 //! ```
 //! use std::time::{Duration, Instant};
-//! use hyoka_idle_detect::ChunkSignals;
+//! use hyoka_idle_detect::{ChunkSignals, SessionState, Verdict};
 //! use hyoka_respawn::{Action, Input, Keys, Machine, RespawnConfig, State};
 //!
 //! let mut machine = Machine::new(RespawnConfig::fast_test());
 //! let t0 = Instant::now();
 //! machine.handle(Input::Start, t0);
+//! // The detector's verdict: only one that says idle lets a keystroke go.
+//! let idle = Verdict { state: SessionState::Idle, ..Verdict::default() };
+//! machine.handle(Input::Verdict(idle), t0);
 //! // "✻ Worked for 1m 2s": idle confirmation starts.
 //! let completion = ChunkSignals { completion: true, substantial: true, ..Default::default() };
 //! machine.handle(Input::Output(completion), t0);
@@ -59,9 +63,9 @@
 //!
 //! # Testing with fakes and mocks
 //!
-//! With the `mock` feature, [`FakeTerminal`] is an in-memory session a test scripts (it
-//! records every write and produces the output you give it), and `MockTerminal` is a
-//! `mockall` mock of [`Terminal`]; `hyoka-idle-detect`'s mocks stand in for the AI checkers.
+//! With the `mock` feature, `FakeTerminal` is an in-memory session a test scripts (it
+//! records every write and produces the output you give it); `hyoka-idle-detect`'s mocks
+//! stand in for the AI checkers.
 //! On tokio's paused clock a whole cycle through the [`Driver`] runs in virtual time; the
 //! `scripted_session` example does exactly that. A smaller check:
 //!
@@ -102,15 +106,21 @@
 //! to typing — a tick, a hook, a check result — the driver hands over a fresh
 //! [`Verdict`](hyoka_idle_detect::Verdict) from the model ([`Input::Verdict`]).
 //!
-//! **Typing is verified delivery.** Text goes only into an empty input box (the verdict is
-//! neither working nor blocked, a person's draft included, and nobody typed recently), as a
+//! **Typing is verified delivery.** Text goes only into an empty input box (the verdict says
+//! idle: not working, not blocked, a person's draft included, not unknown, and nobody typed
+//! recently), as a
 //! bracketed paste where the agent asked for one; Enter is a separate write (Ink reads an
 //! Enter that arrives with the text as a newline), pressed once the text shows in the box or
 //! after `text_wait`. The delivery counts only when a new turn visibly starts within
 //! `verify_timeout`: working output or a working verdict with evidence of work, or the text
 //! echoed in the transcript after it was seen in the box ([`Input::TextShown`]). Otherwise
 //! Enter is retried `verify_retries` times (once), then `delivery_unconfirmed`: a cycle is
-//! abandoned and cycles pause until the session works again or a person steps in.
+//! abandoned and cycles pause until the session works again or a person steps in. Every
+//! keystroke, retries included, is checked once more by the driver on a verdict taken just
+//! before it ([`Machine::may_type`]): text only into an idle session, Enter only onto the
+//! text just typed (or an idle input), a bare Enter only onto a plan menu; a keystroke that
+//! fails the check is not sent ([`Input::KeysWithheld`], event `keys_withheld`). A step is
+//! not done by silence while its delivery is unconfirmed.
 //!
 //! **Safety rules beyond Codeman.**
 //! - Nothing is typed while the verdict is working or blocked; a session that starts
@@ -165,6 +175,7 @@
 )]
 
 mod alert;
+mod checker;
 mod claude_hooks;
 mod config;
 mod driver;
@@ -177,6 +188,7 @@ mod machine;
 mod model;
 mod narrate;
 mod registry;
+pub mod replies;
 #[cfg(feature = "schema")]
 mod schema;
 mod supervise;
@@ -184,6 +196,7 @@ mod terminal;
 mod tty;
 
 pub use crate::alert::{AlertClock, AlertOptions};
+pub use crate::checker::{CommandChecker, CommandCheckerOptions, SpawnHook};
 pub use crate::claude_hooks::{HooksInstalled, install_claude_hooks};
 pub use crate::config::{AgentCycle, AiCheckConfig, DEFAULT_UPDATE_PROMPT, RespawnConfig};
 pub use crate::driver::{
@@ -199,7 +212,8 @@ pub use crate::event_log::EventLog;
 pub use crate::gate::{FnGate, Gate, GateContext};
 pub use crate::hook::{HOOK_EVENT_NAMES, HookListener, HookMessage, is_hook_event_name, send_hook};
 pub use crate::machine::{Action, Input, Keys, Machine, Status, TimerInfo};
-pub use crate::model::{DetectorModel, SessionModel};
+pub use crate::model::SessionModel;
+pub use crate::model::detector::DetectorModel;
 pub use crate::narrate::narrate;
 pub use crate::registry::{
     EvidenceLine, Listing, Registration, Registry, SessionStatus, TmuxTarget, WaitOutcome,
@@ -208,13 +222,14 @@ pub use crate::registry::{
 #[cfg(feature = "schema")]
 pub use crate::schema::event_line_schema;
 pub use crate::supervise::{
-    ALERT_EVAL, Backend, CHECKER_EVAL, Driven, Finished, SESSION_EVAL, SOCKET_ENV, Session,
-    SessionOptions, Stopped, Supervised, stop_detached, stop_session, summary,
+    ALERT_EVAL, Backend, CHECKER_EVAL, Driven, Finished, SESSION_EVAL, Session, SessionOptions,
+    Stopped, Supervised, forget_orphaned_session, stop_detached, stop_session, summary,
 };
 pub use crate::terminal::{
-    Exit, PtyTerminal, Signal, Size, SpawnOptions, Terminal, TmuxOptions, TmuxTerminal,
+    Exit, PtyTerminal, ReadEvent, Size, SpawnOptions, Terminal, TmuxOptions, TmuxTerminal,
     valid_tmux_name,
 };
 #[cfg(feature = "mock")]
-pub use crate::terminal::{FakeHandle, FakeTerminal, MockTerminal, Written};
+pub use crate::terminal::{FakeHandle, FakeTerminal, Written};
 pub use crate::tty::{RawMode, terminal_size};
+pub use hyoka_proctrack::Signal;

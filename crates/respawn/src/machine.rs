@@ -15,6 +15,7 @@ mod idle;
 mod io;
 mod output;
 mod send;
+mod state;
 mod timers;
 
 use std::collections::VecDeque;
@@ -31,8 +32,7 @@ use crate::gate::Gate;
 pub use self::io::{Action, Input, Keys, Status, TimerInfo};
 
 use self::checks::CheckSlot;
-use self::delivery::{Delivery, Phase};
-use self::send::SendQueue;
+use self::state::{Delivery, Phase, SendQueue};
 use self::timers::{Timer, Timers};
 
 /// What made the machine want an AI idle check.
@@ -259,6 +259,8 @@ impl Machine {
             self.verdict = verdict;
             if shows_work(&self.verdict) {
                 self.turn_started(now);
+            } else if self.verdict.state == SessionState::Idle {
+                self.idle_verdict(now);
             }
             self.fire_due(now);
             return std::mem::take(&mut self.out);
@@ -277,6 +279,7 @@ impl Machine {
             Input::UserTyped => self.user_input("typed", now),
             Input::PersonAttached => self.user_input("attached", now),
             Input::TextShown => self.text_shown(now),
+            Input::KeysWithheld { keys, verdict } => self.keys_withheld(&keys, &verdict, now),
             Input::Send { id, text, queue } => self.send_request(id, &text, queue, now),
             Input::SessionExited { code } => {
                 self.emit(Event::SessionExited { code });

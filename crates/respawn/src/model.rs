@@ -2,17 +2,15 @@
 //!
 //! The driver feeds every chunk of output to a [`SessionModel`] and the resulting
 //! [`ChunkSignals`] to the machine; at decision time (before a tick, a hook or a check
-//! result) it asks the model for the fused [`Verdict`]. [`DetectorModel`] puts
+//! result) it asks the model for the fused [`Verdict`]. [`DetectorModel`](crate::DetectorModel) puts
 //! `hyoka-idle-detect`'s detector behind the seam; tests and benchmarks may plug in
 //! anything else.
 
-mod detector;
+pub(crate) mod detector;
 
 use std::time::Instant;
 
 use hyoka_idle_detect::{ChunkSignals, HookEvent, ProcessActivity, Verdict};
-
-pub use self::detector::DetectorModel;
 
 /// A model of a session's terminal that turns output into signals and verdicts.
 pub trait SessionModel: Send {

@@ -56,6 +56,23 @@ pub fn narrate(event: &Event) -> Option<String> {
                 )
             }
         }
+        Event::KeysWithheld {
+            step,
+            keys,
+            state,
+            blocked,
+            rule,
+        } => {
+            let now = match blocked {
+                Some(kind) => format!("blocked ({kind})"),
+                None => state.to_string(),
+            };
+            format!(
+                "did not press {} for the {} step: the session is {now} [{rule}]",
+                if *keys == "enter" { "Enter" } else { "any key" },
+                step_name(*step)
+            )
+        }
         Event::StepRetried { step, attempt } => format!(
             "no new turn after the {} step: Enter again (retry {attempt})",
             step_name(*step)

@@ -18,7 +18,12 @@ pub struct AgentCycle {
     pub clear: Option<&'static str>,
     /// The command that rebuilds the agent's project memory, if the CLI has one.
     pub init: Option<&'static str>,
+    /// The least time between the typed text showing in the input and Enter.
+    pub enter_delay: std::time::Duration,
 }
+
+/// Enter 50 ms after the text (Codeman's Ink workaround).
+const DEFAULT_ENTER_DELAY: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// A prompt that names no memory file, for agents that have none they read back.
 const NEUTRAL_UPDATE_PROMPT: &str =
@@ -34,14 +39,17 @@ impl AgentCycle {
                 update_prompt: DEFAULT_UPDATE_PROMPT,
                 clear: Some("/clear"),
                 init: Some("/init"),
+                enter_delay: DEFAULT_ENTER_DELAY,
             },
-            // openai/codex codex-rs/tui/src/slash_command.rs: `/new` "start a new chat
-            // during a conversation", `/init` "create an AGENTS.md file with instructions
-            // for Codex".
+            // openai/codex codex-rs/tui/src/slash_command.rs: `/clear` "clear the terminal
+            // and start a new chat", `/init` "create an AGENTS.md file with instructions for
+            // Codex". Not `/new`: in a Git repository 0.169 answers it with a menu ("Where
+            // should the new conversation run?"), which nothing may answer for a person.
             "codex" => Self {
                 update_prompt: "write a brief progress summary to AGENTS.md noting what you accomplished, then continue working.",
-                clear: Some("/new"),
+                clear: Some("/clear"),
                 init: Some("/init"),
+                enter_delay: DEFAULT_ENTER_DELAY,
             },
             // google-gemini/gemini-cli packages/cli/src/ui/commands: clearCommand.ts
             // "Clear the screen and conversation history", initCommand.ts "Analyze the
@@ -50,6 +58,9 @@ impl AgentCycle {
                 update_prompt: "write a brief progress summary to GEMINI.md noting what you accomplished, then continue working.",
                 clear: Some("/clear"),
                 init: Some("/init"),
+                // packages/cli/src/ui/components/InputPrompt.tsx (0.61): an Enter within
+                // 40 ms of a paste the terminal does not vouch for inserts a newline.
+                enter_delay: std::time::Duration::from_millis(200),
             },
             // github/copilot-cli changelog.md: 0.0.381 "Add `/new` as an alias for `/clear`",
             // 0.0.396 "Add `/init` command to generate Copilot instructions".
@@ -57,6 +68,7 @@ impl AgentCycle {
                 update_prompt: "write a brief progress summary to .github/copilot-instructions.md noting what you accomplished, then continue working.",
                 clear: Some("/clear"),
                 init: Some("/init"),
+                enter_delay: DEFAULT_ENTER_DELAY,
             },
             // Aider (aider/commands.py) has `/clear` but no project memory it reads back, so
             // clearing would lose the task: the update prompt alone.
@@ -64,6 +76,7 @@ impl AgentCycle {
                 update_prompt: NEUTRAL_UPDATE_PROMPT,
                 clear: None,
                 init: None,
+                enter_delay: DEFAULT_ENTER_DELAY,
             },
         }
     }
@@ -73,6 +86,7 @@ impl AgentCycle {
         self.update_prompt.clone_into(&mut config.update_prompt);
         config.send_clear = self.clear.is_some();
         config.send_init = self.init.is_some();
+        config.enter_delay = config.enter_delay.max(self.enter_delay);
         if let Some(clear) = self.clear {
             clear.clone_into(&mut config.clear_command);
         }

@@ -540,3 +540,225 @@ async fn a_persons_draft_is_never_typed_into_and_the_cycle_waits_for_it() {
     assert_eq!(run.report.end, SessionEnd::BudgetExhausted { cycles: 1 });
     assert_eq!(run.written.len(), 6, "{:?}", run.written);
 }
+
+/// Claude Code's permission dialog, as it replaces the prompt box.
+fn permission_dialog() -> Vec<u8> {
+    b"\x1b[2J\x1b[H\xe2\x8f\xba Write(notes.txt)\r\n\xe2\x94\x80\xe2\x94\x80\xe2\x94\x80\xe2\x94\x80\xe2\x94\x80\xe2\x94\x80\xe2\x94\x80\xe2\x94\x80\r\n Do you want to create notes.txt?\r\n \xe2\x9d\xaf 1. Yes\r\n   2. No\r\n\r\n Esc to cancel\r\n"
+        .to_vec()
+}
+
+/// The keys the machine decided on but the driver did not send.
+fn withheld(events: &[Event]) -> Vec<&'static str> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::KeysWithheld { keys, .. } => Some(*keys),
+            _ => None,
+        })
+        .collect()
+}
+
+// See: issue 24 (a dialog approved by hyoka: the Enter of a delivery answered a dialog that
+// opened after the text was typed).
+#[tokio::test(start_paused = true)]
+async fn no_enter_goes_into_a_dialog_that_opened_after_the_text() {
+    // The agent takes the typed text and opens a permission dialog instead of showing it:
+    // the Enter due 50 ms later is withheld, the cycle pauses, and nothing else is typed.
+    let run = run(
+        config(),
+        DriverInputs::default(),
+        AiCheckers::default(),
+        |h| {
+            tokio::spawn(async move {
+                h.output(done());
+                loop {
+                    tokio::time::sleep(ms(10)).await;
+                    if h.written().iter().any(|w| matches!(w, Written::Text(_))) {
+                        h.output(permission_dialog());
+                        break;
+                    }
+                }
+                std::future::pending::<()>().await;
+            })
+        },
+        Duration::from_mins(1),
+    )
+    .await;
+    assert_eq!(
+        run.written,
+        [Written::Text(crate::DEFAULT_UPDATE_PROMPT.to_owned())]
+    );
+    assert_eq!(withheld(&run.events), ["enter"]);
+    assert!(
+        run.events
+            .iter()
+            .any(|e| matches!(e, Event::DeliveryUnconfirmed { .. }))
+    );
+}
+
+// See: issue 24 (a delivery retry pressed Enter into the `/new` worktree menu that had just
+// been judged blocked).
+#[tokio::test(start_paused = true)]
+async fn an_enter_retry_is_withheld_once_a_menu_replaced_the_text() {
+    let run = run(
+        config(),
+        DriverInputs::default(),
+        AiCheckers::default(),
+        |h| {
+            tokio::spawn(async move {
+                h.output(done());
+                let mut seen = 0;
+                loop {
+                    tokio::time::sleep(ms(10)).await;
+                    let written = h.written();
+                    for w in &written[seen..] {
+                        match w {
+                            Written::Text(text) => {
+                                h.output(screen_with("✻ Worked for 0m 1s", text));
+                            }
+                            Written::Enter => h.output(
+                                "\x1b[2J\x1b[HStart the new session in\r\n\r\n \u{276f} 1. This directory\r\n   2. A new worktree\r\n\r\n Enter to select \u{b7} Esc to cancel\r\n",
+                            ),
+                            _ => {}
+                        }
+                    }
+                    seen = written.len();
+                }
+            })
+        },
+        Duration::from_mins(1),
+    )
+    .await;
+    assert_eq!(
+        run.written,
+        [
+            Written::Text(crate::DEFAULT_UPDATE_PROMPT.to_owned()),
+            Written::Enter
+        ]
+    );
+    assert_eq!(withheld(&run.events), ["enter"]);
+}
+
+// See: issue 24 (Gemini CLI ignores the first Enter after a typed step; the retry delivers
+// it). The retry goes because the text still waits in the input box.
+#[tokio::test(start_paused = true)]
+async fn an_enter_retry_goes_while_the_text_still_waits_in_the_box() {
+    let run = run(
+        config(),
+        DriverInputs::default(),
+        AiCheckers::default(),
+        |h| {
+            tokio::spawn(async move {
+                h.output(done());
+                let (mut seen, mut enters, mut text) = (0, 0, String::new());
+                loop {
+                    tokio::time::sleep(ms(10)).await;
+                    let written = h.written();
+                    for w in &written[seen..] {
+                        match w {
+                            Written::Text(t) => {
+                                text.clone_from(t);
+                                enters = 0;
+                                h.output(screen_with("✻ Worked for 0m 1s", t));
+                            }
+                            // The first Enter after a text is lost.
+                            Written::Enter if enters == 0 => {
+                                enters += 1;
+                                h.output(screen_with("✻ Worked for 0m 1s", &text));
+                            }
+                            Written::Enter => {
+                                h.output(busy());
+                                tokio::time::sleep(ms(1_000)).await;
+                                h.output(done());
+                            }
+                            _ => {}
+                        }
+                    }
+                    seen = written.len();
+                }
+            })
+        },
+        Duration::from_mins(1),
+    )
+    .await;
+    assert!(
+        run.written.len() >= 3,
+        "{:?}\n{:?}",
+        run.written,
+        run.events
+    );
+    assert_eq!(
+        &run.written[..3],
+        [
+            Written::Text(crate::DEFAULT_UPDATE_PROMPT.to_owned()),
+            Written::Enter,
+            Written::Enter
+        ]
+    );
+    assert!(withheld(&run.events).is_empty(), "{:?}", run.events);
+    assert!(run.events.iter().any(|e| matches!(
+        e,
+        Event::DeliveryConfirmed {
+            step: Step::Update,
+            ..
+        }
+    )));
+}
+
+// See: issue 24 (a second tmux client of another size attached and left; the model of the
+// screen no longer matched the pane).
+#[tokio::test(start_paused = true)]
+async fn a_resize_from_outside_holds_everything_until_the_agent_redraws() {
+    // t=0 an idle screen; t=100 the terminal is resized from outside and the agent does not
+    // draw for 10 s: no verdict in that time is idle, so nothing is typed; at 10.1 s it
+    // redraws and the cycle goes on from there.
+    let (terminal, handle) = FakeTerminal::new(Some(4242));
+    let recorder = Recorder::default();
+    let driver = Driver::new(
+        Machine::new(config()),
+        terminal,
+        model(),
+        recorder.clone(),
+        AiCheckers::default(),
+        DriverOptions::default(),
+    );
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the paused test clock: virtual time, the timeline the assertion reads"
+    )]
+    let start = tokio::time::Instant::now();
+    let typed_at = Arc::new(Mutex::new(None));
+    let agent = {
+        let (h, typed_at) = (handle.clone(), Arc::clone(&typed_at));
+        tokio::spawn(async move {
+            h.output(done());
+            tokio::time::sleep(ms(100)).await;
+            h.resized(crate::Size { rows: 24, cols: 80 });
+            tokio::time::sleep(ms(10_000)).await;
+            h.output(done());
+            loop {
+                tokio::time::sleep(ms(10)).await;
+                if !h.written().is_empty() {
+                    typed_at.lock().unwrap().get_or_insert(start.elapsed());
+                }
+            }
+        })
+    };
+    let _ = driver
+        .run(DriverInputs::default(), tokio::time::sleep(ms(20_000)))
+        .await
+        .unwrap();
+    agent.abort();
+    let typed = typed_at.lock().unwrap().expect("typed after the redraw");
+    assert!(typed > ms(10_100), "typed at {typed:?}, before the redraw");
+    let deferred = recorder.events().into_iter().any(|e| {
+        matches!(
+            e,
+            Event::StepDeferred {
+                reason: "screen not judged",
+                ..
+            }
+        )
+    });
+    assert!(deferred, "{:?}", recorder.events());
+}

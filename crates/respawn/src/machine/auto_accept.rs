@@ -7,7 +7,7 @@ use hyoka_idle_detect::{
     BlockedKind, CheckError, CheckReply, Finish, PlanAnswer, Refusal, SessionState,
 };
 
-use super::delivery::Purpose;
+use super::state::Purpose;
 use super::{Action, Machine, millis};
 use crate::event::{AutoAcceptSkip, Checker, Event, Stale, State, Step, TimerName};
 

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use hyoka_idle_detect::{BlockedKind, SessionState};
 
-use super::delivery::Purpose;
+use super::state::Purpose;
 use super::{Action, Machine, blocked_kind, single_line};
 use crate::event::{BlockReason, Checker, Event, State, Step, TimerName};
 
@@ -46,7 +46,10 @@ impl Machine {
         match self.verdict.state {
             SessionState::Working => Some("session working"),
             SessionState::Blocked => Some("session blocked"),
-            SessionState::Idle | SessionState::Unknown => None,
+            // A screen that cannot be judged (or that a resize made stale) may hold a
+            // dialog: only a verdict that says idle lets a keystroke go.
+            SessionState::Unknown => Some("screen not judged"),
+            SessionState::Idle => None,
         }
     }
 
@@ -153,7 +156,13 @@ impl Machine {
         {
             return;
         }
-        if self.silence(now) < self.config.step_confirm() {
+        // Silence after an Enter the agent did not take (Gemini CLI loses the first Enter
+        // after a paste) is not the step done: the delivery is confirmed, retried or given
+        // up first. Nor is silence while the verdict shows work (a tool running quietly).
+        if self.silence(now) < self.config.step_confirm()
+            || self.delivery.is_some()
+            || super::shows_work(&self.verdict)
+        {
             self.arm(TimerName::StepConfirm, self.config.step_confirm(), now);
             return;
         }

@@ -12,58 +12,11 @@
 
 use std::time::Instant;
 
-use hyoka_idle_detect::BlockedKind;
+use hyoka_idle_detect::{BlockedKind, SessionState, Verdict};
 
+use super::state::{Delivery, Phase, Purpose};
 use super::{Action, Keys, Machine};
-use crate::event::{BlockReason, Event, SendOutcome, Step, TimerName};
-
-/// What a delivery is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Purpose {
-    /// A step of a cycle, or the plan auto-accept's Enter.
-    Step(Step),
-    /// A send request.
-    Send(u64),
-}
-
-impl Purpose {
-    pub(super) fn step(self) -> Step {
-        match self {
-            Self::Step(step) => step,
-            Self::Send(_) => Step::Send,
-        }
-    }
-}
-
-/// Where a delivery is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Phase {
-    /// The text is typed; Enter waits for it to show in the box (or for `text_wait`).
-    Typed {
-        /// When the text was typed.
-        at: Instant,
-    },
-    /// Enter is pressed; a new turn must start within `verify_timeout`.
-    Submitted {
-        /// Enter retries so far.
-        retries: u32,
-    },
-}
-
-/// The input being delivered.
-#[derive(Debug, Clone)]
-pub(super) struct Delivery {
-    pub(super) purpose: Purpose,
-    /// The text typed (empty for a bare Enter).
-    pub(super) text: String,
-    pub(super) phase: Phase,
-    /// The text was seen in the input box (the verdict said blocked(draft) while it was
-    /// there), so its leaving the box is evidence.
-    pub(super) saw_in_box: bool,
-    /// Retries allowed (none for a bare Enter on a menu: a second one could confirm
-    /// something else).
-    pub(super) max_retries: u32,
-}
+use crate::event::{BlockReason, Event, Refusal, SendOutcome, TimerName};
 
 impl Machine {
     /// The text being delivered, while it is typed or submitted and not yet confirmed:
@@ -74,6 +27,82 @@ impl Machine {
             .as_ref()
             .map(|d| d.text.as_str())
             .filter(|t| !t.is_empty())
+    }
+
+    /// Whether `keys` may be typed now, judged on `verdict` (taken just before the
+    /// keystroke), with `text_shown` saying whether the text being delivered shows on the
+    /// screen. Every keystroke the machine decides on goes through this one rule, delivery
+    /// retries included:
+    ///
+    /// - text only into an idle session (its input empty, nothing running, no dialog);
+    /// - Enter after typed text only while the input holds that text (a draft that is the
+    ///   controller's own) or the session is idle, never onto a dialog, a menu or work;
+    /// - a bare Enter (plan auto-accept) only onto a plan-approval menu.
+    pub fn may_type(&self, keys: &Keys, verdict: &Verdict, text_shown: bool) -> bool {
+        let bare = self.delivery.as_ref().is_none_or(|d| d.text.is_empty());
+        match (keys, verdict.state, verdict.blocked) {
+            (Keys::Text(_), SessionState::Idle, _) => true,
+            (Keys::Enter, SessionState::Blocked, Some(BlockedKind::Plan)) => bare,
+            (Keys::Enter, SessionState::Idle, _) => !bare,
+            (Keys::Enter, SessionState::Blocked, Some(BlockedKind::Draft)) => !bare && text_shown,
+            // The echo of the text just typed is output the screen settles from.
+            (Keys::Enter, SessionState::Working, _) => {
+                !bare && text_shown && !super::shows_work(verdict)
+            }
+            _ => false,
+        }
+    }
+
+    /// [`Input::KeysWithheld`](super::Input::KeysWithheld): the driver did not send `keys`.
+    /// Text not typed abandons the delivery (a cycle goes back to watching, a send is
+    /// refused); an Enter not pressed after text leaves that text in the input, so the
+    /// cycles pause as after an unconfirmed delivery.
+    pub(super) fn keys_withheld(&mut self, keys: &Keys, verdict: &Verdict, now: Instant) {
+        let Some(delivery) = self.delivery.as_ref() else {
+            return;
+        };
+        let (purpose, typed) = (delivery.purpose, !delivery.text.is_empty());
+        let rule = verdict
+            .deciding()
+            .map(|e| e.rule.clone())
+            .unwrap_or_default();
+        self.emit(Event::KeysWithheld {
+            step: purpose.step(),
+            keys: match keys {
+                Keys::Text(_) => "text",
+                Keys::Enter => "enter",
+            },
+            state: verdict.state,
+            blocked: verdict.blocked,
+            rule,
+        });
+        if matches!(keys, Keys::Enter) && typed {
+            self.delivery_failed(now);
+            return;
+        }
+        self.timers.take(TimerName::EnterDelay);
+        self.timers.take(TimerName::Verify);
+        self.delivery = None;
+        match purpose {
+            Purpose::Send(id) => self.send_done(
+                id,
+                SendOutcome::Refused(match (verdict.state, verdict.blocked) {
+                    (SessionState::Working, _) => Refusal::Working,
+                    (SessionState::Blocked, Some(BlockedKind::Draft)) => Refusal::Draft,
+                    (SessionState::Blocked, _) => Refusal::Blocked,
+                    _ => Refusal::Unknown,
+                }),
+            ),
+            Purpose::Step(_) if self.state.in_cycle() => {
+                self.emit(Event::CycleAborted {
+                    cycle: self.cycles,
+                    reason: "keystroke withheld",
+                });
+                self.clear_timers();
+                self.back_to_watching(now, false);
+            }
+            Purpose::Step(_) => {}
+        }
     }
 
     /// Types `text` for `purpose` (the caller checked that typing is safe): a bare Enter
@@ -106,14 +135,17 @@ impl Machine {
     }
 
     /// The typed text shows in the box: noted, so its leaving the box can confirm the
-    /// delivery.
-    fn note_text_in_box(&mut self) {
+    /// delivery. `true` the first time.
+    fn note_text_in_box(&mut self) -> bool {
         if self.verdict.blocked == Some(BlockedKind::Draft)
             && let Some(delivery) = self.delivery.as_mut()
             && matches!(delivery.phase, Phase::Typed { .. })
+            && !delivery.saw_in_box
         {
             delivery.saw_in_box = true;
+            return true;
         }
+        false
     }
 
     /// `enter-delay` fired: Enter once the text shows in the box, or after `text_wait`.
@@ -156,7 +188,12 @@ impl Machine {
     /// The typed text is on screen now ([`Input::TextShown`](super::Input::TextShown)):
     /// in the box before Enter, or (once it was seen there) out of it after Enter.
     pub(super) fn text_shown(&mut self, now: Instant) {
-        self.note_text_in_box();
+        if self.note_text_in_box() {
+            // Enter waits `enter_delay` from the moment the agent shows the text: Gemini CLI
+            // 0.61 takes an Enter within 40 ms of a paste for a newline (InputPrompt.tsx,
+            // `recentUnsafePasteTime`).
+            self.arm(TimerName::EnterDelay, self.config.enter_delay, now);
+        }
         let confirmed = self.delivery.as_ref().is_some_and(|d| {
             matches!(d.phase, Phase::Submitted { .. })
                 && d.saw_in_box
@@ -164,6 +201,36 @@ impl Machine {
         });
         if confirmed {
             self.confirm_delivery("echo", now);
+        }
+    }
+
+    /// A verdict that says idle, with no draft in the input: text that was seen in the box
+    /// and then left it was taken (a command that clears the screen, such as Gemini CLI's
+    /// `/clear` or Codex's `/new`, leaves no echo). In a step's waiting state the screen's idle
+    /// verdict is the prompt the agent draws once it is done, for agents whose prompt the
+    /// per-chunk scanner does not know (Codex's `›`, Gemini CLI's `>`): it starts the step's
+    /// confirmation as a prompt chunk does.
+    pub(super) fn idle_verdict(&mut self, now: Instant) {
+        let taken = self
+            .delivery
+            .as_ref()
+            .is_some_and(|d| matches!(d.phase, Phase::Submitted { .. }) && d.saw_in_box);
+        if taken {
+            self.confirm_delivery("taken", now);
+        }
+        if self.delivery.is_some() {
+            return;
+        }
+        match self.state {
+            crate::event::State::WaitingUpdate
+            | crate::event::State::WaitingInit
+            | crate::event::State::WaitingKickstart
+                if !self.timers.is_armed(TimerName::StepConfirm) =>
+            {
+                self.arm(TimerName::StepConfirm, self.config.step_confirm(), now);
+            }
+            crate::event::State::WaitingClear => self.clear_done(now),
+            _ => {}
         }
     }
 
@@ -225,9 +292,19 @@ impl Machine {
             self.arm(TimerName::Verify, self.config.verify_timeout, now);
             return;
         }
+        self.delivery_failed(now);
+    }
+
+    /// The delivery in progress ends unconfirmed: its text may sit unsubmitted in the
+    /// input, so nothing more is typed on the machine's own initiative until the session
+    /// visibly works again or a person steps in.
+    fn delivery_failed(&mut self, now: Instant) {
+        self.timers.take(TimerName::EnterDelay);
+        self.timers.take(TimerName::Verify);
         let Some(delivery) = self.delivery.take() else {
             return;
         };
+        let step = delivery.purpose.step();
         self.emit(Event::DeliveryUnconfirmed {
             step,
             input: delivery.text,
@@ -259,7 +336,7 @@ impl Machine {
 
     /// Drops the delivery in progress (a person took over, or the machine stops). A send
     /// typed but not confirmed is reported as unconfirmed, one not typed as refused.
-    pub(super) fn abandon_delivery(&mut self, refusal: crate::event::Refusal) {
+    pub(super) fn abandon_delivery(&mut self, refusal: Refusal) {
         self.timers.take(TimerName::EnterDelay);
         self.timers.take(TimerName::Verify);
         if let Some(delivery) = self.delivery.take()

@@ -57,6 +57,15 @@ pub enum Input {
     /// there, any other verdict says it left the box for the transcript (the delivery is
     /// confirmed).
     TextShown,
+    /// The driver did not perform the last [`Action::Type`]: the verdict it took just
+    /// before the keystroke ([`Machine::may_type`](super::Machine::may_type)) did not allow
+    /// it. The delivery in progress is abandoned.
+    KeysWithheld {
+        /// The keys that were not sent.
+        keys: Keys,
+        /// The verdict that withheld them.
+        verdict: Verdict,
+    },
     /// Text to deliver into the session (`hyoka send`), answered by [`Action::SendDone`].
     Send {
         /// The request's id, echoed in the answer.

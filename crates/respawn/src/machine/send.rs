@@ -2,21 +2,14 @@
 //! whose input box is empty and that nobody is at, or refused with nothing typed; a queued
 //! send waits for that moment instead.
 
-use std::collections::VecDeque;
 use std::time::Instant;
 
 use hyoka_idle_detect::{BlockedKind, SessionState};
 
-use super::delivery::Purpose;
+use super::state::Purpose;
 use super::timers::Timer;
 use super::{Action, Machine, single_line};
 use crate::event::{Event, Refusal, SendOutcome, TimerName};
-
-/// Sends waiting for the session, oldest first.
-#[derive(Debug, Default)]
-pub(super) struct SendQueue {
-    pub(super) waiting: VecDeque<(u64, String)>,
-}
 
 impl Machine {
     /// [`Input::Send`](super::Input::Send).

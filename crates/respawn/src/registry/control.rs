@@ -264,10 +264,20 @@ async fn answer(stream: UnixStream, info: Arc<SessionInfo>, driver: mpsc::Sender
     if !own {
         return;
     }
+    // Nor from inside an eval's sandbox, whatever its user: an agent must not type into,
+    // list or stop the user's sessions.
+    let peer = stream.peer_cred().ok().and_then(|cred| cred.pid());
+    let refused = peer.map_or_else(
+        || Some("its process is unknown".to_owned()),
+        hyoka_proctrack::sandboxed_peer,
+    );
     let (read, mut write) = stream.into_split();
     let mut line = String::new();
     let mut reader = BufReader::new(read.take(MAX_LINE));
     let reply = match tokio::time::timeout(IO_TIMEOUT, reader.read_line(&mut line)).await {
+        Ok(Ok(_)) if let Some(why) = refused => Reply::Error {
+            message: format!("refused: the request comes from inside a sandbox ({why})"),
+        },
         Ok(Ok(_)) => match serde_json::from_str::<Request>(&line) {
             Ok(request) => handle(request, &info, &driver).await,
             Err(err) => Reply::Error {

@@ -2,7 +2,7 @@
 
 use hyoka_proctrack::TeardownReport;
 
-use super::nothing_left;
+use super::stopping::nothing_left;
 
 #[test]
 fn a_ledger_goes_only_when_teardown_proved_nothing_is_left() {

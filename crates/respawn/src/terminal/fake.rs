@@ -7,7 +7,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::sync::mpsc;
 
-use super::{Exit, Signal, Size, Terminal};
+use hyoka_proctrack::Signal;
+
+use super::seam::{Exit, ReadEvent, Size, Terminal};
 use crate::error::RespawnError;
 
 /// One thing the driver sent to the fake session.
@@ -25,6 +27,7 @@ pub enum Written {
 
 enum Message {
     Data(Vec<u8>),
+    Resized(Size),
     Close(Exit),
 }
 
@@ -115,6 +118,13 @@ impl FakeHandle {
         let _ = self.tx.send(Message::Data(bytes.into()));
     }
 
+    /// The terminal changes size from outside (as another tmux client of another size
+    /// would make it), after the output already sent: [`Terminal::read_event`] reports it
+    /// in that order.
+    pub fn resized(&self, size: Size) {
+        let _ = self.tx.send(Message::Resized(size));
+    }
+
     /// The session ends with `exit` (after the output already sent).
     pub fn close(&self, exit: Exit) {
         let _ = self.tx.send(Message::Close(exit));
@@ -140,20 +150,29 @@ impl FakeHandle {
 impl Terminal for FakeTerminal {
     async fn read(&mut self, buf: &mut [u8]) -> Result<usize, RespawnError> {
         loop {
+            if let ReadEvent::Output(n) = self.read_event(buf).await? {
+                return Ok(n);
+            }
+        }
+    }
+
+    async fn read_event(&mut self, buf: &mut [u8]) -> Result<ReadEvent, RespawnError> {
+        loop {
             if self.offset < self.pending.len() {
                 let n = buf.len().min(self.pending.len() - self.offset);
                 buf[..n].copy_from_slice(&self.pending[self.offset..self.offset + n]);
                 self.offset += n;
-                return Ok(n);
+                return Ok(ReadEvent::Output(n));
             }
             if self.closed {
-                return Ok(0);
+                return Ok(ReadEvent::Output(0));
             }
             match self.rx.recv().await {
                 Some(Message::Data(bytes)) => {
                     self.pending = bytes;
                     self.offset = 0;
                 }
+                Some(Message::Resized(size)) => return Ok(ReadEvent::Resized(size)),
                 Some(Message::Close(exit)) => {
                     lock(&self.shared).exit = Some(exit);
                     self.closed = true;

@@ -5,10 +5,11 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
+use hyoka_proctrack::Signal;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use super::seam::{Exit, Size, SpawnOptions, Terminal};
 use super::teardown::{kill_group_now, stop_group};
-use super::{Exit, Signal, Size, SpawnOptions, Terminal};
 use crate::error::RespawnError;
 
 /// After the agent exits, output is drained until it pauses this long: a descendant that

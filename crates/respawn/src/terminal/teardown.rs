@@ -12,7 +12,7 @@ use std::time::Duration;
 use hyoka_proctrack::{NativeProcTable, ProcTable};
 use rustix::process::{Pid, Signal as RawSignal, getpgrp, kill_process_group};
 
-use super::Signal;
+use hyoka_proctrack::Signal;
 
 /// How often the group is looked at during the grace period.
 const POLL: Duration = Duration::from_millis(20);
@@ -42,7 +42,8 @@ pub(crate) async fn stop_group(pgid: u32, signal: Signal, grace: Duration) {
     let Some(group) = signalable(pgid) else {
         return;
     };
-    if kill_process_group(group, signal.to_rustix()).is_err() {
+    let signal = RawSignal::from_named_raw(signal.as_raw()).unwrap_or(RawSignal::KILL);
+    if kill_process_group(group, signal).is_err() {
         // Nobody left to signal.
         return;
     }

@@ -21,16 +21,16 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
-use hyoka_proctrack::{
-    NativeProcTable, NativeSignaller, ProcRef, ProcTable, Signal as ProcSignal, Signaller,
-};
+use hyoka_proctrack::{NativeProcTable, NativeSignaller, ProcRef, ProcTable, Signal, Signaller};
 
+use super::seam::{Exit, ReadEvent, Size, SpawnOptions, Terminal};
 use super::teardown::{kill_group_now, stop_group};
-use super::{Exit, Signal, Size, SpawnOptions, Terminal};
 use crate::error::RespawnError;
+
+mod resync;
 
 /// Where and what to run in tmux.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -141,6 +141,27 @@ fn take_started(out: &mut VecDeque<u8>, from: usize) -> bool {
     true
 }
 
+/// What the reply to an in-band command is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reply {
+    /// Nothing to read in it.
+    Ignore,
+    /// The pane's screen and cursor ([`resync::resync_command`]).
+    Resync,
+}
+
+/// A control-mode reply block being read.
+#[derive(Debug)]
+struct Block {
+    /// `<time> <number>` of its `%begin`, which its `%end` repeats.
+    id: Vec<u8>,
+    reply: Reply,
+    lines: Vec<Vec<u8>>,
+}
+
+/// At most this many lines of a reply block are kept (a pane is at most this tall here).
+const MAX_BLOCK_LINES: usize = 1024;
+
 /// An agent in a tmux session on a private server.
 pub struct TmuxTerminal {
     socket: String,
@@ -158,6 +179,21 @@ pub struct TmuxTerminal {
     scratch: Box<[u8]>,
     line: Vec<u8>,
     pending: VecDeque<u8>,
+    /// Bytes of output handed out so far (positions in the output stream).
+    read_pos: u64,
+    /// Size changes, at the stream position from which output is drawn at that size.
+    marks: VecDeque<(u64, Size)>,
+    /// The pane's size as last reported (by a layout change or a resync).
+    size: Option<Size>,
+    /// The size the control client declares (`refresh-client -C`), so the window returns
+    /// to it when other clients leave.
+    client_size: Option<Size>,
+    /// Commands to send through the control client (in band).
+    outbox: Vec<u8>,
+    /// What each of our in-band commands' replies is, in the order they were sent.
+    replies: VecDeque<Reply>,
+    /// The reply block being read: its `%begin` time and number, and its lines.
+    block: Option<Block>,
     closed: bool,
     /// The control client is attached (tmux said `%session-changed`).
     attached: bool,
@@ -357,8 +393,13 @@ impl TmuxTerminal {
             )
             .await;
         }
-        let mut terminal =
-            Self::connect(&options.socket, &options.session, spawn.env.clone()).await?;
+        let mut terminal = Self::connect(
+            &options.socket,
+            &options.session,
+            spawn.env.clone(),
+            Some(spawn.size),
+        )
+        .await?;
         match terminal.handshake().await {
             Ok(()) => Ok(terminal),
             Err(err) => {
@@ -418,13 +459,14 @@ impl TmuxTerminal {
                 socket: socket.to_owned(),
             });
         }
-        Self::connect(socket, session, Vec::new()).await
+        Self::connect(socket, session, Vec::new(), None).await
     }
 
     async fn connect(
         socket: &str,
         session: &str,
         env: Vec<(OsString, OsString)>,
+        size: Option<Size>,
     ) -> Result<Self, RespawnError> {
         let mut terminal = Self {
             socket: socket.to_owned(),
@@ -440,6 +482,13 @@ impl TmuxTerminal {
             scratch: vec![0; 64 * 1024].into_boxed_slice(),
             line: Vec::new(),
             pending: VecDeque::new(),
+            read_pos: 0,
+            marks: VecDeque::new(),
+            size: None,
+            client_size: size,
+            outbox: Vec::new(),
+            replies: VecDeque::new(),
+            block: None,
             closed: false,
             exit: None,
             cannot_start: None,
@@ -454,7 +503,7 @@ impl TmuxTerminal {
                 "-p",
                 "-t",
                 session,
-                "#{pane_id} #{pane_pid} #{pid} #{socket_path}",
+                "#{pane_id} #{pane_pid} #{pid} #{pane_width} #{pane_height} #{socket_path}",
             ])
             .await
         else {
@@ -462,25 +511,31 @@ impl TmuxTerminal {
             terminal.closed = true;
             return Ok(terminal);
         };
-        let mut ids = ids.trim_end().splitn(4, ' ');
-        terminal.pane = ids.next().unwrap_or_default().to_owned();
+        let mut ids = ids.trim_end().splitn(6, ' ');
+        ids.next()
+            .unwrap_or_default()
+            .clone_into(&mut terminal.pane);
         terminal.pid = ids.next().and_then(|p| p.parse().ok());
         terminal.server = ids
             .next()
             .and_then(|p| p.parse().ok())
             .and_then(|pid| NativeProcTable::new().process(pid))
             .map(|info| info.proc_ref());
+        let cols = ids.next().and_then(|p| p.parse().ok());
+        let rows = ids.next().and_then(|p| p.parse().ok());
         terminal.socket_path = ids.next().map(std::path::PathBuf::from);
-        // The current screen is the first output (a control client gets only what is drawn
-        // after it attached); captured first, so later output always draws over it.
-        let screen = terminal
-            .run(["capture-pane", "-p", "-e", "-t", &terminal.pane.clone()])
-            .await
-            .unwrap_or_default();
-        terminal.pending.extend(b"\x1b[H\x1b[2J");
-        terminal
-            .pending
-            .extend(screen.trim_end_matches('\n').replace('\n', "\r\n").bytes());
+        // Re-attaching, the pane keeps its size: the control client declares that one.
+        if let (Some(cols), Some(rows)) = (cols, rows) {
+            terminal.client_size.get_or_insert(Size { rows, cols });
+        }
+        // The control client declares its size (so the window comes back to it when other
+        // clients leave), then the pane's current screen is its first output: asked for in
+        // band, so that it is ordered exactly with the output around it (a control client
+        // gets only what is drawn after it attached).
+        if let Some(size) = terminal.client_size {
+            terminal.queue_command(&format!("refresh-client -C {}x{}\n", size.cols, size.rows));
+        }
+        terminal.request_resync();
         let mut client = Command::new("tmux")
             .arg("-L")
             .arg(socket)
@@ -529,8 +584,119 @@ impl TmuxTerminal {
         }
     }
 
+    /// Queues a command for the control client (sent before its next read).
+    fn queue_command(&mut self, command: &str) {
+        self.outbox.extend_from_slice(command.as_bytes());
+        self.replies.push_back(Reply::Ignore);
+    }
+
+    /// Asks, in band, for the pane's screen and cursor: the reply replaces the model's
+    /// screen at exactly its place in the output.
+    fn request_resync(&mut self) {
+        if self.pane.is_empty() {
+            return;
+        }
+        self.outbox
+            .extend_from_slice(resync::resync_command(&self.pane).as_bytes());
+        self.replies.push_back(Reply::Resync);
+    }
+
+    /// The pane is now `size`, from the next byte of output on.
+    fn note_size(&mut self, size: Size) {
+        if self.size == Some(size) {
+            return;
+        }
+        self.size = Some(size);
+        let at = self.read_pos + self.pending.len() as u64;
+        if let Some(last) = self.marks.back_mut()
+            && last.0 == at
+        {
+            last.1 = size;
+        } else {
+            self.marks.push_back((at, size));
+        }
+    }
+
+    /// A reply block ended: a resync's rows replace the screen.
+    fn block_done(&mut self, block: &Block, ok: bool) {
+        if block.reply != Reply::Resync || !ok {
+            return;
+        }
+        let Some((last, rows)) = block.lines.split_last() else {
+            return;
+        };
+        let Some((x, y, size)) = resync::parse_cursor(last) else {
+            return;
+        };
+        self.note_size(size);
+        let redraw = resync::redraw(rows, x, y, size);
+        self.pending.extend(redraw);
+    }
+
+    /// Handles one line of a reply block; `true` if it was one.
+    fn block_line(&mut self, line: &[u8]) -> bool {
+        let Some(block) = self.block.as_mut() else {
+            return false;
+        };
+        for (end, ok) in [(&b"%end "[..], true), (&b"%error "[..], false)] {
+            if let Some(rest) = line.strip_prefix(end)
+                && rest.starts_with(&block.id)
+            {
+                if let Some(block) = self.block.take() {
+                    self.block_done(&block, ok);
+                }
+                return true;
+            }
+        }
+        if block.lines.len() < MAX_BLOCK_LINES {
+            block.lines.push(line.to_vec());
+        }
+        true
+    }
+
     /// Handles one control-mode line.
     fn line(&mut self, line: &[u8]) {
+        if self.block_line(line) {
+            return;
+        }
+        if let Some(rest) = line.strip_prefix(b"%begin ") {
+            // `%begin <time> <number> <flags>`: flag 1 marks a command of this client.
+            let mut fields = rest.splitn(3, |&b| b == b' ');
+            let (time, number, flags) = (fields.next(), fields.next(), fields.next());
+            let ours = flags
+                .and_then(|f| std::str::from_utf8(f).ok())
+                .and_then(|f| f.trim().parse::<u32>().ok())
+                .is_some_and(|f| f & 1 == 1);
+            let reply = if ours {
+                self.replies.pop_front().unwrap_or(Reply::Ignore)
+            } else {
+                Reply::Ignore
+            };
+            let mut id = time.unwrap_or_default().to_vec();
+            id.push(b' ');
+            id.extend_from_slice(number.unwrap_or_default());
+            id.push(b' ');
+            self.block = Some(Block {
+                id,
+                reply,
+                lines: Vec::new(),
+            });
+            return;
+        }
+        if let Some(rest) = line.strip_prefix(b"%layout-change ") {
+            // `%layout-change @window layout visible-layout flags`.
+            let layout = rest.split(|&b| b == b' ').nth(1).unwrap_or_default();
+            if let Some(size) = std::str::from_utf8(layout)
+                .ok()
+                .and_then(|l| resync::pane_size_in_layout(l, &self.pane))
+                && self.size != Some(size)
+            {
+                self.note_size(size);
+                // What tmux rewrapped or cut is what the pane shows until the agent redraws.
+                self.request_resync();
+            }
+            return;
+        }
         if let Some(rest) = line.strip_prefix(b"%output ") {
             let Some(space) = rest.iter().position(|&b| b == b' ') else {
                 return;
@@ -541,6 +707,7 @@ impl TmuxTerminal {
                 let from = self.pending.len().saturating_sub(EXIT_MARK.len() + 24);
                 decode_output(data, &mut self.pending);
                 if memchr::memmem::find(data, b"hyoka-").is_some() {
+                    let before = self.pending.len();
                     if take_started(&mut self.pending, from) {
                         self.started = true;
                     }
@@ -555,7 +722,20 @@ impl TmuxTerminal {
                         }
                         None => {}
                     }
+                    // A size change noted after the bytes taken out moves up with them.
+                    let removed = (before - self.pending.len()) as u64;
+                    let floor = self.read_pos + from as u64;
+                    for mark in &mut self.marks {
+                        if mark.0 > floor {
+                            mark.0 = mark.0.saturating_sub(removed).max(floor);
+                        }
+                    }
                 }
+            }
+        } else if line.starts_with(b"%client-detached") {
+            // Another client left: our size again, should the window have kept theirs.
+            if let Some(size) = self.client_size {
+                self.queue_command(&format!("refresh-client -C {}x{}\n", size.cols, size.rows));
             }
         } else if line.starts_with(b"%session-changed") {
             self.attached = true;
@@ -567,6 +747,23 @@ impl TmuxTerminal {
     /// Reads one piece of the control client's output and handles the lines it completes.
     /// Cancel-safe: bytes read are kept until their line is whole.
     async fn read_client(&mut self) -> Result<(), RespawnError> {
+        // In-band commands first. Each write either writes or does not, so a cancelled read
+        // loses nothing.
+        while !self.outbox.is_empty() {
+            let Some(stdin) = self.stdin.as_mut() else {
+                self.outbox.clear();
+                break;
+            };
+            match stdin.write(&self.outbox).await {
+                Ok(0) | Err(_) => {
+                    self.outbox.clear();
+                    break;
+                }
+                Ok(n) => {
+                    self.outbox.drain(..n);
+                }
+            }
+        }
         let Some(stdout) = self.stdout.as_mut() else {
             self.closed = true;
             return Ok(());
@@ -655,7 +852,7 @@ impl TmuxTerminal {
                 .process(server.pid)
                 .is_none_or(|p| p.proc_ref() != server || p.is_gone())
         };
-        for signal in [None, Some(ProcSignal::Term), Some(ProcSignal::Kill)] {
+        for signal in [None, Some(Signal::Term), Some(Signal::Kill)] {
             if let Some(signal) = signal {
                 let _ = NativeSignaller::new().signal(server, signal);
             }
@@ -690,15 +887,35 @@ impl TmuxTerminal {
 impl Terminal for TmuxTerminal {
     async fn read(&mut self, buf: &mut [u8]) -> Result<usize, RespawnError> {
         loop {
+            if let ReadEvent::Output(n) = self.read_event(buf).await? {
+                return Ok(n);
+            }
+        }
+    }
+
+    async fn read_event(&mut self, buf: &mut [u8]) -> Result<ReadEvent, RespawnError> {
+        loop {
+            if let Some(&(at, size)) = self.marks.front()
+                && at <= self.read_pos
+            {
+                self.marks.pop_front();
+                return Ok(ReadEvent::Resized(size));
+            }
             if !self.pending.is_empty() {
-                let n = buf.len().min(self.pending.len());
+                // Never past the next size change: the bytes after it were drawn at the
+                // new size.
+                let until_mark = self.marks.front().map_or(usize::MAX, |&(at, _)| {
+                    usize::try_from(at - self.read_pos).unwrap_or(usize::MAX)
+                });
+                let n = buf.len().min(self.pending.len()).min(until_mark);
                 for (slot, byte) in buf.iter_mut().zip(self.pending.drain(..n)) {
                     *slot = byte;
                 }
-                return Ok(n);
+                self.read_pos += n as u64;
+                return Ok(ReadEvent::Output(n));
             }
             if self.closed {
-                return Ok(0);
+                return Ok(ReadEvent::Output(0));
             }
             self.read_client().await?;
         }
@@ -723,6 +940,10 @@ impl Terminal for TmuxTerminal {
 
     async fn send_enter(&mut self) -> Result<(), RespawnError> {
         self.keys(&["Enter"]).await
+    }
+
+    fn answers_queries(&self) -> bool {
+        true
     }
 
     async fn send_raw(&mut self, bytes: &[u8]) -> Result<(), RespawnError> {
@@ -750,6 +971,10 @@ impl Terminal for TmuxTerminal {
     }
 
     async fn resize(&mut self, size: Size) -> Result<(), RespawnError> {
+        // The control client's declared size too, or the window would go back to the old
+        // one when another client leaves.
+        self.client_size = Some(size);
+        self.queue_command(&format!("refresh-client -C {}x{}\n", size.cols, size.rows));
         let session = self.session.clone();
         self.run([
             "resize-window",
@@ -832,7 +1057,7 @@ impl Drop for TmuxTerminal {
                 .process(server.pid)
                 .is_some_and(|p| p.proc_ref() == server && !p.is_gone())
         {
-            let _ = NativeSignaller::new().signal(server, ProcSignal::Kill);
+            let _ = NativeSignaller::new().signal(server, Signal::Kill);
         }
         if let Some(path) = &self.socket_path {
             let _ = std::fs::remove_file(path);

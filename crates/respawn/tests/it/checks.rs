@@ -5,9 +5,9 @@
 use std::time::Duration;
 
 use hyoka_idle_detect::{
-    CheckError, CommandChecker, CommandCheckerOptions, IDLE_CONTEXT_CHARS, IdleAnswer, IdleChecker,
-    idle_prompt, parse_idle_reply,
+    CheckError, IDLE_CONTEXT_CHARS, IdleAnswer, IdleChecker, idle_prompt, parse_idle_reply,
 };
+use hyoka_respawn::{CommandChecker, CommandCheckerOptions};
 
 #[track_caller]
 fn check(output: &str, expected: Result<(IdleAnswer, &str), &str>) {

@@ -8,6 +8,7 @@
 //! - `support`: the virtual-time harness and scripted checkers.
 
 mod checks;
+mod command_checker;
 mod s5a_checks;
 mod s5a_robustness;
 mod s5a_states;

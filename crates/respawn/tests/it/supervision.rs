@@ -292,7 +292,7 @@ fn cycles_come_from_the_agents_cli() {
     assert_eq!(claude[1..], ["/clear", "/init"]);
     assert!(claude[0].contains("CLAUDE.md"));
     let codex = typed_texts("codex");
-    assert_eq!(codex[1..], ["/new", "/init"]);
+    assert_eq!(codex[1..], ["/clear", "/init"]);
     assert!(codex[0].contains("AGENTS.md"));
     // Aider has no memory to read back after a clear: the update prompt alone, no /init,
     // no CLAUDE.md.
