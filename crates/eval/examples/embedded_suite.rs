@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hyoka_eval::{
-    Containment, EvalSpec, Observer, Report, RunPlan, RunSummary, Stop, Trial, run_tracked,
+    Containment, EvalId, EvalSpec, Observer, Report, RunId, RunPlan, RunSummary, Stop, Trial,
+    run_tracked,
 };
-use hyoka_workspace::{EvalId, RunId};
 
 /// Prints one line per eval as it starts and ends.
 struct Progress;

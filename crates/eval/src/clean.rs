@@ -2,10 +2,14 @@
 //!
 //! A run is abandoned exactly when nobody holds its owner lock. For each one, every ledger
 //! process whose identity still matches is stopped (TERM, grace, KILL), its cgroup leaves
-//! are killed and removed, its workspaces are removed, and the ledger is marked cleaned.
-//! Then the workspace root is swept for marked workspaces whose owner is gone (a run whose
-//! reports are elsewhere). Workspaces kept for the user (`--keep-workspace`) are listed as
-//! kept and left alone, unless kept ones are asked for (`hyoka clean --kept`). Live runs, identity mismatches, unmarked directories and hostile
+//! (v2, and the v1 ones of resource limits) are killed and removed, its workspaces are
+//! removed, and the ledger is marked cleaned. A workspace is removed only when both records
+//! agree: the run's ledger names it and its marker names the run instance; the marker alone,
+//! which any process of the user may rewrite, never suffices. So the workspace root is swept
+//! only to list marked workspaces no abandoned run records (in use by a live run, or of runs
+//! whose reports are elsewhere). Workspaces kept for the user (`--keep-workspace`, by the
+//! ledger's `# kept` or by the marker) are listed as kept and left alone, unless kept ones
+//! are asked for (`hyoka clean --kept`). Live runs, identity mismatches, unmarked directories and hostile
 //! ledger lines are reported and never acted on; so is a run directory that fails
 //! `hyoka-proctrack`'s checks (links, loose modes, another user's files), and a run of
 //! another user is cleaned with that user's power only.
@@ -37,7 +41,8 @@ pub struct CleanupOptions {
     /// Report what would be done, and change nothing at all.
     pub dry_run: bool,
     /// Also remove workspaces kept for the user that were made at or before this time
-    /// (`hyoka clean --kept [--older-than DUR]`); `None` leaves every kept one alone.
+    /// (`hyoka clean --kept [--older-than DUR]`); `None` leaves every kept one alone. Only
+    /// the kept workspaces of runs recorded under `reports` are removed.
     pub remove_kept: Option<SystemTime>,
 }
 
@@ -60,6 +65,9 @@ pub enum WorkspaceAction {
     Refused,
     /// Some of it could not be removed.
     Incomplete,
+    /// It lies outside the workspace root the cleanup was given (the run used another
+    /// `--workspace-root`): left alone, and the cleanup fails naming the flag.
+    OutsideRoot,
 }
 
 impl WorkspaceAction {
@@ -73,12 +81,16 @@ impl WorkspaceAction {
             Self::Kept => "kept",
             Self::Refused => "refused",
             Self::Incomplete => "incomplete",
+            Self::OutsideRoot => "outside_root",
         }
     }
 
     /// Whether something that should be gone is still there (or would be, in a dry run).
     fn remains(self) -> bool {
-        matches!(self, Self::WouldRemove | Self::Incomplete)
+        matches!(
+            self,
+            Self::WouldRemove | Self::Incomplete | Self::OutsideRoot
+        )
     }
 }
 
@@ -113,8 +125,8 @@ pub struct CleanupReport {
 /// Repairs every abandoned run (nobody holds its owner lock) under `options.reports`: every
 /// ledger process whose identity still matches is stopped (TERM, grace, KILL), its cgroup
 /// leaves are killed and removed, its workspaces are removed, and the ledger is marked
-/// cleaned. Then marked workspaces under `options.workspace_root` whose owner is gone are
-/// removed. Live runs, identity mismatches, unmarked directories and hostile ledger lines are
+/// cleaned. Then marked workspaces under `options.workspace_root` that no abandoned run
+/// records are listed, never removed (a marker alone proves nothing). Live runs, identity mismatches, unmarked directories and hostile ledger lines are
 /// reported and never acted on; a run directory that fails `hyoka-proctrack`'s checks is
 /// reported as refused and nothing is read from it; a run of another user is cleaned with
 /// that user's power only. A ledger's workspaces are removed only from the workspace root
@@ -153,24 +165,20 @@ pub fn clean_abandoned(options: &CleanupOptions) -> Result<CleanupReport, EvalEr
     for report in &runs {
         remaining |= dispose_run(report, &roots, args.dry_run, kept_before, &mut workspaces);
     }
-    // Marked workspaces of runs whose reports are not under `reports`.
+    if !args.dry_run {
+        for report in runs.iter().filter(|r| r.refused.is_none()) {
+            remove_stale_temporaries(&args.reports.join(&report.run_id));
+        }
+    }
+    // Marked workspaces no abandoned run under `reports` records: never removed, since the
+    // marker alone is no proof (any process of the user may rewrite it); listed, with why.
+    // So `--kept` acts on the kept workspaces of runs recorded under `reports` only.
+    let live = hyoka_proctrack::live_runs(&args.reports).unwrap_or_default();
     for (path, marker) in find_marked(workspace_root) {
         if workspaces.iter().any(|w| w.path == path) {
             continue;
         }
-        let Ok(authority) = Authority::of(&path) else {
-            continue;
-        };
-        let expected = Expected {
-            run_id: &marker.run_id,
-            instance: InstanceRule::Any,
-            owner_uid: authority.user_filter(),
-            kept_before,
-        };
-        let roots = [workspace_root.to_owned()];
-        let result = dispose(authority, &roots, &path, &expected, args.dry_run);
-        remaining |= result.action.remains();
-        workspaces.push(result);
+        workspaces.push(unrecorded(&path, &marker, &live, &args.reports));
     }
     Ok(CleanupReport {
         dry_run: args.dry_run,
@@ -178,6 +186,51 @@ pub fn clean_abandoned(options: &CleanupOptions) -> Result<CleanupReport, EvalEr
         workspaces,
         remaining,
     })
+}
+
+/// What the sweep says of a marked workspace no abandoned run under `reports` records: in
+/// use by a live run (its ledger names it, or the marker's owner runs), or not provably
+/// anyone's to remove.
+fn unrecorded(
+    path: &Path,
+    marker: &hyoka_workspace::Marker,
+    live: &[hyoka_proctrack::RunListing],
+    reports: &Path,
+) -> WorkspaceCleanup {
+    let by_run = live
+        .iter()
+        .find(|r| r.ledger.workspaces.iter().any(|w| w.path == path));
+    let owner = marker.owner.as_ref().filter(|o| {
+        owner_running(
+            o.pid,
+            o.start_ticks,
+            o.boot_id.as_deref(),
+            marker.created_unix,
+        )
+    });
+    let (action, detail) = match (by_run, owner) {
+        (Some(run), _) => (
+            WorkspaceAction::KeptLive,
+            format!("run {} is live", run.run_id),
+        ),
+        (None, Some(owner)) => (
+            WorkspaceAction::KeptLive,
+            format!("owner {owner} is running"),
+        ),
+        (None, None) => (
+            WorkspaceAction::Refused,
+            format!(
+                "no abandoned run under {} records it (clean with the --reports its run wrote to; its marker alone proves nothing)",
+                reports.display()
+            ),
+        ),
+    };
+    WorkspaceCleanup {
+        path: path.to_owned(),
+        run_id: marker.run_id.clone(),
+        action,
+        detail: Some(detail),
+    }
 }
 
 /// Repairs one abandoned run, as [`clean_abandoned`] does for each (its processes, cgroup
@@ -205,6 +258,9 @@ pub(crate) fn clean_abandoned_run(
     roots.dedup();
     let mut workspaces = Vec::new();
     let remaining = dispose_run(&report, &roots, false, None, &mut workspaces);
+    if report.refused.is_none() {
+        remove_stale_temporaries(run_dir);
+    }
     Ok(CleanupReport {
         dry_run: false,
         runs: vec![report],
@@ -234,13 +290,43 @@ fn dispose_run(
         Some(instance) => InstanceRule::Exactly(instance.as_str()),
         None => InstanceRule::Absent,
     };
-    let expected = Expected {
-        run_id: &report.run_id,
-        instance,
-        owner_uid: authority.user_filter(),
-        kept_before,
-    };
     for workspace in &report.workspaces {
+        // A workspace recorded outside every root it may be removed from (a custom
+        // `--workspace-root` the cleanup was not given) is left, and the cleanup says so and
+        // fails: it could not do its job.
+        // Only a directory named as this run's workspace, reached without a link, is taken
+        // for one (a hostile ledger's `/etc` or a path through a link is refused below, as
+        // any path that is not provably the run's).
+        let parent = workspace.path.parent();
+        let named = (workspace.path.file_name().and_then(|n| n.to_str()))
+            .is_some_and(|n| n.starts_with(&format!("hyoka-{}-", report.run_id)));
+        if named
+            && !roots
+                .iter()
+                .any(|root| parent.is_some_and(|p| p.components().eq(root.components())))
+            && parent.is_some_and(|p| std::fs::canonicalize(p).is_ok_and(|c| c == p))
+            && std::fs::symlink_metadata(&workspace.path).is_ok_and(|m| m.is_dir())
+        {
+            remaining = true;
+            let parent = parent.unwrap_or(Path::new("/"));
+            out.push(WorkspaceCleanup {
+                path: workspace.path.clone(),
+                run_id: report.run_id.clone(),
+                action: WorkspaceAction::OutsideRoot,
+                detail: Some(format!(
+                    "outside the workspace root; pass --workspace-root {} to clean it",
+                    parent.display()
+                )),
+            });
+            continue;
+        }
+        let expected = Expected {
+            run_id: &report.run_id,
+            instance,
+            owner_uid: authority.user_filter(),
+            kept_before,
+            recorded_kept: report.kept.iter().any(|k| k.path == workspace.path),
+        };
         let result = dispose(authority, roots, &workspace.path, &expected, dry_run);
         remaining |= result.action.remains();
         out.push(result);
@@ -325,7 +411,7 @@ impl CleanupReport {
             }
             let counts = workspace_counts(&same).unwrap_or_else(|| "nothing to do".to_owned());
             let _ = writeln!(out, "run {run_id} (found in the workspace root): {counts}");
-            render_workspaces(&mut out, &same);
+            render_workspaces(&mut out, &same, verbose);
         }
         if out.is_empty() {
             out.push_str("nothing to clean\n");
@@ -412,7 +498,7 @@ impl CleanupReport {
             let (line, reason, text) = (problem.line, problem.reason, &problem.text);
             let _ = writeln!(out, "  ledger line {line}: {reason} ({text:?})");
         }
-        render_workspaces(out, workspaces);
+        render_workspaces(out, workspaces, verbose);
     }
 
     /// `stopped 3 process(es), removed 1 workspace`, or what else there is to say.
@@ -460,9 +546,14 @@ impl CleanupReport {
     }
 }
 
-fn render_workspaces(out: &mut String, workspaces: &[&WorkspaceCleanup]) {
+/// The workspaces' lines; those already gone only when `verbose` (nothing to say of them).
+fn render_workspaces(out: &mut String, workspaces: &[&WorkspaceCleanup], verbose: bool) {
     for workspace in workspaces {
+        if !verbose && workspace.action == WorkspaceAction::AlreadyGone {
+            continue;
+        }
         let what = match workspace.action {
+            WorkspaceAction::Kept if workspace.detail.is_some() => "kept for you".to_owned(),
             WorkspaceAction::Kept => {
                 "kept for you (`hyoka clean --kept` removes kept workspaces)".to_owned()
             }
@@ -489,6 +580,10 @@ fn workspace_counts(workspaces: &[&WorkspaceCleanup]) -> Option<String> {
         (WorkspaceAction::KeptLive, "kept in use"),
         (WorkspaceAction::Refused, "refused"),
         (WorkspaceAction::Incomplete, "could not fully remove"),
+        (
+            WorkspaceAction::OutsideRoot,
+            "could not reach (outside the workspace root)",
+        ),
     ]
     .into_iter()
     .filter_map(
@@ -500,4 +595,41 @@ fn workspace_counts(workspaces: &[&WorkspaceCleanup]) -> Option<String> {
     )
     .collect();
     (!parts.is_empty()).then(|| parts.join(", "))
+}
+
+/// Removes what an atomic write of a killed owner left in a run directory and its trials'
+/// directories: regular files named `.<name>.tmp-<pid>-<n>` (see
+/// [`write_atomic`](hyoka_proctrack::write_atomic)). Called only for a run nobody owns any
+/// more, after its directory passed the cleanup's checks; links and other files are left.
+fn remove_stale_temporaries(run_dir: &Path) {
+    fn stale(name: &str) -> bool {
+        let numeric = |p: Option<&str>| {
+            p.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        };
+        let Some((_, tail)) = name.strip_prefix('.').and_then(|r| r.rsplit_once(".tmp-")) else {
+            return false;
+        };
+        let mut parts = tail.split('-');
+        numeric(parts.next()) && numeric(parts.next()) && parts.next().is_none()
+    }
+    fn sweep(dir: &Path, deeper: bool) -> Vec<PathBuf> {
+        let mut subdirs = Vec::new();
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return subdirs;
+        };
+        for entry in entries.flatten().take(1 << 16) {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_file() && entry.file_name().to_str().is_some_and(stale) {
+                let _ = std::fs::remove_file(entry.path());
+            } else if deeper && kind.is_dir() {
+                subdirs.push(entry.path());
+            }
+        }
+        subdirs
+    }
+    for trial_dir in sweep(run_dir, true) {
+        sweep(&trial_dir, false);
+    }
 }

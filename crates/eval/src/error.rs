@@ -51,6 +51,15 @@ pub enum EvalError {
         /// What is wrong, in one line, starting with the file name.
         message: String,
     },
+    /// A Harbor task folder or dataset is not valid; the message says what, the path names
+    /// the folder.
+    #[error("task {}: {message}", path.display())]
+    HarborTask {
+        /// The task folder (or dataset directory).
+        path: PathBuf,
+        /// What is wrong, in one line.
+        message: String,
+    },
     /// A duration, size, shard or event source given as text is not valid.
     #[error("invalid {what} {text:?}: {reason}")]
     InvalidValue {
@@ -61,24 +70,6 @@ pub enum EvalError {
         /// Why, with examples of valid values.
         reason: String,
     },
-    /// A shard's `run.json` could not be read as evidence (a link, a special file, a file
-    /// others may write, too large, unreadable) or is not a run summary; the message names
-    /// the file.
-    #[error("{message}")]
-    Summary {
-        /// The file.
-        path: PathBuf,
-        /// What is wrong, in one line, naming the file.
-        message: String,
-    },
-    /// Two shards' summaries name the same eval.
-    #[error("eval {eval_id} appears in more than one input (again in {})", input.display())]
-    DuplicateEval {
-        /// The eval.
-        eval_id: String,
-        /// The run directory of the second summary naming it.
-        input: PathBuf,
-    },
     /// An eval asks for a sandbox or an isolated network the machine cannot give (checked
     /// before anything is created).
     #[error("eval {eval_id}: {reason}")]
@@ -87,14 +78,6 @@ pub enum EvalError {
         eval_id: String,
         /// What is missing, and what to do instead.
         reason: String,
-    },
-    /// The shards given to a merge do not make one run: different suites or run ids,
-    /// missing or repeated shards, ids that break the id grammar, times that run backwards,
-    /// no trials. The message names the inputs.
-    #[error("{message}")]
-    Merge {
-        /// What is wrong, in one line, naming the inputs.
-        message: String,
     },
     /// A resumed run found finished trials of evals whose settings changed since the run
     /// began.
@@ -108,6 +91,20 @@ pub enum EvalError {
     Changed {
         /// The evals that changed, in plan order.
         evals: Vec<String>,
+    },
+    /// A resume would drop trials the earlier run had (fewer epochs, agents or evals): the
+    /// run would change its shape under its id.
+    #[error(
+        "cannot resume: the earlier run has {} trial{} this plan does not ({}{}): fewer epochs, \
+         agents or evals; pass --allow-reshape to leave them out of the run, or start another run",
+        trials.len(),
+        if trials.len() == 1 { "" } else { "s" },
+        trials.iter().take(5).cloned().collect::<Vec<_>>().join(", "),
+        if trials.len() > 5 { ", …" } else { "" }
+    )]
+    Reshaped {
+        /// The earlier run's trials the plan lacks, by id.
+        trials: Vec<String>,
     },
     /// Abandoned runs could not be listed or cleaned.
     #[error("{context}: {source}")]
@@ -159,12 +156,11 @@ impl EvalError {
     pub fn is_bad_input(&self) -> bool {
         match self {
             Self::Suite { .. }
+            | Self::HarborTask { .. }
             | Self::InvalidValue { .. }
-            | Self::DuplicateEval { .. }
-            | Self::Summary { .. }
             | Self::Sandbox { .. }
-            | Self::Merge { .. }
             | Self::Changed { .. }
+            | Self::Reshaped { .. }
             | Self::Tracker(
                 ProcTrackError::RunLive { .. }
                 | ProcTrackError::UncleanRun { .. }
@@ -175,5 +171,15 @@ impl EvalError {
             Self::Eval { source, .. } => source.is_bad_input(),
             _ => false,
         }
+    }
+}
+
+impl From<hyoka_events::UnknownEventSource> for EvalError {
+    fn from(err: hyoka_events::UnknownEventSource) -> Self {
+        Self::invalid(
+            "event source",
+            &err.text,
+            hyoka_events::UnknownEventSource::EXPECTED,
+        )
     }
 }

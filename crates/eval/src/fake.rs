@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use hyoka_proctrack::{
-    AgentCommand, AgentExit, FAKE_SELF_PID, FakeSystem, Layers, LedgerEntry, NetIsolation,
+    AgentCommand, AgentExit, Clock, FAKE_SELF_PID, FakeSystem, Layers, LedgerEntry, NetIsolation,
     NetNamespace, OnTerm, ProcRef, ProcTable, ProcTrackError, SandboxSupport, Scope, Seams,
     TeardownOptions, TeardownReport, teardown,
 };
@@ -21,9 +21,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::watch;
 
-use crate::host::{
-    Clock, EvalWorkspace, Harness, Pipe, Process, Processes, WorkspaceEnd, Workspaces,
-};
+use crate::host::{EvalWorkspace, Harness, Pipe, Process, Processes, WorkspaceEnd, Workspaces};
 use crate::report::Status;
 use crate::watch::{FileChange, WatchUpdate};
 
@@ -46,6 +44,7 @@ enum Step {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum End {
     Exit(i32),
+    Killed(i32),
     Hang,
     OomKilled,
 }
@@ -104,6 +103,14 @@ impl FakeProgram {
         self
     }
 
+    /// Dies of `signal` after its steps, sent by someone other than the harness (Slurm's
+    /// `scancel` signals every process of a job).
+    #[must_use]
+    pub fn killed_by(mut self, signal: i32) -> Self {
+        self.end = End::Killed(signal);
+        self
+    }
+
     /// Runs until it is stopped after its steps.
     #[must_use]
     pub fn hangs(mut self) -> Self {
@@ -153,12 +160,19 @@ fn tokio_now() -> tokio::time::Instant {
 }
 
 impl Clock for FakeClock {
-    fn now(&self) -> tokio::time::Instant {
-        tokio_now()
+    fn now(&self) -> std::time::Instant {
+        tokio_now().into_std()
     }
 
     fn wall(&self) -> SystemTime {
         self.wall + tokio_now().saturating_duration_since(self.start)
+    }
+
+    /// A real, blocking sleep: tokio's paused clock moves only while the runtime waits, so
+    /// nothing on it may block. The harness never sleeps on its clock (teardown's waits run on
+    /// `hyoka-proctrack`'s own `FakeClock`).
+    fn sleep(&self, duration: Duration) {
+        std::thread::sleep(duration);
     }
 }
 
@@ -187,6 +201,7 @@ struct Inner {
     workspaces: Mutex<Vec<Arc<MemEval>>>,
     spawned: Mutex<Vec<(String, AgentCommand)>>,
     recorded: Mutex<Vec<(String, PathBuf)>>,
+    kept: Mutex<Vec<(String, PathBuf)>>,
     sandbox: Mutex<SandboxSupport>,
 }
 
@@ -200,9 +215,12 @@ impl FakeHost {
                 workspaces: Mutex::new(Vec::new()),
                 spawned: Mutex::new(Vec::new()),
                 recorded: Mutex::new(Vec::new()),
+                kept: Mutex::new(Vec::new()),
                 sandbox: Mutex::new(SandboxSupport {
                     landlock: Ok(hyoka_proctrack::LANDLOCK_TARGET_ABI),
                     network: NetIsolation::Direct,
+                    mounts: Ok(()),
+                    harden: Ok(()),
                 }),
             }),
             clock: FakeClock::new(wall),
@@ -258,6 +276,12 @@ impl FakeHost {
         lock(&self.inner.recorded).clone()
     }
 
+    /// The workspaces recorded as kept for the user so far, as a ledger lists them: one
+    /// per id.
+    pub fn recorded_kept(&self) -> Vec<(String, PathBuf)> {
+        lock(&self.inner.kept).clone()
+    }
+
     /// The fake processes still alive.
     pub fn alive(&self) -> Vec<ProcRef> {
         self.inner.system.alive()
@@ -295,6 +319,13 @@ impl Processes for FakeHost {
         let mut recorded = lock(&self.inner.recorded);
         recorded.retain(|(known, _)| known != id);
         recorded.push((id.to_owned(), path.to_owned()));
+        Ok(())
+    }
+
+    fn record_kept(&self, id: &str, path: &Path) -> Result<(), ProcTrackError> {
+        let mut kept = lock(&self.inner.kept);
+        kept.retain(|(known, _)| known != id);
+        kept.push((id.to_owned(), path.to_owned()));
         Ok(())
     }
 
@@ -421,6 +452,10 @@ async fn run_script(
         End::OomKilled => {
             system.exit(root.pid);
             exit.send_replace(Some(AgentExit::Signal(SIGKILL)));
+        }
+        End::Killed(signal) => {
+            system.exit(root.pid);
+            exit.send_replace(Some(AgentExit::Signal(signal)));
         }
         End::Hang => std::future::pending().await,
     }

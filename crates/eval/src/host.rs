@@ -1,23 +1,25 @@
 //! The seams the harness runs against: where processes start ([`Processes`], [`Process`]),
-//! where workspaces come from ([`Workspaces`], [`EvalWorkspace`]), and the [`Clock`].
+//! where workspaces come from ([`Workspaces`], [`EvalWorkspace`]), and the clock
+//! (`hyoka-proctrack`'s [`Clock`], the one clock of the house).
 //!
 //! The real implementations ([`TrackedProcesses`] over a `hyoka-proctrack` [`Tracker`],
 //! [`TempWorkspaces`] over `hyoka-workspace`'s `TempWorkspace`, [`SystemClock`]) are what a
-//! run uses; behind the `mock` feature, `FakeProcesses`, `MemWorkspaces` and `FakeClock` run
-//! the same harness policy in memory, on tokio's paused clock.
+//! run uses; behind the `mock` feature, `FakeHost` (its processes `FakeProgram`s on
+//! `hyoka-proctrack`'s `FakeSystem`, its workspaces in memory) and `FakeClock` run the same
+//! harness policy in memory, on tokio's paused clock.
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use hyoka_proctrack::{
-    Agent, AgentCommand, AgentExit, Layers, NativeProcTable, NativeSignaller, NetNamespace,
-    ProcTable, ProcTrackError, SandboxSupport, Signal, Signaller, TeardownOptions, TeardownReport,
-    Tracker,
+    Agent, AgentCommand, AgentExit, Clock, GroupChild, GroupExit, Layers, NetNamespace,
+    ProcTrackError, SandboxSupport, SystemClock, TeardownOptions, TeardownReport, Tracker,
 };
 use hyoka_workspace::{
-    Closed, MarkerOwner, RunVerdict, TempWorkspace, Workspace, WorkspaceError, WorkspaceOptions,
+    Change, Closed, MarkerOwner, RunVerdict, TempWorkspace, Usage, Workspace, WorkspaceError,
+    WorkspaceOptions,
 };
 use tokio::io::AsyncRead;
 use tokio::sync::mpsc::UnboundedSender;
@@ -48,6 +50,11 @@ pub trait Process: Send {
     fn oom_killed(&self) -> bool {
         false
     }
+    /// What its resource limits' cgroup leaves say now (peaks, OOM kills), when it runs with
+    /// limits. Read before teardown.
+    fn resource_usage(&self) -> Option<hyoka_proctrack::ResourceUsage> {
+        None
+    }
     /// Finds what it started since the last call (and keeps any ledger current). May block
     /// for a `/proc` scan.
     fn refresh(&mut self);
@@ -70,6 +77,12 @@ pub trait Processes: Send + Sync {
     /// # Errors
     /// The tracker's, when the ledger cannot be written.
     fn record_workspace(&self, id: &str, path: &Path) -> Result<(), ProcTrackError>;
+    /// Records that the workspace of `id` at `path` is kept for the user, where no eval's
+    /// process can write (the ledger): `hyoka clean` keeps it whatever its marker says.
+    ///
+    /// # Errors
+    /// The tracker's, when the ledger cannot be written.
+    fn record_kept(&self, id: &str, path: &Path) -> Result<(), ProcTrackError>;
     /// Starts `command` as `id` under the run's containment.
     ///
     /// # Errors
@@ -82,6 +95,16 @@ pub trait Processes: Send + Sync {
     /// What this host offers for sandboxes (Landlock, network namespaces); asked only when
     /// an eval wants one.
     fn sandbox_support(&self) -> SandboxSupport;
+    /// Where resource limits can be enforced (memory, pids and CPU controllers); asked only
+    /// when an eval sets one. The fakes enforce nothing and say so.
+    fn resource_support(&self) -> hyoka_proctrack::ResourceSupport {
+        let none = || Err("this host enforces no resource limits".to_owned());
+        hyoka_proctrack::ResourceSupport {
+            memory: none(),
+            pids: none(),
+            cpu: none(),
+        }
+    }
     /// A network namespace with only loopback, shared by the processes of one eval under
     /// `network: none`; `None` when this host spawns nothing real (the fakes).
     ///
@@ -104,6 +127,14 @@ pub trait EvalWorkspace: Workspace {
     /// # Errors
     /// The workspace's, when it cannot be scanned.
     fn rebaseline(&mut self) -> Result<(), WorkspaceError>;
+    /// The final scan: [`Workspace::usage`](hyoka_workspace::Workspace::usage), naming up to
+    /// `limit` of the paths it counts (none unless the implementation can name them).
+    ///
+    /// # Errors
+    /// The workspace's, when it cannot be scanned.
+    fn changes(&self, _limit: usize) -> Result<(Usage, Vec<Change>), WorkspaceError> {
+        Ok((self.usage()?, Vec::new()))
+    }
     /// Whether `path` (relative to the workspace, or absolute) exists.
     fn exists(&self, path: &Path) -> bool;
     /// Starts reporting usage changes and file events on `tx`; reporting stops when the
@@ -142,37 +173,6 @@ pub trait Workspaces: Send + Sync {
         options: &WorkspaceOptions,
         record: &mut dyn FnMut(&Path) -> Result<(), ProcTrackError>,
     ) -> Result<Box<dyn EvalWorkspace>, WorkspaceError>;
-}
-
-/// Time for the harness: the monotonic clock of tokio (so a paused test runtime drives the
-/// deadlines, durations and timelines) and the wall clock for records.
-pub trait Clock: Send + Sync {
-    /// The monotonic now.
-    fn now(&self) -> tokio::time::Instant;
-    /// The wall-clock now.
-    fn wall(&self) -> SystemTime;
-}
-
-/// The real clocks.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    #[expect(
-        clippy::disallowed_methods,
-        reason = "the one sanctioned reading of the monotonic clock in this crate"
-    )]
-    fn now(&self) -> tokio::time::Instant {
-        tokio::time::Instant::now()
-    }
-
-    #[expect(
-        clippy::disallowed_methods,
-        reason = "the one sanctioned reading of the wall clock in this crate"
-    )]
-    fn wall(&self) -> SystemTime {
-        SystemTime::now()
-    }
 }
 
 /// The seams one run uses, shared by its evals.
@@ -227,6 +227,10 @@ impl Processes for TrackedProcesses {
         self.tracker.record_workspace(id, path)
     }
 
+    fn record_kept(&self, id: &str, path: &Path) -> Result<(), ProcTrackError> {
+        self.tracker.record_kept(id, path)
+    }
+
     async fn spawn(
         &self,
         id: &str,
@@ -240,42 +244,38 @@ impl Processes for TrackedProcesses {
         SandboxSupport::detect()
     }
 
+    fn resource_support(&self) -> hyoka_proctrack::ResourceSupport {
+        self.tracker.resource_support().clone()
+    }
+
     fn network_namespace(&self) -> Result<Option<NetNamespace>, ProcTrackError> {
         NetNamespace::create().map(Some)
     }
 
     async fn probe(&self, command: AgentCommand, timeout: Duration) -> bool {
-        // A probe is short-lived and killed (with its group, through the verified signaller)
-        // when it overruns; it is the one phase process not spawned through the tracker. It
-        // runs in its eval's sandbox (and network namespace).
+        // A probe is short-lived and runs in its own process group, killed as a whole
+        // (through the verified signaller) when it overruns or ends; it is the one phase
+        // process not spawned through the tracker. It runs in its eval's sandbox (and
+        // network namespace).
         let mut probe = std::process::Command::new(&command.program);
         if let Err(err) = command.sandbox.apply_to(&mut probe) {
             tracing::warn!(error = %err, "cannot sandbox a readiness probe");
             return false;
         }
-        let child = tokio::process::Command::from(probe)
+        let mut probe = tokio::process::Command::from(probe);
+        probe
             .args(&command.args)
             .current_dir(command.cwd.as_deref().unwrap_or(Path::new(".")))
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .process_group(0)
-            .kill_on_drop(true)
-            .spawn();
-        let Ok(mut child) = child else { return false };
-        // Read while the child is unreaped, so its identity cannot have been reused.
-        let identity = child
-            .id()
-            .and_then(|pid| NativeProcTable::new().process(pid.cast_signed()))
-            .map(|info| info.proc_ref());
-        if let Ok(Ok(status)) = tokio::time::timeout(timeout, child.wait()).await {
-            return status.success();
-        }
-        if let Some(probe) = identity {
-            let _ = NativeSignaller::new().signal_group(probe, probe.pid, Signal::Kill);
-        }
-        let _ = child.wait().await;
-        false
+            .stderr(std::process::Stdio::null());
+        let Ok(mut child) = GroupChild::spawn(probe) else {
+            return false;
+        };
+        matches!(
+            child.wait_within(timeout, std::future::pending()).await,
+            GroupExit::Exited(status) if status.success()
+        )
     }
 }
 
@@ -317,6 +317,10 @@ impl Process for TrackedProcess {
                         .is_some_and(|n| n > 0)
                 })
             })
+    }
+
+    fn resource_usage(&self) -> Option<hyoka_proctrack::ResourceUsage> {
+        self.0.resource_usage()
     }
 
     fn refresh(&mut self) {
@@ -365,6 +369,10 @@ impl EvalWorkspace for TempWorkspace {
 
     fn rebaseline(&mut self) -> Result<(), WorkspaceError> {
         TempWorkspace::rebaseline(self)
+    }
+
+    fn changes(&self, limit: usize) -> Result<(Usage, Vec<Change>), WorkspaceError> {
+        hyoka_workspace::scan_changes(self.path(), self.snapshot(), limit)
     }
 
     fn exists(&self, path: &Path) -> bool {

@@ -79,6 +79,38 @@ impl EvalSpec {
             hasher.update(b"\0");
             hash_tree(&mut hasher, &file.source, Path::new(""))?;
         }
+        if let Some(task) = &self.task {
+            // What decides a task's result: the folder's contents (whatever its path), where
+            // it runs and how, who works on it, and how the reward is judged.
+            let mut field = |name: &str, value: &dyn std::fmt::Debug| {
+                hasher.update(format!("{name}={value:?}\n").as_bytes());
+            };
+            field("task.environment", &task.environment);
+            field("task.agent", &task.agent);
+            field(
+                "task.rules",
+                &(task.rules.threshold.to_bits(), &task.rules.key),
+            );
+            field("task.unavailable", &task.unavailable);
+            field("task.verifier_env", &task.verifier_env);
+            if let Some(view) = &task.view {
+                let targets = |files: &[hyoka_workspace::Injection]| {
+                    files.iter().map(|f| f.target.clone()).collect::<Vec<_>>()
+                };
+                field(
+                    "task.view",
+                    &(
+                        &view.workdir,
+                        &view.env,
+                        &view.skipped,
+                        targets(&view.workspace_files),
+                        targets(&view.root_files),
+                    ),
+                );
+            }
+            hasher.update(b"task\n");
+            hash_tree(&mut hasher, &task.task_dir, Path::new(""))?;
+        }
         Ok(hex(&hasher.finalize()))
     }
 }

@@ -36,14 +36,11 @@
 //! - Spending: readers turn an agent's reports into [`UsageEvent`]s, accumulated by the
 //!   [`Monitor`]'s [`UsageMeter`] into [`TokenUsage`] and limited by `max_tokens` and
 //!   `max_cost`.
-//! - Records are written atomically ([`write_json`]); [`merge_summaries`] joins the
-//!   summaries of a suite's shards (each read as evidence by [`read_summary`], checked to
-//!   make one run); [`compare_runs`] pairs two runs' tasks; [`render_summary`] and
-//!   [`render_comparison`] say it for people; with the `schema` feature [`schemas`] gives
-//!   the records' JSON Schemas.
-//! - With the `html` feature, `write_html_report` writes one self-contained, offline HTML
-//!   page of a run (or of two compared) from its records: task table, per-trial timelines,
-//!   cleanup records.
+//! - Records are written atomically ([`write_json`]); with the `schema` feature [`schemas`]
+//!   gives their JSON Schemas. The figures `run.json` holds are defined here once
+//!   ([`pass_at_k`], [`pass_hat_k`], [`pass_rate`], [`mean`], [`TokenUsage::reported_tokens`]);
+//!   reading runs after they end (the HTML page, merging shards, comparing runs, the
+//!   summaries people read) is `hyoka-report`'s, which reads these records.
 //! - After a crash, [`clean_abandoned`] repairs what abandoned runs left behind (their
 //!   processes through `hyoka-proctrack`, their workspaces through `hyoka-workspace`, each
 //!   only when provably the run instance's, with the run owner's power).
@@ -52,8 +49,7 @@
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use hyoka_eval::{EvalSpec, NoObserver, RunPlan, Stop, run_tracked};
-//! use hyoka_workspace::{EvalId, RunId};
+//! use hyoka_eval::{EvalId, EvalSpec, NoObserver, RunId, RunPlan, Stop, run_tracked};
 //!
 //! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
 //! let mut spec = EvalSpec::new(EvalId::new("hello")?, vec!["sh".into(), "-c".into(), "echo hi > out.txt".into()]);
@@ -78,8 +74,7 @@
 //! # #[cfg(feature = "mock")] {
 //! use std::sync::Arc;
 //! use std::time::{Duration, SystemTime};
-//! use hyoka_eval::{EvalSpec, FakeHost, FakeProgram, NoObserver, RunPlan, Stop, Termination, run};
-//! use hyoka_workspace::{EvalId, RunId};
+//! use hyoka_eval::{EvalId, EvalSpec, FakeHost, FakeProgram, NoObserver, RunId, RunPlan, Stop, Termination, run};
 //!
 //! # let reports = tempfile::tempdir()?;
 //! let runtime = tokio::runtime::Builder::new_current_thread().enable_all().start_paused(true).build()?;
@@ -118,24 +113,21 @@
 )]
 
 mod capped_log;
+mod changes;
 mod clean;
-mod compare;
 mod error;
 mod eval;
-mod events;
 #[cfg(any(test, feature = "mock"))]
 mod fake;
 mod host;
-#[cfg(feature = "html")]
-mod html;
 mod identity;
 mod limits;
-mod merge;
 mod metrics;
+mod model;
 mod phases;
+mod progress;
 mod ps;
 mod records;
-mod render;
 mod report;
 mod runner;
 mod sandbox;
@@ -146,50 +138,40 @@ mod shard;
 mod stop;
 #[cfg(feature = "yaml")]
 mod suite;
+mod tasks;
 mod timeline;
 mod trials;
 mod units;
-mod usage;
 mod watch;
 
+pub use crate::changes::{
+    CHANGES_FILE, ChangedFile, ChangesRecord, MAX_CHANGES_LISTED, MAX_DIFF_BYTES,
+    MAX_DIFF_FILE_BYTES,
+};
 pub use crate::clean::{
     CleanupOptions, CleanupReport, WorkspaceAction, WorkspaceCleanup, clean_abandoned,
 };
-pub use crate::compare::{
-    Comparison, Flip, PAIRED_TEST, PairedTest, RunSide, TaskDelta, compare_runs, sign_test,
-};
 pub use crate::error::EvalError;
-pub use crate::events::{
-    AgentEvent, CodexJsonParser, EventSource, GeminiStreamJsonParser, INPUT_PREVIEW_BYTES,
-    JsonlReader, LineCounts, LineKind, LineReader, LineSplitter, MAX_LINE, StreamJsonParser,
-    parse_jsonl_event, truncate_chars,
-};
 #[cfg(any(test, feature = "mock"))]
 pub use crate::fake::{FakeClock, FakeHost, FakeProgram};
 pub use crate::host::{
-    Clock, EvalWorkspace, Harness, Pipe, Process, Processes, SystemClock, TempWorkspaces,
-    TrackedProcesses, WorkspaceEnd, Workspaces,
-};
-#[cfg(feature = "html")]
-pub use crate::html::{
-    HtmlError, HtmlOptions, RunRecords, default_page_path, render_page, write_html_report,
+    EvalWorkspace, Harness, Pipe, Process, Processes, TempWorkspaces, TrackedProcesses,
+    WorkspaceEnd, Workspaces,
 };
 pub use crate::identity::suite_identity;
 pub use crate::limits::{
     DEFAULT_MAX_FILES, DEFAULT_MAX_OUTPUT_SIZE, DEFAULT_MAX_SESSION_ACTIONS, DEFAULT_MAX_TURNS,
     LimitSet, Monitor, PartialLimits,
 };
-pub use crate::merge::{MergeOptions, merge_summaries, read_summary};
-pub use crate::metrics::{pass_at_k, pass_hat_k};
-pub use crate::ps::{LiveRun, PhaseNow, current_phase, live_runs, render_live_runs};
-pub use crate::records::{STATUS_FILE, millis, rfc3339, write_json};
-pub use crate::render::{
-    ProgressLines, ProgressSink, render_comparison, render_summary, timeline_text, usage_text,
-};
+pub use crate::metrics::{mean, pass_at_k, pass_hat_k, pass_rate};
+pub use crate::model::{MODEL_STUB_PORT, ModelStub};
+pub use crate::progress::{ProgressLines, ProgressSink};
+pub use crate::ps::{LiveRun, live_runs, render_live_runs};
+pub use crate::records::{millis, rfc3339, write_json};
 pub use crate::report::{
     Attempt, Cleanup, Counts, ErrorKind, EvalSummary, EventsRecord, FailOn, Limits, Metrics,
-    PhaseRecord, PhaseStatus, Report, ReviewVerdict, RunInfo, RunSummary, Status, TaskSummary,
-    Termination, Totals,
+    PhaseRecord, PhaseStatus, Report, ResourceFigure, ResourcesRecord, ReviewVerdict, RunInfo,
+    RunSummary, Status, TaskSummary, Termination, Totals,
 };
 pub use crate::runner::{
     Containment, MAX_RETRY_BACKOFF, NoObserver, Observer, RETRY_BACKOFF, RunOutcome, RunPlan, run,
@@ -206,11 +188,44 @@ pub use crate::settings::{
     Settings, injection, injection_arg, valid_env_name,
 };
 pub use crate::shard::Shard;
-pub use crate::stop::{Stop, StopLevel, StopReason, Stopper};
+pub use crate::stop::{Stop, StopLevel, StopReason, Stopper, same_delivery_window};
 #[cfg(feature = "yaml")]
-pub use crate::suite::{Suite, SuiteEval};
+pub use crate::suite::{Suite, SuiteEval, SuiteTasks};
+pub use crate::tasks::{
+    CheckRow, Copy, CopySource, DEFAULT_CPUS, DEFAULT_MEMORY_MB, DEFAULT_STORAGE_MB,
+    DEFAULT_VERIFIER_TIMEOUT, Dockerfile, DockerfileError, EnvValue, EnvironmentConfig,
+    HOST_NETWORK_ENV, HostView, LOGS_DIR, MAX_DOCKERFILE_BYTES, MAX_INSTRUCTION_BYTES,
+    MAX_REWARD_BYTES, MAX_TASK_TOML_BYTES, MAX_TASKS, PROMPT_ENV, Reward, RewardError, RewardFile,
+    RewardRules, SOLUTION_DIR, Step, StepKind, TESTS_DIR, Task, TaskAgent, TaskCheck, TaskConfig,
+    TaskEnvironment, TaskNetwork, TaskOptions, TaskRecord, TaskRunOptions, TaskTrial, check_agents,
+    check_tasks, hidden_dirs, host_view, load_tasks, read_reward, render_check, task_specs,
+};
 pub use crate::timeline::{EventType, MAX_EVENTS, Summary, Timeline, TimelineEvent};
 pub use crate::trials::{Resume, Trial};
-pub use crate::units::{MAX_DURATION, parse_cost, parse_duration, parse_size};
-pub use crate::usage::{TokenUsage, UsageEvent, UsageMeter};
+pub use crate::units::{
+    MAX_CPUS, MAX_DURATION, MAX_PIDS, parse_cost, parse_cpus, parse_duration, parse_pids,
+    parse_size,
+};
 pub use crate::watch::{FileChange, WatchUpdate, inotify_limits};
+pub use hyoka_events::{
+    AgentEvent, AgentNotes, CodexJsonParser, EventSource, GeminiStreamJsonParser,
+    INPUT_PREVIEW_BYTES, JsonlReader, LineCounts, LineKind, LineReader, LineSplitter, MAX_LINE,
+    StreamJsonParser, TokenUsage, UnknownEventSource, UsageEvent, UsageMeter, parse_jsonl_event,
+    truncate_chars,
+};
+pub use hyoka_proctrack::{Clock, PhaseNow, STATUS_FILE, SystemClock, read_status};
+
+// The types the harness's seams ([`Processes`], [`Process`], [`Workspaces`],
+// [`EvalWorkspace`], [`Harness`]) speak, re-exported so a host embedding the harness depends
+// on `hyoka-eval` alone; the crates themselves are re-exported for everything else.
+pub use async_trait::async_trait;
+pub use hyoka_proctrack::{
+    AgentCommand, AgentExit, Layer, Layers, NetNamespace, ProcTrackError, ResourceLimits,
+    ResourceSupport, ResourceUsage, SandboxSupport, StdioMode, TeardownOptions, TeardownReport,
+    Tracker, TrackerOptions,
+};
+pub use hyoka_workspace::{
+    Closed, Entry, EntryKind, EvalId, Injection, KeepPolicy, MarkerOwner, RunId, RunVerdict, Usage,
+    Workspace, WorkspaceError, WorkspaceOptions,
+};
+pub use {hyoka_proctrack as proctrack, hyoka_workspace as workspace};

@@ -8,9 +8,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::events::AgentEvent;
 use crate::report::{Counts, Termination};
-use crate::usage::{TokenUsage, UsageEvent, UsageMeter};
+use hyoka_events::AgentEvent;
+use hyoka_events::{TokenUsage, UsageEvent, UsageMeter};
 
 /// Built-in limits, used when neither the command line, the eval nor the suite's defaults
 /// set one. `0` disables a limit.
@@ -37,6 +37,30 @@ pub struct LimitSet {
     pub max_tokens: u64,
     /// Dollars the agent reports spending; off by default.
     pub max_cost: f64,
+    /// Bytes of memory each process tree of the eval may use (cgroup); off by default.
+    #[serde(default)]
+    pub max_memory: u64,
+    /// Processes each tree may have at once (cgroup); off by default.
+    #[serde(default)]
+    pub max_pids: u64,
+    /// Thousandths of a CPU each tree may use (cgroup); off by default.
+    #[serde(default)]
+    pub cpu_millis: u32,
+    /// Bytes the workspace's changes, the private `/tmp` and the isolated home may hold
+    /// together; off by default.
+    #[serde(default)]
+    pub max_disk: u64,
+}
+
+impl LimitSet {
+    /// The cgroup limits of each process tree of the eval.
+    pub fn resources(&self) -> hyoka_proctrack::ResourceLimits {
+        hyoka_proctrack::ResourceLimits {
+            memory: (self.max_memory > 0).then_some(self.max_memory),
+            pids: (self.max_pids > 0).then_some(self.max_pids),
+            cpu_millis: (self.cpu_millis > 0).then_some(self.cpu_millis),
+        }
+    }
 }
 
 impl Default for LimitSet {
@@ -48,6 +72,10 @@ impl Default for LimitSet {
             max_session_actions: DEFAULT_MAX_SESSION_ACTIONS,
             max_tokens: 0,
             max_cost: 0.0,
+            max_memory: 0,
+            max_pids: 0,
+            cpu_millis: 0,
+            max_disk: 0,
         }
     }
 }
@@ -68,6 +96,14 @@ pub struct PartialLimits {
     pub max_tokens: Option<u64>,
     /// Dollars the agent reports spending.
     pub max_cost: Option<f64>,
+    /// Bytes of memory per process tree.
+    pub max_memory: Option<u64>,
+    /// Processes per tree.
+    pub max_pids: Option<u64>,
+    /// Thousandths of a CPU per tree.
+    pub cpu_millis: Option<u32>,
+    /// Bytes of the workspace's changes, the private `/tmp` and the isolated home.
+    pub max_disk: Option<u64>,
 }
 
 impl PartialLimits {
@@ -81,6 +117,10 @@ impl PartialLimits {
             max_session_actions: self.max_session_actions.or(lower.max_session_actions),
             max_tokens: self.max_tokens.or(lower.max_tokens),
             max_cost: self.max_cost.or(lower.max_cost),
+            max_memory: self.max_memory.or(lower.max_memory),
+            max_pids: self.max_pids.or(lower.max_pids),
+            cpu_millis: self.cpu_millis.or(lower.cpu_millis),
+            max_disk: self.max_disk.or(lower.max_disk),
         }
     }
 
@@ -96,6 +136,10 @@ impl PartialLimits {
                 .unwrap_or(builtin.max_session_actions),
             max_tokens: self.max_tokens.unwrap_or(builtin.max_tokens),
             max_cost: self.max_cost.unwrap_or(builtin.max_cost),
+            max_memory: self.max_memory.unwrap_or(builtin.max_memory),
+            max_pids: self.max_pids.unwrap_or(builtin.max_pids),
+            cpu_millis: self.cpu_millis.unwrap_or(builtin.cpu_millis),
+            max_disk: self.max_disk.unwrap_or(builtin.max_disk),
         }
     }
 }
@@ -107,6 +151,7 @@ pub struct Monitor {
     counts: Counts,
     spending: UsageMeter,
     stopped: Option<(Termination, Counts)>,
+    disk_peak: u64,
 }
 
 impl Monitor {
@@ -117,6 +162,7 @@ impl Monitor {
             counts: Counts::default(),
             spending: UsageMeter::default(),
             stopped: None,
+            disk_peak: 0,
         }
     }
 
@@ -142,6 +188,9 @@ impl Monitor {
             AgentEvent::Turn { .. } => self.turn(),
             AgentEvent::ToolCall { .. } => self.action(),
             AgentEvent::Usage(usage) => self.spend(usage),
+            AgentEvent::ToolResult { .. }
+            | AgentEvent::Announced { .. }
+            | AgentEvent::ApiError { .. } => None,
         }
     }
 
@@ -194,6 +243,26 @@ impl Monitor {
                     Termination::MaxOutputSize,
                 )
             })
+    }
+
+    /// Records the bytes on disk (the workspace's changes, the private `/tmp` and the
+    /// isolated home together) against `max_disk`.
+    pub fn disk(&mut self, bytes: u64) -> Option<Termination> {
+        self.disk_peak = self.disk_peak.max(bytes);
+        self.check(bytes, self.limits.max_disk, Termination::MaxDisk)
+    }
+
+    /// The most bytes on disk at one check.
+    pub fn disk_peak(&self) -> u64 {
+        self.disk_peak
+    }
+
+    /// The kernel's OOM killer ended a process at the memory limit: the session stops.
+    pub fn out_of_memory(&mut self) -> Option<Termination> {
+        if self.limits.max_memory == 0 {
+            return None;
+        }
+        self.stop(Termination::MaxMemory)
     }
 
     /// Stops with `termination` when `count` is over `limit` (0: no limit).

@@ -1,4 +1,5 @@
-//! Per-task figures over repeated trials: pass@k, pass^k and the mean review score.
+//! The figures of a run: its status and totals ([`RunSummary::from_evals`]), and per task over
+//! repeated trials pass@k, pass^k and the mean review score.
 //!
 //! A task is one eval (with one agent, when a suite names several). Of its `n` scored
 //! trials (passed or failed: errors and trials that never ran are not results), `c`
@@ -13,10 +14,36 @@
 //! Both are reported for `k` = 1, for the task's number of trials `N`, and for 2, 3, 5, 10,
 //! 20, 50, … in between; a `k` above `n` (some trials errored) has no figure. Run-level
 //! [`Metrics`] average each figure over the tasks that have it.
+//!
+//! This file is the one definition of these figures: `run.json` is written with them, and
+//! every view of a run (the summary, `report compare`, the HTML page) takes them from here,
+//! with the [`pass_rate`] (`passed / (passed + failed)`: its denominator is the scored
+//! trials) and the [`mean`] they share. Tokens and cost are [`TokenUsage`]'s
+//! ([`TokenUsage::reported_tokens`], [`TokenUsage::total`]).
+//!
+//! [`TokenUsage`]: crate::TokenUsage
+//! [`TokenUsage::reported_tokens`]: crate::TokenUsage::reported_tokens
+//! [`TokenUsage::total`]: crate::TokenUsage::total
 
 use std::collections::BTreeMap;
 
-use crate::report::{EvalSummary, Metrics, Status, TaskSummary};
+use crate::report::{
+    ErrorKind, EvalSummary, Metrics, Report, RunInfo, RunSummary, Status, TaskSummary, Totals,
+};
+use hyoka_events::TokenUsage;
+
+/// The pass rate: `passed / (passed + failed)`, over the scored trials only (errors and
+/// trials that never ran are no results); `None` when no trial was scored. Its denominator,
+/// `passed + failed`, is what a view names beside it.
+pub fn pass_rate(passed: u64, failed: u64) -> Option<f64> {
+    let scored = passed.saturating_add(failed);
+    (scored > 0).then(|| as_f64(passed) / as_f64(scored))
+}
+
+/// The arithmetic mean of `values`; `None` when there are none.
+pub fn mean(values: &[f64]) -> Option<f64> {
+    (!values.is_empty()).then(|| values.iter().sum::<f64>() / as_f64(values.len() as u64))
+}
 
 /// pass@k: the chance that at least one of `k` of the `n` trials, `c` of which passed,
 /// passes. `None` unless `1 <= k <= n` and `c <= n`.
@@ -76,6 +103,69 @@ fn ks(trials: u64) -> Vec<u64> {
     ks
 }
 
+impl RunSummary {
+    /// Builds the summary of a run from its trials' reports.
+    pub fn from_reports(info: RunInfo, reports: &[Report]) -> Self {
+        Self::from_evals(info, reports.iter().map(EvalSummary::of).collect())
+    }
+
+    /// Builds a summary from per-trial lines, computing the status, the totals, the tasks
+    /// and the metrics.
+    pub fn from_evals(info: RunInfo, evals: Vec<EvalSummary>) -> Self {
+        let mut totals = Totals::default();
+        for eval in &evals {
+            totals.evals += 1;
+            match (eval.status, eval.error_kind) {
+                (Status::Passed, _) => totals.passed += 1,
+                (Status::Failed, _) => totals.failed += 1,
+                (Status::Error, kind) => {
+                    totals.errors += 1;
+                    match kind {
+                        Some(ErrorKind::Scorer) => totals.errors_scorer += 1,
+                        _ => totals.errors_infra += 1,
+                    }
+                }
+                (Status::NotRun, _) => totals.not_run += 1,
+            }
+            if eval.attempts > 1 {
+                totals.retried += 1;
+            }
+            *totals
+                .terminations
+                .entry(eval.termination.as_str().to_owned())
+                .or_default() += 1;
+        }
+        let status = if totals.passed == totals.evals {
+            Status::Passed
+        } else if totals.failed > 0 {
+            Status::Failed
+        } else if totals.errors > 0 {
+            Status::Error
+        } else {
+            Status::NotRun
+        };
+        totals.pass_rate = pass_rate(totals.passed, totals.failed);
+        let tasks = TaskSummary::of_trials(&evals);
+        let metrics = Metrics::of_tasks(&tasks);
+        Self {
+            run_id: info.run_id,
+            hyoka_version: env!("CARGO_PKG_VERSION").to_owned(),
+            suite: info.suite,
+            shard: info.shard,
+            missing_shards: Vec::new(),
+            started_at: info.started_at,
+            ended_at: info.ended_at,
+            duration_ms: info.duration_ms,
+            status,
+            usage: TokenUsage::total(evals.iter().filter_map(|e| e.usage.as_ref())),
+            evals,
+            tasks,
+            metrics,
+            totals,
+        }
+    }
+}
+
 impl TaskSummary {
     /// The tasks of a run's trials, in the order each first appears.
     pub fn of_trials(trials: &[EvalSummary]) -> Vec<Self> {
@@ -107,18 +197,29 @@ impl TaskSummary {
             }
         }
         for (task, scores) in tasks.iter_mut().zip(scores) {
-            let (n, c) = (task.passed + task.failed, task.passed);
-            for k in ks(task.trials) {
-                if let Some(p) = pass_at_k(n, c, k) {
-                    task.pass_at_k.insert(k.to_string(), p);
-                }
-                if let Some(p) = pass_hat_k(n, c, k) {
-                    task.pass_hat_k.insert(k.to_string(), p);
-                }
-            }
-            task.mean_score = mean(&scores);
+            task.fill_figures(&scores);
         }
         tasks
+    }
+
+    /// Fills the task's figures from its counts (`trials`, `passed`, `failed`) and the review
+    /// `scores` of its scored trials: pass@k and pass^k for the `k`s of its number of
+    /// trials, and the mean score. Every view that has a task's counts but not `run.json`'s
+    /// figures computes them here.
+    pub fn fill_figures(&mut self, scores: &[f64]) {
+        let (n, c) = (self.passed + self.failed, self.passed);
+        self.pass_at_k.clear();
+        self.pass_hat_k.clear();
+        for k in ks(self.trials) {
+            if let Some(p) = pass_at_k(n, c, k) {
+                self.pass_at_k.insert(k.to_string(), p);
+            }
+            if let Some(p) = pass_hat_k(n, c, k) {
+                self.pass_hat_k.insert(k.to_string(), p);
+            }
+        }
+        let finite: Vec<f64> = scores.iter().copied().filter(|s| s.is_finite()).collect();
+        self.mean_score = mean(&finite);
     }
 
     /// `eval` or `eval/agent`: how tables name the task.
@@ -129,10 +230,14 @@ impl TaskSummary {
         }
     }
 
-    /// `passed / (passed + failed)`, when a trial was scored.
+    /// Its [`pass_rate`] over its scored trials.
     pub fn pass_rate(&self) -> Option<f64> {
-        let scored = self.passed + self.failed;
-        (scored > 0).then(|| as_f64(self.passed) / as_f64(scored))
+        pass_rate(self.passed, self.failed)
+    }
+
+    /// Its scored trials (passed or failed): the denominator of its pass rate.
+    pub fn scored(&self) -> u64 {
+        self.passed.saturating_add(self.failed)
     }
 }
 
@@ -158,10 +263,6 @@ impl Metrics {
             mean_score: mean(&scores),
         }
     }
-}
-
-fn mean(values: &[f64]) -> Option<f64> {
-    (!values.is_empty()).then(|| values.iter().sum::<f64>() / as_f64(values.len() as u64))
 }
 
 #[cfg(test)]

@@ -8,12 +8,14 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use hyoka_proctrack::{ListedProcess, LockState, NativeProcTable, ProcTable as _, RunListing};
-use serde::{Deserialize, Serialize};
+use hyoka_proctrack::{
+    Counts, ListedProcess, LockState, NativeProcTable, PhaseNow, ProcTable as _, RunListing,
+    read_status, write_status,
+};
+use serde::Serialize;
 
 use crate::error::EvalError;
-use crate::records::{STATUS_FILE, rfc3339, write_json};
-use crate::report::Counts;
+use crate::records::rfc3339;
 
 /// `<eval_dir>/status.json` of a live eval: the phase it is in and since when, when it
 /// started, and its counts while the agent runs (`{"phase", "since", "started", "counts"}`),
@@ -21,7 +23,7 @@ use crate::report::Counts;
 /// agent runs, when the counts changed (the caller's half-second refresh); removed when the
 /// eval's records are written.
 pub(crate) struct LiveStatus {
-    path: PathBuf,
+    dir: PathBuf,
     now: std::sync::Mutex<PhaseNow>,
 }
 
@@ -29,7 +31,7 @@ impl LiveStatus {
     /// The status of the eval whose directory is `eval_dir`, started at `started`.
     pub(crate) fn new(eval_dir: &Path, started: SystemTime) -> Self {
         Self {
-            path: eval_dir.join(STATUS_FILE),
+            dir: eval_dir.to_owned(),
             now: std::sync::Mutex::new(PhaseNow {
                 started: Some(rfc3339(started)),
                 ..PhaseNow::default()
@@ -61,22 +63,10 @@ impl LiveStatus {
     }
 
     fn write(&self, status: &PhaseNow) {
-        if let Err(err) = write_json(&self.path, status) {
+        if let Err(err) = write_status(&self.dir, status) {
             tracing::debug!(error = %err, "cannot record the eval's status");
         }
     }
-}
-
-/// The largest `status.json` read: hyoka writes a few hundred bytes.
-const MAX_STATUS_BYTES: u64 = 64 * 1024;
-
-/// What a live eval's (or respawn session's) `status.json` says, read bounded and with the
-/// checks of every reports file (no links, no special files, nobody else may write it);
-/// `None` when there is none or it fails them.
-pub fn current_phase(eval_dir: &Path) -> Option<PhaseNow> {
-    let bytes =
-        hyoka_proctrack::read_reports_file(&eval_dir.join(STATUS_FILE), MAX_STATUS_BYTES).ok()?;
-    serde_json::from_slice(&bytes).ok()
 }
 
 /// A run as `hyoka ps` shows it: the ledger's view, plus what each eval (or session) is
@@ -91,35 +81,6 @@ pub struct LiveRun {
     pub activity: &'static str,
     /// What each eval (or respawn session) is doing, by eval id, from its `status.json`.
     pub phases: BTreeMap<String, PhaseNow>,
-}
-
-/// What an eval (or a respawn session) is doing: its `status.json`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PhaseNow {
-    /// The phase: `setup`, `services`, `agent`, `build`, `review`, `cleanup`, or `session`
-    /// for a respawn session.
-    pub phase: String,
-    /// Since when (RFC 3339).
-    pub since: String,
-    /// When the eval (or session) started (RFC 3339).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub started: Option<String>,
-    /// The agent's counts so far, while it runs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub counts: Option<Counts>,
-    /// A respawn session's backend: `pty` or `tmux`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub backend: Option<String>,
-    /// A tmux-backed session's name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tmux_session: Option<String>,
-    /// A respawn session's agent (for tmux, the pane's process).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pid: Option<u32>,
-    /// The command of `pid` now, while it runs (filled by [`live_runs`], never read from
-    /// the file).
-    #[serde(default, skip_deserializing, skip_serializing_if = "Option::is_none")]
-    pub pid_comm: Option<String>,
 }
 
 /// What `hyoka ps` lists under `reports`: live runs (owner lock held) and runs being torn
@@ -153,7 +114,7 @@ pub fn live_runs(reports: &Path) -> Result<Vec<LiveRun>, EvalError> {
                 .filter_map(|entry| {
                     let name = entry.file_name().into_string().ok()?;
                     hyoka_workspace::EvalId::new(name.clone()).ok()?;
-                    let mut phase = current_phase(&entry.path())?;
+                    let mut phase = read_status(&entry.path())?;
                     phase.pid_comm = phase
                         .pid
                         .and_then(|pid| i32::try_from(pid).ok())

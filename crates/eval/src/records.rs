@@ -1,5 +1,5 @@
-//! Records on disk: `report.json`, `run.json`, `action_timeline.json` and `status.json`
-//! (`ps.rs`), always written atomically through `hyoka-proctrack`'s [`write_atomic`] (temp file in the
+//! Records on disk: `report.json`, `run.json`, `action_timeline.json` (and `status.json`,
+//! `hyoka-proctrack`'s, through `ps.rs`), always written atomically through `hyoka-proctrack`'s [`write_atomic`] (temp file in the
 //! same directory, fsync, rename, fsync of the directory), the helper the ledger uses too.
 
 use std::path::Path;
@@ -9,9 +9,6 @@ use hyoka_proctrack::write_atomic;
 use serde::Serialize;
 
 use crate::error::EvalError;
-
-/// The file an eval of a live run names its current phase in, for `hyoka ps`.
-pub const STATUS_FILE: &str = "status.json";
 
 /// Serializes `value` as pretty JSON (with a trailing newline) and writes it atomically.
 ///

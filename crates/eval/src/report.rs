@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::events::{EventSource, LineCounts};
-use crate::usage::TokenUsage;
+use hyoka_events::TokenUsage;
+use hyoka_events::{AgentNotes, EventSource, LineCounts};
 
 /// How a trial ended, and whose result it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -89,6 +89,12 @@ pub enum Termination {
     MaxTokens,
     /// `--max-cost` was crossed.
     MaxCost,
+    /// `--max-memory` was hit: the kernel's OOM killer ended a process of the tree at the
+    /// limit (`report.json` `resources.memory` has the figures).
+    MaxMemory,
+    /// `--max-disk` was crossed: the workspace, the private `/tmp` and the isolated home
+    /// together held more (`resources.disk`).
+    MaxDisk,
     /// hyoka was interrupted (SIGINT, SIGTERM, SIGHUP).
     Interrupted,
     /// The command could not be started.
@@ -99,6 +105,10 @@ pub enum Termination {
     SetupFailed,
     /// The trial was skipped because an earlier one hit a fatal error.
     Skipped,
+    /// The environment the trial needs cannot be given on this machine (a Harbor task whose
+    /// image, services or hardware the host cannot provide): it never started, and
+    /// `error` says why.
+    Unavailable,
 }
 
 impl Termination {
@@ -113,11 +123,14 @@ impl Termination {
             Self::MaxSessionActions => "max_session_actions",
             Self::MaxTokens => "max_tokens",
             Self::MaxCost => "max_cost",
+            Self::MaxMemory => "max_memory",
+            Self::MaxDisk => "max_disk",
             Self::Interrupted => "interrupted",
             Self::SpawnFailed => "spawn_failed",
             Self::ServiceFailed => "service_failed",
             Self::SetupFailed => "setup_failed",
             Self::Skipped => "skipped",
+            Self::Unavailable => "unavailable",
         }
     }
 }
@@ -140,24 +153,61 @@ pub struct Limits {
     /// `--max-cost`, in US dollars.
     #[serde(default)]
     pub max_cost: f64,
+    /// `--max-memory`, in bytes (0: none).
+    #[serde(default)]
+    pub max_memory: u64,
+    /// `--max-pids` (0: none).
+    #[serde(default)]
+    pub max_pids: u64,
+    /// `--cpus` (0: none).
+    #[serde(default)]
+    pub cpus: f64,
+    /// `--max-disk`, in bytes (0: none).
+    #[serde(default)]
+    pub max_disk: u64,
     /// `--timeout`, in milliseconds.
     pub timeout_ms: u64,
     /// `--grace`, in milliseconds.
     pub grace_ms: u64,
 }
 
-/// What the agent did, counted one way for enforcement and reporting alike.
+/// What the agent did, counted one way for enforcement and reporting alike (`report.json`
+/// `counts`, and `status.json`'s while the agent runs): `hyoka-proctrack`'s, the owner of
+/// `status.json`.
+pub use hyoka_proctrack::Counts;
+
+/// `report.json` `resources`: each limit in force and the most the agent's tree used, from
+/// the cgroup leaves (memory and pids) and the scans of its directories (disk). Present when
+/// a resource limit was set.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ResourcesRecord {
+    /// `memory.peak` (v2) or `memory.max_usage_in_bytes` (v1), in bytes, and the limit.
+    pub memory: Option<ResourceFigure>,
+    /// The most processes at once (`pids.peak`), and the limit.
+    pub pids: Option<ResourceFigure>,
+    /// CPU time used, in microseconds (`limit` is the quota in thousandths of a CPU).
+    pub cpu: Option<ResourceFigure>,
+    /// The most bytes the workspace's changes, the private `/tmp` and the isolated home held
+    /// together at one scan, and the limit.
+    pub disk: Option<ResourceFigure>,
+    /// Limits that were asked for but not enforced (`--sandbox=best-effort` on a machine
+    /// without the controller), with why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unavailable: Vec<String>,
+}
+
+/// One resource's limit and use.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub struct Counts {
-    /// Assistant messages.
-    pub turns: u64,
-    /// Tool calls.
-    pub actions: u64,
-    /// Files created or changed in the workspace.
-    pub files: u64,
-    /// Bytes of those files.
-    pub output_bytes: u64,
+pub struct ResourceFigure {
+    /// The limit in force; `null` when it was not enforced.
+    pub limit: Option<u64>,
+    /// The most used; `null` when the machine does not tell.
+    pub peak: Option<u64>,
+    /// How often the limit refused something: OOM kills (memory), refused forks (pids).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hits: Option<u64>,
 }
 
 /// What was cleaned up after the agent.
@@ -276,6 +326,9 @@ pub struct Report {
     /// sandbox or for no network.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<crate::sandbox::SandboxRecord>,
+    /// The resource limits and their peaks, when any was set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourcesRecord>,
     /// How many times the trial was attempted (`--retries` reruns infrastructure errors); 0
     /// when it never started.
     #[serde(default = "one")]
@@ -288,6 +341,10 @@ pub struct Report {
     /// agent) and its epoch. A resumed run keeps a finished trial only when it is unchanged.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub identity: String,
+    /// For a Harbor task's trial: the task folder, where it ran, the verifier's reward (or
+    /// why there is none), skipped build steps and the logs kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<crate::tasks::TaskRecord>,
 }
 
 fn one() -> u32 {
@@ -295,7 +352,7 @@ fn one() -> u32 {
 }
 
 /// `report.json` `events`: which reader read the agent's events and what it made of them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct EventsRecord {
     /// What the settings asked for: a format, or `auto`.
@@ -315,6 +372,39 @@ pub struct EventsRecord {
     /// turns, actions and spending were not counted. The summary says `events: none seen`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub none_seen: bool,
+    /// The model the agent announced (Claude Code's and Gemini CLI's `init` lines).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The agent's version, as it announced it (Claude Code's `claude_code_version`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_version: Option<String>,
+    /// Transient model API errors (429, 5xx, overloaded) the agent reported, retries
+    /// included; a failed trial with any is an infrastructure error.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub api_errors: u64,
+    /// `true` when `usage` is partial or missing: the agent reports its session totals only
+    /// at the end (Codex, Gemini CLI; Claude Code's output tokens and cost), and they never
+    /// came (a limit, the timeout or a crash stopped it first). Absent when the totals came,
+    /// for `jsonl`, and when the reader saw no event.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub usage_partial: bool,
+    /// `true` when `--max-tokens` or `--max-cost` fired on the agent's end-of-session total:
+    /// the agent reported the figure only after its work was done, so the limit stopped
+    /// nothing that was still running.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub limit_late: bool,
+    /// Set when the `$HYOKA_EVENTS` file grew past its cap (16 MiB, like `output.log`): the
+    /// cap in bytes. What followed it was not read, and the file was cut back to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capped_at: Option<u64>,
+}
+
+#[expect(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's skip_serializing_if signature"
+)]
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl EventsRecord {
@@ -328,7 +418,33 @@ impl EventsRecord {
             unknown_lines: lines.unknown,
             malformed_lines: lines.malformed,
             none_seen: lines.seen == 0,
+            model: None,
+            agent_version: None,
+            api_errors: 0,
+            usage_partial: false,
+            limit_late: false,
+            capped_at: None,
         }
+    }
+
+    /// The record with what the agent said about itself (`notes`); `reported_usage`: whether
+    /// any spending was counted; `limit_late`: whether a spending limit fired on the
+    /// end-of-session total.
+    #[must_use]
+    pub fn with_notes(
+        mut self,
+        notes: &AgentNotes,
+        reported_usage: bool,
+        limit_late: bool,
+    ) -> Self {
+        self.model.clone_from(&notes.model);
+        self.agent_version.clone_from(&notes.version);
+        self.api_errors = notes.api_errors;
+        // Only the formats whose agents report session totals can miss them.
+        self.usage_partial =
+            !notes.totals && (reported_usage || self.seen > 0) && self.format != EventSource::Jsonl;
+        self.limit_late = limit_late;
+        self
     }
 }
 
@@ -379,9 +495,20 @@ impl Report {
         if self.status == Status::Passed {
             return None;
         }
-        let agent_failed = !(self.termination == Termination::Exited && self.exit_code == Some(0));
+        // A Harbor task's agent is judged by the reward, not by its exit code.
+        let agent_failed = !(self.termination == Termination::Exited
+            && (self.exit_code == Some(0) || self.task.is_some()));
+        // An agent that did its job, then left what cleanup could not remove (a mount point,
+        // a survivor): the cleanup's problem is the reason, not the agent's exit.
+        let cleanup_failed = self
+            .phases
+            .iter()
+            .any(|p| p.name == "cleanup" && p.status == PhaseStatus::Failed);
+        let only_cleanup = cleanup_failed && !agent_failed && self.error.is_none();
         if self.status == Status::NotRun
-            || (self.status == Status::Error && self.error_kind == Some(ErrorKind::Infra))
+            || (self.status == Status::Error
+                && self.error_kind == Some(ErrorKind::Infra)
+                && !only_cleanup)
             || (agent_failed && self.status == Status::Failed)
         {
             if let Some(error) = &self.error {
@@ -423,7 +550,7 @@ impl Report {
                 let _ = write!(why, ", score {score}");
             }
             if let Some(notes) = &verdict.notes {
-                let _ = write!(why, ": {}", crate::events::truncate_chars(notes, 200));
+                let _ = write!(why, ": {}", hyoka_events::truncate_chars(notes, 200));
             }
             why.push(')');
         }
@@ -559,7 +686,7 @@ impl EvalSummary {
             duration_ms: report.duration_ms,
             counts: report.counts,
             usage: report.usage,
-            events: report.events,
+            events: report.events.clone(),
             score: report.review.as_ref().and_then(|v| v.score),
             attempts: report.attempts,
             reason: report.reason(),
@@ -597,6 +724,13 @@ pub struct Totals {
     pub pass_rate: Option<f64>,
     /// Trials per termination reason.
     pub terminations: BTreeMap<String, u64>,
+}
+
+impl Totals {
+    /// The scored trials (passed or failed): the denominator of `pass_rate`.
+    pub fn scored(&self) -> u64 {
+        self.passed.saturating_add(self.failed)
+    }
 }
 
 /// `reports/<run_id>/run.json`.
@@ -696,73 +830,6 @@ impl RunSummary {
             FailOn::Failure => self.status != Status::Passed,
             FailOn::Error => self.totals.errors + self.totals.not_run > 0,
             FailOn::Never => false,
-        }
-    }
-
-    /// Builds the summary of a run from its trials' reports.
-    pub fn from_reports(info: RunInfo, reports: &[Report]) -> Self {
-        Self::from_evals(info, reports.iter().map(EvalSummary::of).collect())
-    }
-
-    /// Builds a summary from per-trial lines, computing the status, the totals, the tasks
-    /// and the metrics.
-    pub fn from_evals(info: RunInfo, evals: Vec<EvalSummary>) -> Self {
-        let mut totals = Totals::default();
-        for eval in &evals {
-            totals.evals += 1;
-            match (eval.status, eval.error_kind) {
-                (Status::Passed, _) => totals.passed += 1,
-                (Status::Failed, _) => totals.failed += 1,
-                (Status::Error, kind) => {
-                    totals.errors += 1;
-                    match kind {
-                        Some(ErrorKind::Scorer) => totals.errors_scorer += 1,
-                        _ => totals.errors_infra += 1,
-                    }
-                }
-                (Status::NotRun, _) => totals.not_run += 1,
-            }
-            if eval.attempts > 1 {
-                totals.retried += 1;
-            }
-            *totals
-                .terminations
-                .entry(eval.termination.as_str().to_owned())
-                .or_default() += 1;
-        }
-        let scored = totals.passed + totals.failed;
-        #[expect(
-            clippy::cast_precision_loss,
-            reason = "trial counts are far below 2^52"
-        )]
-        let pass_rate = (scored > 0).then(|| totals.passed as f64 / scored as f64);
-        totals.pass_rate = pass_rate;
-        let status = if totals.passed == totals.evals {
-            Status::Passed
-        } else if totals.failed > 0 {
-            Status::Failed
-        } else if totals.errors > 0 {
-            Status::Error
-        } else {
-            Status::NotRun
-        };
-        let tasks = TaskSummary::of_trials(&evals);
-        let metrics = Metrics::of_tasks(&tasks);
-        Self {
-            run_id: info.run_id,
-            hyoka_version: env!("CARGO_PKG_VERSION").to_owned(),
-            suite: info.suite,
-            shard: info.shard,
-            missing_shards: Vec::new(),
-            started_at: info.started_at,
-            ended_at: info.ended_at,
-            duration_ms: info.duration_ms,
-            status,
-            usage: TokenUsage::total(evals.iter().filter_map(|e| e.usage.as_ref())),
-            evals,
-            tasks,
-            metrics,
-            totals,
         }
     }
 }

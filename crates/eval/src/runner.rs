@@ -1,7 +1,7 @@
 //! A run: trials on a pool of workers, each with its records, then `run.json`.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -9,8 +9,9 @@ use hyoka_proctrack::{Launcher, SandboxSupport, Tracker, TrackerOptions};
 use hyoka_workspace::{KeepPolicy, RunId};
 
 use crate::error::EvalError;
-use crate::eval::{RunContext, not_started, run_eval};
+use crate::eval::{not_started, run_eval};
 use crate::host::Harness;
+use crate::phases::RunContext;
 use crate::records::{millis, rfc3339, write_json};
 use crate::report::{Attempt, Report, RunInfo, RunSummary, Termination};
 use crate::sandbox::decide;
@@ -235,10 +236,14 @@ async fn run_trials(
 ) -> Result<RunOutcome, EvalError> {
     let run_dir = plan.run_dir();
     std::fs::create_dir_all(&run_dir).map_err(|e| EvalError::io("create", &run_dir, e))?;
+    // Every path the trials hand an agent, a service or a scorer (`$HYOKA_EVENTS`, the
+    // workspace, its home) is absolute: they run in other directories than ours.
+    let absolute =
+        |path: &Path| std::path::absolute(path).map_err(|e| EvalError::io("resolve", path, e));
     let ctx = Arc::new(RunContext {
         run_id: plan.run_id.clone(),
-        run_dir: run_dir.clone(),
-        workspace_root: plan.workspace_root.clone(),
+        run_dir: absolute(&run_dir)?,
+        workspace_root: absolute(&plan.workspace_root)?,
         keep: plan.keep,
         name_with_eval: plan.name_with_eval,
         inherited_env: plan.inherited_env.clone().into(),

@@ -12,9 +12,10 @@ use std::time::Duration;
 use hyoka_workspace::{EvalId, Injection};
 
 use crate::error::EvalError;
-use crate::events::EventSource;
 use crate::limits::{LimitSet, PartialLimits};
+use crate::model::ModelStub;
 use crate::sandbox::{SandboxSettings, SandboxSpec};
+use hyoka_events::EventSource;
 
 /// The built-in agent timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_mins(10);
@@ -64,6 +65,8 @@ pub struct PhaseSettings {
     pub isolate_home: Option<bool>,
     /// With an isolated home, the variables passed through besides the basics.
     pub pass_env: Option<Vec<String>>,
+    /// Run against the scripted model server (the suite's `model:`).
+    pub model: Option<ModelStub>,
 }
 
 /// A command run as a phase (build, review), with its own timeout.
@@ -144,6 +147,10 @@ pub struct EvalSpec {
     pub retries: u32,
     /// The agent of a suite's `agents:` map this eval runs with, when it names one.
     pub agent: Option<String>,
+    /// What the eval's trials need when it is a Harbor task (see [`task_specs`]).
+    ///
+    /// [`task_specs`]: crate::tasks::task_specs
+    pub task: Option<std::sync::Arc<crate::tasks::TaskTrial>>,
 }
 
 /// The most trials of one eval (`--epochs`).
@@ -166,6 +173,8 @@ pub struct EvalPhases {
     pub isolate_home: bool,
     /// With an isolated home, the variables passed through besides the basics.
     pub pass_env: Vec<String>,
+    /// The scripted model server the eval runs against, instead of the real API.
+    pub model: Option<ModelStub>,
 }
 
 /// A file or directory to inject into a workspace: `source` must be a regular file (at most
@@ -275,6 +284,7 @@ impl EvalSpec {
                 .iter()
                 .find_map(|l| l.phases.pass_env.clone())
                 .unwrap_or_default(),
+            model: levels.iter().find_map(|l| l.phases.model.clone()),
         };
         Self {
             eval_id,
@@ -301,6 +311,7 @@ impl EvalSpec {
                 .unwrap_or(0)
                 .min(MAX_RETRIES),
             agent: None,
+            task: None,
         }
     }
 }

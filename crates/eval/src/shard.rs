@@ -14,6 +14,11 @@ pub struct Shard {
 }
 
 impl Shard {
+    /// The most shards a suite may be split into: more machines than any array scheduler
+    /// starts (Slurm's default `MaxArraySize` is 1,001), and few enough that a merge may list
+    /// the missing ones.
+    pub const MAX_COUNT: usize = 10_000;
+
     /// Whether the eval at `position` (0-based, in suite order) belongs to this shard.
     /// Evals are dealt round-robin, so shards differ in size by at most one and together
     /// cover the suite exactly once.
@@ -25,19 +30,19 @@ impl Shard {
 impl FromStr for Shard {
     type Err = EvalError;
 
-    /// Parses `I/N` with `1 <= I <= N`.
+    /// Parses `I/N` with `1 <= I <= N <=` [`Shard::MAX_COUNT`].
     fn from_str(text: &str) -> Result<Self, EvalError> {
         let err = || {
             EvalError::invalid(
                 "shard",
                 text,
-                "expected I/N with 1 <= I <= N, for example 2/4",
+                "expected I/N with 1 <= I <= N <= 10000, for example 2/4",
             )
         };
         let (index, count) = text.split_once('/').ok_or_else(err)?;
         let index: usize = index.trim().parse().map_err(|_| err())?;
         let count: usize = count.trim().parse().map_err(|_| err())?;
-        if index == 0 || count == 0 || index > count {
+        if index == 0 || count == 0 || index > count || count > Self::MAX_COUNT {
             return Err(err());
         }
         Ok(Self { index, count })

@@ -36,9 +36,16 @@
 //!     pass_env: [ANTHROPIC_API_KEY]   # … except the basics and these
 //!     sandbox: true            # Landlock: writes only to the workspace, home, temp dir
 //!     sandbox_write: [/opt/cache]     # … and these (relative to the suite file)
+//!     sandbox_read: [/root/.cache/agents] # shown read-only inside the hidden home
 //!     sandbox_read_only: false # true: the agent may not write its workspace either
 //!     network: none            # a network namespace with only loopback (default host)
+//!     model: { script: scripts/fix.yaml }  # the scripted model server instead of the API
 //! ```
+//!
+//! A suite may also name Harbor task folders or datasets (`tasks: datasets/tb2`, or a list),
+//! relative to the suite file: each task is one more eval (after `evals:`, which may then be
+//! left out), run with each of the suite's `agents:` (its instruction in place of
+//! `{prompt}`, and in `$HYOKA_PROMPT`), or with the caller's agent when the suite names none.
 //!
 //! Every `command` is an argv list or a string; a string is a shell command, run by `sh -c`
 //! like `hyoka run --build CMD`, and `build:` and `review:` may be that string alone (with
@@ -48,22 +55,31 @@
 //! generic tree (syntax errors carry line and column), then deserialized into typed
 //! structs with unknown keys denied (errors carry the field path, which names the eval).
 
+mod raw;
+
 use std::collections::{BTreeMap, HashSet};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use hyoka_proctrack::EnvVars;
 use hyoka_workspace::{EvalId, Injection};
-use serde::Deserialize;
 
 use crate::error::EvalError;
 use crate::limits::PartialLimits;
+use crate::model::ModelStub;
 use crate::sandbox::{SandboxMode, SandboxSettings};
 use crate::settings::{
     self, DEFAULT_PHASE_TIMEOUT, DEFAULT_READY_TIMEOUT, EvalSpec, MAX_EPOCHS, MAX_RETRIES,
     PhaseCommand, PhaseSettings, Readiness, ServiceSpec, Settings,
 };
 use crate::shard::Shard;
+use crate::tasks::{Task, TaskAgent, TaskRunOptions, hidden_dirs, load_tasks, task_specs};
 use crate::units;
+
+use self::raw::{
+    RawCpus, RawFile, RawLimits, RawModel, RawPhase, RawReady, RawSandbox, RawService, RawSettings,
+    RawSize, RawSuite, RawTasks,
+};
 
 /// A validated suite.
 #[derive(Debug, Clone)]
@@ -75,6 +91,21 @@ pub struct Suite {
     pub defaults: Settings,
     /// The evals, in file order.
     pub evals: Vec<SuiteEval>,
+    /// The `tasks:` entries: Harbor task folders or datasets (relative to the suite file),
+    /// each read and checked; their tasks follow the evals, one eval per task.
+    pub tasks: Vec<SuiteTasks>,
+    /// How the tasks run: where, how rewards are judged, and the agent when the suite names
+    /// none (the caller fills it from its flags; the suite's `agents:` win).
+    pub task_run: TaskRunOptions,
+}
+
+/// One `tasks:` entry of a suite.
+#[derive(Debug, Clone)]
+pub struct SuiteTasks {
+    /// The task folder or dataset, resolved against the suite file's directory.
+    pub dir: PathBuf,
+    /// Its tasks.
+    pub tasks: Vec<Task>,
 }
 
 /// One validated eval of a suite.
@@ -123,6 +154,44 @@ impl Suite {
     /// gives one spec per agent (in name order), its prompt in place of `{prompt}`; a shard
     /// takes whole evals, with all their agents.
     pub fn specs(&self, cli: &Settings, shard: Option<Shard>) -> Vec<EvalSpec> {
+        let mut specs = self.eval_specs(cli, shard);
+        let agents: Vec<TaskAgent> = if self.agents.is_empty() {
+            self.task_run.agent.clone().into_iter().collect()
+        } else {
+            self.agents
+                .iter()
+                .map(|(name, argv)| TaskAgent::Command {
+                    name: Some(name.clone()),
+                    argv: argv.clone(),
+                })
+                .collect()
+        };
+        let mut position = self.evals.len();
+        for entry in &self.tasks {
+            let hide = hidden_dirs(&entry.dir);
+            for task in &entry.tasks {
+                if shard.is_none_or(|shard| shard.includes(position)) {
+                    specs.extend(task_specs(
+                        std::slice::from_ref(task),
+                        &agents,
+                        &self.task_run,
+                        cli,
+                        Some(&self.defaults),
+                        &hide,
+                    ));
+                }
+                position += 1;
+            }
+        }
+        specs
+    }
+
+    /// Whether the suite's tasks have an agent: the suite's `agents:`, or the caller's.
+    pub fn tasks_have_agents(&self) -> bool {
+        self.tasks.is_empty() || !self.agents.is_empty() || self.task_run.agent.is_some()
+    }
+
+    fn eval_specs(&self, cli: &Settings, shard: Option<Shard>) -> Vec<EvalSpec> {
         let mut specs = Vec::new();
         for (position, eval) in self.evals.iter().enumerate() {
             if shard.is_some_and(|shard| !shard.includes(position)) {
@@ -150,318 +219,15 @@ impl Suite {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawSuite {
-    #[serde(default)]
-    agents: BTreeMap<String, Vec<String>>,
-    #[serde(default)]
-    defaults: RawSettings,
-    evals: Vec<RawEval>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct RawSettings {
-    timeout: Option<String>,
-    grace: Option<String>,
-    events: Option<String>,
-    limits: Option<RawLimits>,
-    env: Option<BTreeMap<String, String>>,
-    files: Option<Vec<RawFile>>,
-    services: Option<Vec<RawService>>,
-    build: Option<RawPhase>,
-    review: Option<RawPhase>,
-    isolate_home: Option<bool>,
-    pass_env: Option<Vec<String>>,
-    sandbox: Option<RawSandbox>,
-    network: Option<String>,
-    sandbox_write: Option<Vec<String>>,
-    sandbox_read_only: Option<bool>,
-    epochs: Option<u32>,
-    retries: Option<u32>,
-}
-
-// The eval's own fields plus the settings fields: serde cannot deny unknown fields through
-// `flatten`, so they are listed again.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawEval {
-    id: String,
-    command: Option<RawCommand>,
-    prompt: Option<String>,
-    starter: Option<String>,
-    timeout: Option<String>,
-    grace: Option<String>,
-    events: Option<String>,
-    limits: Option<RawLimits>,
-    env: Option<BTreeMap<String, String>>,
-    files: Option<Vec<RawFile>>,
-    services: Option<Vec<RawService>>,
-    build: Option<RawPhase>,
-    review: Option<RawPhase>,
-    isolate_home: Option<bool>,
-    pass_env: Option<Vec<String>>,
-    sandbox: Option<RawSandbox>,
-    network: Option<String>,
-    sandbox_write: Option<Vec<String>>,
-    sandbox_read_only: Option<bool>,
-    epochs: Option<u32>,
-    retries: Option<u32>,
-}
-
-/// `sandbox: true`, `sandbox: false` or `sandbox: best-effort`.
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum RawSandbox {
-    Bool(bool),
-    Text(String),
-}
-
-impl RawEval {
-    fn split(
-        self,
-    ) -> (
-        String,
-        Option<RawCommand>,
-        Option<String>,
-        Option<String>,
-        RawSettings,
-    ) {
-        let settings = RawSettings {
-            timeout: self.timeout,
-            grace: self.grace,
-            events: self.events,
-            limits: self.limits,
-            env: self.env,
-            files: self.files,
-            services: self.services,
-            build: self.build,
-            review: self.review,
-            isolate_home: self.isolate_home,
-            pass_env: self.pass_env,
-            sandbox: self.sandbox,
-            network: self.network,
-            sandbox_write: self.sandbox_write,
-            sandbox_read_only: self.sandbox_read_only,
-            epochs: self.epochs,
-            retries: self.retries,
-        };
-        (self.id, self.command, self.prompt, self.starter, settings)
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawFile {
-    source: String,
-    target: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawService {
-    name: String,
-    command: RawCommand,
-    ready: Option<RawReady>,
-    timeout: Option<String>,
-    env: Option<BTreeMap<String, String>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawReady {
-    file: Option<String>,
-    tcp: Option<String>,
-    command: Option<RawCommand>,
-}
-
-/// A command: an argv list, or a string run as a shell command (`sh -c`, as `--build CMD`).
-struct RawCommand(Vec<String>);
-
-impl RawCommand {
-    /// Whether there is no program to run.
-    fn is_empty(&self) -> bool {
-        self.0.first().is_none_or(String::is_empty)
-    }
-
-    fn argv(self) -> Vec<OsString> {
-        self.0.into_iter().map(OsString::from).collect()
-    }
-}
-
-impl<'de> Deserialize<'de> for RawCommand {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(CommandVisitor)
-    }
-}
-
-struct CommandVisitor;
-
-impl<'de> serde::de::Visitor<'de> for CommandVisitor {
-    type Value = RawCommand;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("an argv list like [cargo, build] or a shell command string like \"make test\"")
-    }
-
-    fn visit_str<E: serde::de::Error>(self, script: &str) -> Result<RawCommand, E> {
-        if script.trim().is_empty() {
-            return Ok(RawCommand(Vec::new()));
-        }
-        Ok(RawCommand(vec!["sh".into(), "-c".into(), script.into()]))
-    }
-
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<RawCommand, A::Error> {
-        let mut argv = Vec::new();
-        while let Some(word) = seq.next_element::<String>()? {
-            argv.push(word);
-        }
-        Ok(RawCommand(argv))
-    }
-}
-
-/// `build:` or `review:`: `{command: …, timeout: …}`, or the command alone as a string.
-struct RawPhase {
-    command: RawCommand,
-    timeout: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawPhaseMap {
-    command: RawCommand,
-    timeout: Option<String>,
-}
-
-impl<'de> Deserialize<'de> for RawPhase {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(PhaseVisitor)
-    }
-}
-
-struct PhaseVisitor;
-
-impl<'de> serde::de::Visitor<'de> for PhaseVisitor {
-    type Value = RawPhase;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("{command: [...], timeout: ...} or a shell command string like \"cargo build\"")
-    }
-
-    fn visit_str<E: serde::de::Error>(self, script: &str) -> Result<RawPhase, E> {
-        Ok(RawPhase {
-            command: CommandVisitor.visit_str(script)?,
-            timeout: None,
-        })
-    }
-
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<RawPhase, A::Error> {
-        let raw = RawPhaseMap::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
-        Ok(RawPhase {
-            command: raw.command,
-            timeout: raw.timeout,
-        })
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawLimits {
-    max_turns: Option<u64>,
-    max_files: Option<u64>,
-    max_output_size: Option<RawSize>,
-    max_session_actions: Option<u64>,
-    max_tokens: Option<u64>,
-    max_cost: Option<f64>,
-}
-
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum RawSize {
-    Bytes(u64),
-    Text(String),
-}
-
 /// A duration of the suite file, its error as text.
 fn duration(text: &str) -> Result<std::time::Duration, String> {
     units::parse_duration(text).map_err(|e| e.to_string())
 }
 
 fn parse(text: &str, path: &Path) -> Result<Suite, String> {
-    let file = path.display();
-    // Typed deserialization straight from the YAML keeps plain scalars as written (`y` stays
-    // "y", `5` can be an argv string) and gives line and column; the path wrapper adds which
-    // field failed.
-    let mut failed_at: Option<String> = None;
-    let parsed = serde_saphyr::with_deserializer_from_str(text, |de| {
-        serde_path_to_error::deserialize::<_, RawSuite>(de).map_err(|e| {
-            failed_at = Some(e.path().to_string());
-            e.into_inner()
-        })
-    });
-    let raw = match parsed {
-        Ok(raw) => raw,
-        Err(err) => {
-            let location = err.location().map_or_else(String::new, |loc| {
-                format!(":{}:{}", loc.line(), loc.column())
-            });
-            let message = one_line(&err.to_string());
-            return Err(match failed_at {
-                Some(field) if field != "." && !field.is_empty() => {
-                    format!(
-                        "{file}{location}: {}: {message}",
-                        describe_path(text, &field)
-                    )
-                }
-                _ => format!("{file}{location}: {message}"),
-            });
-        }
-    };
+    let raw = raw::read(text, path)?;
     let base = path.parent().unwrap_or(Path::new("."));
-    validate(raw, base).map_err(|e| format!("{file}: {e}"))
-}
-
-/// The first line of a serde-saphyr message, without its own `error: line L column C:`
-/// prefix (the location is printed as `file:L:C` instead).
-fn one_line(message: &str) -> String {
-    let first = message.lines().next().unwrap_or_default();
-    let first = first.strip_prefix("error: ").unwrap_or(first);
-    let first = match first.split_once(": ") {
-        Some((loc, rest)) if loc.starts_with("line ") && loc.contains(" column ") => rest,
-        _ => first,
-    };
-    first.to_owned()
-}
-
-/// `evals[2].limits.max_turns` → `eval "fix" (evals[2]), field limits.max_turns`. The id is
-/// looked up in a loose re-read of the text, which only happens on this error path.
-fn describe_path(text: &str, path: &str) -> String {
-    let Some(rest) = path.strip_prefix("evals[") else {
-        return format!("field {path}");
-    };
-    let Some((index, field)) = rest.split_once(']') else {
-        return format!("field {path}");
-    };
-    let tree: Option<serde_json::Value> = serde_saphyr::from_str(text).ok();
-    let id = index.parse::<usize>().ok().and_then(|i| {
-        tree.as_ref()?
-            .get("evals")?
-            .get(i)?
-            .get("id")?
-            .as_str()
-            .map(str::to_owned)
-    });
-    let field = field.trim_start_matches('.');
-    let field = if field.is_empty() {
-        "(the eval itself)"
-    } else {
-        field
-    };
-    match id {
-        Some(id) => format!("eval {id:?} (evals[{index}]), field {field}"),
-        None => format!("evals[{index}], field {field}"),
-    }
+    validate(raw, base).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// The longest agent name (it becomes part of trial ids).
@@ -503,8 +269,22 @@ fn validate(raw: RawSuite, base: &Path) -> Result<Suite, String> {
         }
         agents.insert(name, command);
     }
-    if raw.evals.is_empty() {
-        return Err("field evals: the suite has no evals".to_owned());
+    let task_dirs = match raw.tasks {
+        None => Vec::new(),
+        Some(RawTasks::One(dir)) => vec![dir],
+        Some(RawTasks::Many(dirs)) => dirs,
+    };
+    if raw.evals.is_empty() && task_dirs.is_empty() {
+        return Err("field evals: the suite has no evals (and no tasks:)".to_owned());
+    }
+    let mut tasks = Vec::new();
+    for (index, dir) in task_dirs.iter().enumerate() {
+        let resolved = base.join(dir);
+        let loaded = load_tasks(&resolved).map_err(|e| format!("field tasks[{index}]: {e}"))?;
+        tasks.push(SuiteTasks {
+            dir: std::fs::canonicalize(&resolved).unwrap_or(resolved),
+            tasks: loaded,
+        });
     }
     let mut seen = HashSet::new();
     let mut evals = Vec::with_capacity(raw.evals.len());
@@ -571,6 +351,8 @@ fn validate(raw: RawSuite, base: &Path) -> Result<Suite, String> {
         agents,
         defaults,
         evals,
+        tasks,
+        task_run: TaskRunOptions::default(),
     })
 }
 
@@ -617,7 +399,10 @@ fn settings(raw: RawSettings, base: &Path) -> Result<Settings, (&'static str, St
         .map_err(|e| ("grace", e))?;
     let events = raw
         .events
-        .map(|e| e.parse().map_err(|e: EvalError| e.to_string()))
+        .map(|e| {
+            e.parse()
+                .map_err(|e: hyoka_events::UnknownEventSource| EvalError::from(e).to_string())
+        })
         .transpose()
         .map_err(|e| ("events", e))?;
     let limits = limits(raw.limits)?;
@@ -672,10 +457,12 @@ fn settings(raw: RawSettings, base: &Path) -> Result<Settings, (&'static str, St
     {
         return Err(("pass_env", format!("invalid variable name {bad:?}")));
     }
+    let model = raw.model.map(|m| model(&m, base)).transpose()?;
     let sandbox = sandbox_settings(
         raw.sandbox,
         raw.network,
         raw.sandbox_write,
+        raw.sandbox_read,
         raw.sandbox_read_only,
         base,
     )?;
@@ -692,11 +479,25 @@ fn settings(raw: RawSettings, base: &Path) -> Result<Settings, (&'static str, St
             review,
             isolate_home: raw.isolate_home,
             pass_env: raw.pass_env,
+            model,
         },
         sandbox,
         epochs,
         retries,
     })
+}
+
+/// `model: { script: FILE }`, the script resolved against the suite file's directory.
+fn model(raw: &RawModel, base: &Path) -> Result<ModelStub, (&'static str, String)> {
+    let script = base.join(&raw.script);
+    if script.is_file() {
+        Ok(ModelStub::new(script))
+    } else {
+        Err((
+            "model.script",
+            format!("the script {} is not a file", script.display()),
+        ))
+    }
 }
 
 /// The sandbox fields of one level; `sandbox_write` paths are resolved against the suite
@@ -705,6 +506,7 @@ fn sandbox_settings(
     mode: Option<RawSandbox>,
     network: Option<String>,
     write: Option<Vec<String>>,
+    read: Option<Vec<String>>,
     read_only: Option<bool>,
     base: &Path,
 ) -> Result<SandboxSettings, (&'static str, String)> {
@@ -718,28 +520,44 @@ fn sandbox_settings(
         .map(|n| n.parse())
         .transpose()
         .map_err(|e| ("network", e))?;
+    let existing = |paths: Vec<String>| {
+        paths
+            .into_iter()
+            .map(|p| {
+                let resolved = base.join(&p);
+                if resolved.exists() {
+                    Ok(resolved)
+                } else {
+                    Err(format!("{} does not exist", resolved.display()))
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()
+    };
     let write = write
-        .map(|paths| {
-            paths
-                .into_iter()
-                .map(|p| {
-                    let resolved = base.join(&p);
-                    if resolved.exists() {
-                        Ok(resolved)
-                    } else {
-                        Err(format!("{} does not exist", resolved.display()))
-                    }
-                })
-                .collect::<Result<Vec<_>, _>>()
-        })
+        .map(existing)
         .transpose()
         .map_err(|e| ("sandbox_write", e))?;
+    let read = read
+        .map(existing)
+        .transpose()
+        .map_err(|e| ("sandbox_read", e))?;
     Ok(SandboxSettings {
         mode,
         network,
         write,
+        read,
         read_only,
     })
+}
+
+fn size(raw: Option<RawSize>, field: &'static str) -> Result<Option<u64>, (&'static str, String)> {
+    match raw {
+        None => Ok(None),
+        Some(RawSize::Bytes(bytes)) => Ok(Some(bytes)),
+        Some(RawSize::Text(text)) => units::parse_size(&text)
+            .map(Some)
+            .map_err(|e| (field, e.to_string())),
+    }
 }
 
 fn limits(raw: Option<RawLimits>) -> Result<PartialLimits, (&'static str, String)> {
@@ -758,6 +576,21 @@ fn limits(raw: Option<RawLimits>) -> Result<PartialLimits, (&'static str, String
         },
         max_session_actions: limits.max_session_actions,
         max_tokens: limits.max_tokens,
+        max_memory: size(limits.max_memory, "limits.max_memory")?,
+        max_disk: size(limits.max_disk, "limits.max_disk")?,
+        max_pids: limits
+            .max_pids
+            .map(|n| units::parse_pids(&n.to_string()))
+            .transpose()
+            .map_err(|e| ("limits.max_pids", e.to_string()))?,
+        cpu_millis: match limits.cpus {
+            None => None,
+            Some(RawCpus::Number(n)) => Some(n.to_string()),
+            Some(RawCpus::Text(t)) => Some(t),
+        }
+        .map(|t| units::parse_cpus(&t))
+        .transpose()
+        .map_err(|e| ("limits.cpus", e.to_string()))?,
         max_cost: match limits.max_cost {
             Some(cost) if !cost.is_finite() || cost < 0.0 => {
                 return Err((
@@ -776,7 +609,7 @@ fn env_pairs(env: Option<BTreeMap<String, String>>) -> Result<Vec<(OsString, OsS
         if !settings::valid_env_name(&key) || value.contains('\0') {
             return Err(format!("invalid variable name {key:?}"));
         }
-        if key.starts_with("HYOKA_") {
+        if key.starts_with(EnvVars::PREFIX) {
             return Err(format!("{key} is set by hyoka and cannot be overridden"));
         }
         pairs.push((OsString::from(key), OsString::from(value)));

@@ -1,15 +1,14 @@
 //! `action_timeline.json`: what the agent did, in order, with a summary.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use tokio::time::Instant;
 
-use crate::events::AgentEvent;
 use crate::records::millis;
 use crate::report::{Counts, Termination};
 use crate::watch::FileChange;
+use hyoka_events::AgentEvent;
 
 /// The most events a timeline keeps; later ones are counted in `summary.dropped_events`.
 /// The summary's counts are always complete.
@@ -38,6 +37,12 @@ pub enum EventType {
     Exit,
     /// A phase after the agent started or ended (`detail`: `build started`, `review passed`).
     Phase,
+    /// A tool call's result (`detail`: its text, cut at 512 bytes; `input` is `"error"` when
+    /// the agent marked it as one).
+    ToolResult,
+    /// The agent reported spending (`detail`: `+120 in, 40 out, $0.0020` for an increment,
+    /// `total 120 in, …` for its running total).
+    Usage,
 }
 
 /// One event.
@@ -174,8 +179,16 @@ impl TimelineBuilder {
                     None,
                 );
             }
-            // Spending is in `report.json` `usage`, not an event of its own.
-            AgentEvent::Usage(_) => {}
+            AgentEvent::ToolResult { output, error } => {
+                let flag = error.then(|| "error".to_owned());
+                self.push(at, EventType::ToolResult, None, None, flag, output.clone());
+            }
+            // The sum is `report.json` `usage`; the event says when it was spent.
+            AgentEvent::Usage(usage) => {
+                let detail = usage_detail(usage);
+                self.push(at, EventType::Usage, None, None, None, Some(detail));
+            }
+            AgentEvent::Announced { .. } | AgentEvent::ApiError { .. } => {}
         }
     }
 
@@ -242,4 +255,28 @@ impl TimelineBuilder {
             summary: self.summary,
         }
     }
+}
+
+/// A usage event's text: `+120 in, 40 out, 30 cache read, 5 cache written, $0.0020` for an
+/// increment, `total …` for a running total; the fields the agent did not report are left
+/// out.
+fn usage_detail(event: &hyoka_events::UsageEvent) -> String {
+    use hyoka_events::UsageEvent;
+    let (lead, usage) = match event {
+        UsageEvent::Increment(u) => ("+", u),
+        UsageEvent::Total(u) => ("total ", u),
+    };
+    let mut parts: Vec<String> = [
+        (usage.input_tokens, "in"),
+        (usage.output_tokens, "out"),
+        (usage.cache_read_tokens, "cache read"),
+        (usage.cache_creation_tokens, "cache written"),
+    ]
+    .into_iter()
+    .filter_map(|(n, what)| n.map(|n| format!("{n} {what}")))
+    .collect();
+    if let Some(cost) = usage.cost_usd {
+        parts.push(format!("${cost:.4}"));
+    }
+    format!("{lead}{}", parts.join(", "))
 }

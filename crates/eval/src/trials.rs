@@ -19,7 +19,10 @@
 //! failed, or a scorer error) and whose identity (see [`EvalSpec::identity`]) is unchanged
 //! is kept and not run again; one whose identity changed makes the resume refuse
 //! ([`EvalError::Changed`]) unless changed trials are to be rerun; every other trial (no
-//! record, not run, an infrastructure error, an unreadable record) runs.
+//! record, not run, an infrastructure error, an unreadable record) runs. A plan that lacks
+//! trials the earlier run recorded (fewer epochs, agents or evals) would change the run's
+//! shape under its id: the resume refuses ([`EvalError::Reshaped`]) unless told to accept
+//! it ([`Resume::allow_reshape`]).
 
 use std::sync::Arc;
 
@@ -52,6 +55,9 @@ pub struct Trial {
 pub struct Resume {
     /// Rerun the trials whose eval changed since the run began, instead of refusing.
     pub rerun_changed: bool,
+    /// Accept a plan that lacks trials the earlier run recorded (fewer epochs, agents or
+    /// evals: `--allow-reshape`), instead of refusing; they are left out of the run.
+    pub allow_reshape: bool,
 }
 
 /// A trial of the plan, and what to do with it.
@@ -123,7 +129,37 @@ pub(crate) fn plan_trials(
     if !changed.is_empty() {
         return Err(EvalError::Changed { evals: changed });
     }
+    if let Some(resume) = resume
+        && !resume.allow_reshape
+    {
+        let dropped = dropped_trials(run_dir, &planned);
+        if !dropped.is_empty() {
+            return Err(EvalError::Reshaped { trials: dropped });
+        }
+    }
     Ok(planned)
+}
+
+/// The trials an earlier run under `run_dir` recorded (a directory holding a `report.json`)
+/// that `planned` lacks, sorted: what a resume with fewer epochs, agents or evals would
+/// drop.
+fn dropped_trials(run_dir: &std::path::Path, planned: &[Planned]) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(run_dir) else {
+        return Vec::new();
+    };
+    let mut dropped: Vec<String> = entries
+        .flatten()
+        .take(1 << 20)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|name| !planned.iter().any(|p| p.trial.id.as_str() == name))
+        .filter(|name| {
+            std::fs::symlink_metadata(run_dir.join(name).join("report.json"))
+                .is_ok_and(|m| m.is_file())
+        })
+        .collect();
+    dropped.sort();
+    dropped
 }
 
 /// The id a trial's processes and workspaces are tracked under on attempt `attempt` (from

@@ -53,6 +53,55 @@ pub fn parse_cost(text: &str) -> Result<f64, EvalError> {
     }
 }
 
+/// The most CPUs `--cpus` takes.
+pub const MAX_CPUS: u32 = 1024;
+/// The most processes `--max-pids` takes (the kernel's `PID_MAX_LIMIT`).
+pub const MAX_PIDS: u64 = 4_194_304;
+
+/// Parses a CPU count (`2`, `1.5`, `0.25`; `0` disables) into thousandths of a CPU.
+///
+/// # Errors
+/// [`EvalError::InvalidValue`] naming the text: not a number, negative, more than
+/// [`MAX_CPUS`], or a positive share below a thousandth.
+pub fn parse_cpus(text: &str) -> Result<u32, EvalError> {
+    let invalid = || {
+        EvalError::invalid(
+            "cpus",
+            text,
+            "expected a number of CPUs from 0.001 to 1024, or 0 for no limit (examples: 2, 1.5)",
+        )
+    };
+    let cpus: f64 = text.trim().parse().map_err(|_| invalid())?;
+    if !cpus.is_finite() || !(0.0..=f64::from(MAX_CPUS)).contains(&cpus) {
+        return Err(invalid());
+    }
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "checked to lie in 0..=1024 above"
+    )]
+    let millis = (cpus * 1000.0).round() as u32;
+    if cpus > 0.0 && millis == 0 {
+        return Err(invalid());
+    }
+    Ok(millis)
+}
+
+/// Parses a process count for `--max-pids` (`0` disables).
+///
+/// # Errors
+/// [`EvalError::InvalidValue`] for what is not a count, or one above [`MAX_PIDS`].
+pub fn parse_pids(text: &str) -> Result<u64, EvalError> {
+    match text.trim().parse::<u64>() {
+        Ok(pids) if pids <= MAX_PIDS => Ok(pids),
+        _ => Err(EvalError::invalid(
+            "pids",
+            text,
+            "expected a number of processes up to 4194304, or 0 for no limit",
+        )),
+    }
+}
+
 /// Parses a byte size: `1048576`, `512KiB`, `1MiB`, `1MB`, `2GB`, `0`.
 ///
 /// Binary units (`KiB`, `MiB`, `GiB`, `TiB`) are powers of 1024, decimal units (`KB`, `MB`,

@@ -55,6 +55,7 @@ pub(crate) fn watch(
     tx: UnboundedSender<WatchUpdate>,
 ) -> WorkspaceWatcher {
     let mut tracker = UsageTracker::new(root, snapshot.clone());
+    let baseline = snapshot.clone();
     let root_buf = root.to_owned();
     let handler_tx = tx.clone();
     let handler = move |event: notify::Result<notify::Event>| {
@@ -66,6 +67,11 @@ pub(crate) fn watch(
             });
             return;
         };
+        if !event.need_rescan()
+            && renamed_file(&mut tracker, (&root_buf, &baseline), &event, &handler_tx)
+        {
+            return;
+        }
         if event.need_rescan() || needs_rescan(event.kind) {
             if let Ok(usage) = tracker.rescan() {
                 let _ = handler_tx.send(WatchUpdate {
@@ -134,6 +140,70 @@ async fn poll(root: PathBuf, snapshot: Snapshot, tx: UnboundedSender<WatchUpdate
             }
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// A file renamed into place: many programs write a temp name and rename it (Claude Code
+/// 2.1 writes `g.txt.tmp.<pid>.<hex>`, then renames it to `g.txt`), so the final name is
+/// the file the agent wrote, recorded as created (or changed, for a file of the `baseline`,
+/// the workspace before the agent: the counts may already hold the file when the events of
+/// the temp name come late, so they cannot tell).
+/// The source of a file rename just leaves the count; a directory's rename moves many paths
+/// and is rescanned. Returns whether the event was handled.
+fn renamed_file(
+    tracker: &mut UsageTracker,
+    (root, baseline): (&Path, &Snapshot),
+    event: &notify::Event,
+    tx: &UnboundedSender<WatchUpdate>,
+) -> bool {
+    let EventKind::Modify(ModifyKind::Name(mode)) = event.kind else {
+        return false;
+    };
+    match mode {
+        RenameMode::From => {
+            // A file the tracker counted leaves the count at once; anything else (a
+            // directory, a file it never saw) needs the rescan.
+            let Some(path) = event.paths.first() else {
+                return false;
+            };
+            let before = tracker.usage();
+            let usage = tracker.update(path);
+            if usage == before {
+                return false;
+            }
+            let _ = tx.send(WatchUpdate {
+                usage,
+                change: None,
+            });
+            true
+        }
+        RenameMode::To => {
+            let Some(path) = event.paths.first().filter(|p| !p.is_dir()) else {
+                return false;
+            };
+            if path == root {
+                return false;
+            }
+            let usage = tracker.update(path);
+            let rel = path
+                .strip_prefix(root)
+                .unwrap_or(path)
+                .display()
+                .to_string();
+            let change = if baseline.get(&rel).is_some() {
+                FileChange::Changed
+            } else {
+                FileChange::Created
+            };
+            let _ = tx.send(WatchUpdate {
+                usage,
+                change: Some((change, rel)),
+            });
+            true
+        }
+        // The `To` event already recorded the destination of a file.
+        RenameMode::Both => event.paths.get(1).is_some_and(|p| !p.is_dir()),
+        _ => false,
     }
 }
 

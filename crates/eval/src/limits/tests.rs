@@ -38,6 +38,7 @@ fn counts(turns: u64, actions: u64, files: u64, output_bytes: u64) -> Counts {
         actions,
         files,
         output_bytes,
+        ..Counts::default()
     }
 }
 
@@ -104,4 +105,26 @@ fn precedence_is_cli_then_eval_then_defaults_then_builtin() {
         limits(3, 7, 0, DEFAULT_MAX_SESSION_ACTIONS)
     );
     assert_eq!(PartialLimits::default().resolve(), LimitSet::default());
+}
+
+/// Regression test for issue 25: the disk limit counts the bytes it is given and keeps the
+/// peak; the memory limit stops only when one is set.
+#[test]
+fn disk_and_memory_limits() {
+    let mut monitor = Monitor::new(LimitSet {
+        max_disk: 100,
+        ..LimitSet::default()
+    });
+    assert_eq!(monitor.disk(60), None);
+    assert_eq!(monitor.disk(140), Some(Termination::MaxDisk));
+    assert_eq!(monitor.disk(10), None);
+    assert_eq!(monitor.disk_peak(), 140);
+    assert_eq!(monitor.out_of_memory(), None, "a limit already stopped it");
+    let mut unlimited = Monitor::new(LimitSet::default());
+    assert_eq!(unlimited.out_of_memory(), None);
+    let mut limited = Monitor::new(LimitSet {
+        max_memory: 1 << 20,
+        ..LimitSet::default()
+    });
+    assert_eq!(limited.out_of_memory(), Some(Termination::MaxMemory));
 }

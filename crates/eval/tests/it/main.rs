@@ -9,7 +9,6 @@
 )]
 
 mod events;
-mod html;
 mod ids;
 mod limits;
 mod phases;

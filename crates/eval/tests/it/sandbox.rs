@@ -41,8 +41,10 @@ async fn every_process_gets_the_decided_sandbox() {
         .find(|(id, _)| id == "e.build")
         .expect("build");
     let workspace = PathBuf::from(&report.workspace);
-    let tmp = env(agent, "TMPDIR").expect("TMPDIR is set");
+    // With a mount namespace the temp directory is the private /tmp.
+    assert_eq!(env(agent, "TMPDIR"), Some(PathBuf::from("/tmp")));
     let home = env(agent, "HOME").expect("an isolated home");
+    let tmp = agent.sandbox.writable.as_ref().expect("confined")[1].clone();
     assert!(
         tmp.to_string_lossy().starts_with("/mem/hyoka-case-e.tmp-"),
         "{}",
@@ -61,7 +63,7 @@ async fn every_process_gets_the_decided_sandbox() {
         Some(vec![workspace, home, tmp.clone(), "/opt/cache".into()])
     );
     assert_eq!(build.sandbox.network, Network::None);
-    assert_eq!(env(build, "TMPDIR"), Some(tmp.clone()));
+    assert_eq!(env(build, "TMPDIR"), Some(PathBuf::from("/tmp")));
     let record = report.sandbox.as_ref().expect("recorded");
     assert_eq!(record.mode, "on");
     assert_eq!(record.landlock_abi, Some(7));
@@ -107,6 +109,8 @@ async fn best_effort_without_landlock_runs_and_records_why() {
     case.host.set_sandbox_support(SandboxSupport {
         landlock: Err("no Landlock in this fake".to_owned()),
         network: NetIsolation::Direct,
+        mounts: Ok(()),
+        harden: Ok(()),
     });
     let outcome = case
         .run(vec![sandboxed(SandboxMode::BestEffort, Network::Host)])
@@ -134,6 +138,8 @@ async fn a_sandbox_the_machine_cannot_give_is_refused_before_anything_exists() {
             SandboxSupport {
                 landlock: Err("missing".to_owned()),
                 network: NetIsolation::Direct,
+                mounts: Ok(()),
+                harden: Ok(()),
             },
             sandboxed(SandboxMode::On, Network::Host),
             "--sandbox needs Landlock",
@@ -142,6 +148,8 @@ async fn a_sandbox_the_machine_cannot_give_is_refused_before_anything_exists() {
             SandboxSupport {
                 landlock: Ok(7),
                 network: NetIsolation::Unavailable("EPERM".to_owned()),
+                mounts: Ok(()),
+                harden: Ok(()),
             },
             sandboxed(SandboxMode::Off, Network::None),
             "--network none needs a network namespace",

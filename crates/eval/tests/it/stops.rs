@@ -87,6 +87,49 @@ async fn a_stop_request_interrupts_the_agent_and_skips_build_and_review() {
     case.assert_nothing_left();
 }
 
+/// Slurm's `scancel` (and a systemd stop) signals every process of the job at once: the
+/// agent may die of the SIGTERM before the harness hears of its own.
+#[tokio::test(start_paused = true)]
+async fn an_agent_killed_by_the_signal_that_stops_the_run_is_interrupted() {
+    let case = Arc::new(Case::new());
+    case.program("agent", FakeProgram::new().sleeps(ms(5_000)).killed_by(15));
+    let (stopper, stop) = Stopper::new();
+    let plan = case.plan(vec![eval("e", "agent")]);
+    let running = tokio::spawn({
+        let case = Arc::clone(&case);
+        async move { case.run_plan(&plan, stop).await }
+    });
+    // The run's own SIGTERM comes 100 ms after the agent's.
+    tokio::time::sleep(ms(5_100)).await;
+    stopper.request(StopReason::Terminate);
+    let outcome = running.await.unwrap();
+    let report = &outcome.reports[0];
+    assert_eq!(
+        (report.status, report.termination, report.signal),
+        (Status::Error, Termination::Interrupted, Some(15))
+    );
+    let timeline = case.timeline("e");
+    let said = timeline
+        .events
+        .iter()
+        .find(|e| e.detail.as_deref() == Some("SIGTERM: the agent had already been stopped by it"));
+    assert_eq!(said.map(|e| e.t_ms), Some(5_100));
+    case.assert_nothing_left();
+}
+
+/// Without a stop of the run, an agent killed by SIGTERM from elsewhere failed on its own.
+#[tokio::test(start_paused = true)]
+async fn an_agent_killed_by_sigterm_without_a_stop_failed() {
+    let case = Case::new();
+    case.program("agent", FakeProgram::new().killed_by(15));
+    let report = &case.run(vec![eval("e", "agent")]).await.reports[0];
+    assert_eq!(
+        (report.status, report.termination, report.signal),
+        (Status::Failed, Termination::Exited, Some(15))
+    );
+    case.assert_nothing_left();
+}
+
 #[tokio::test(start_paused = true)]
 async fn evals_a_stop_overtakes_are_recorded_as_not_started() {
     let case = Arc::new(Case::new());

@@ -391,6 +391,7 @@ async fn a_resume_keeps_finished_trials_and_refuses_changed_evals() {
     // Told to, a resume reruns the changed eval's trials and keeps the rest.
     refused.resume = Some(Resume {
         rerun_changed: true,
+        ..Resume::default()
     });
     let before = case.spawned().len();
     let outcome = case.run_plan(&refused, Stop::never()).await;
