@@ -6,13 +6,16 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use hyoka_eval::{
-    EvalError, EventSource, FailOn, SandboxMode, Shard, parse_cost, parse_duration, parse_size,
+    EvalError, EventSource, FailOn, SandboxMode, Shard, parse_cost, parse_cpus, parse_duration,
+    parse_pids, parse_size,
 };
 use hyoka_proctrack::Network;
 use hyoka_workspace::{KeepPolicy, RunId};
 
 mod respawn;
+mod tasks;
 pub(crate) use self::respawn::{Backend, HookArgs, RespawnArgs, SendArgs, SessionsArgs, WaitArgs};
+pub(crate) use self::tasks::{BuiltinAgent, RunTaskArgs, TaskFlags, TasksCheckArgs, TasksCommand};
 
 /// Run AI coding agents safely and unattended: contained workspaces and processes, limits
 /// enforced while they run, honest reports, and idle-aware respawn of interactive sessions.
@@ -65,12 +68,42 @@ pub enum Command {
     /// Type text into a supervised session, verified: exit 0 delivered, 3 refused (nothing
     /// typed), 4 typed but not confirmed.
     Send(SendArgs),
+    /// Work with Harbor task folders (Terminal-Bench 2 and the datasets built on its format).
+    #[command(subcommand)]
+    Tasks(TasksCommand),
+    /// A scripted model server for running real agents offline.
+    #[command(subcommand)]
+    ModelStub(ModelStubCommand),
+}
+
+/// `hyoka model-stub`.
+#[derive(Debug, Subcommand)]
+pub enum ModelStubCommand {
+    /// Serve a script over the agents' wire protocols (Anthropic Messages, OpenAI Responses
+    /// and Chat Completions, Gemini generateContent); prints the base URL on stdout.
+    Serve(ModelStubServeArgs),
+}
+
+/// `hyoka model-stub serve`.
+#[derive(Debug, Args)]
+pub struct ModelStubServeArgs {
+    /// The YAML script: each reply's text, tool calls, usage, pace, stalls and errors.
+    #[arg(long, value_name = "FILE")]
+    pub script: PathBuf,
+
+    /// The address to listen on (port 0 picks a free port).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+    pub listen: std::net::SocketAddr,
+
+    /// Also write every request's log entry to FILE, one JSON line each.
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
 }
 
 /// `hyoka run`.
 #[derive(Debug, Args)]
 #[command(
-    override_usage = "hyoka run [OPTIONS] -- COMMAND [ARGS]...\n       hyoka run [OPTIONS] --suite FILE"
+    override_usage = "hyoka run [OPTIONS] -- COMMAND [ARGS]...\n       hyoka run [OPTIONS] --suite FILE\n       hyoka run [OPTIONS] --tasks DIR (--agent oracle|nop | -- COMMAND [ARGS]...)"
 )]
 pub struct RunArgs {
     /// The run id: [A-Za-z0-9][A-Za-z0-9._-]{0,63}. Default: YYYYMMDD-HHMMSS-xxxxxx.
@@ -126,6 +159,27 @@ pub struct RunArgs {
     #[arg(long, value_name = "USD", value_parser = parse_cost, allow_hyphen_values = true)]
     pub max_cost: Option<f64>,
 
+    /// Each process tree of an eval may use this much memory (512MiB, 2GB; swap included);
+    /// hitting it ends the trial with `max_memory`. 0 (the default) disables. A cgroup limit:
+    /// refused where the memory controller is missing, unless --sandbox=best-effort.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
+    pub max_memory: Option<u64>,
+
+    /// Each process tree of an eval may have this many processes at once (a fork bomb is
+    /// held there); 0 (the default) disables. A cgroup limit, like --max-memory.
+    #[arg(long, value_name = "N", value_parser = parse_pids, allow_hyphen_values = true)]
+    pub max_pids: Option<u64>,
+
+    /// Each process tree of an eval may use this many CPUs' time (2, 1.5, 0.25); 0 (the
+    /// default) disables. A cgroup limit, like --max-memory.
+    #[arg(long, value_name = "N", value_parser = parse_cpus, allow_hyphen_values = true)]
+    pub cpus: Option<u32>,
+
+    /// Stop when the workspace's changes, the private /tmp and the isolated home hold more
+    /// than this together (checked every half second); 0 (the default) disables.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
+    pub max_disk: Option<u64>,
+
     /// Run each eval this many times (trials), each in its own workspace. Default: 1.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(hyoka_eval::MAX_EPOCHS)))]
     pub epochs: Option<u32>,
@@ -141,6 +195,11 @@ pub struct RunArgs {
     /// With --resume, rerun the trials of evals that changed instead of refusing.
     #[arg(long, requires = "resume")]
     pub rerun_changed: bool,
+
+    /// With --resume, accept a plan with fewer trials than the earlier run (fewer --epochs,
+    /// agents or evals) instead of refusing; the trials it lacks are left out of run.json.
+    #[arg(long, requires = "resume")]
+    pub allow_reshape: bool,
 
     /// Exit 1 when a trial did not pass (failure), errored or did not run (error), or never.
     #[arg(long, value_name = "WHEN", default_value = "failure", value_parser = parse_fail_on)]
@@ -160,7 +219,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub workers: u16,
 
-    /// Run only shard I of N of the suite (1-based; evals dealt round-robin).
+    /// Run only shard I of N of the suite (1-based, N at most 10000; evals dealt round-robin).
     #[arg(long, value_name = "I/N", value_parser = parse_shard)]
     pub shard: Option<Shard>,
 
@@ -195,11 +254,18 @@ pub struct RunArgs {
     #[arg(long, value_name = "VAR")]
     pub pass_env: Vec<String>,
 
-    /// Run every process of the eval in a Landlock sandbox: writes only to the workspace, the
-    /// isolated home, a private TMPDIR and /dev/null-like devices. `--sandbox` refuses to run
-    /// where Landlock is missing; `--sandbox=best-effort` runs without it and records that.
+    /// Run every process of the eval in a sandbox, root or not: the host read-only, a private
+    /// /tmp, the home, the runtime directory and /run hidden, a minimal /dev, no
+    /// capabilities, Landlock and seccomp; writes only to the workspace, the isolated home
+    /// and /tmp. `--sandbox` refuses to run where a layer is missing;
+    /// `--sandbox=best-effort` runs with what there is and records what was missing.
     #[arg(long, value_name = "MODE", num_args = 0..=1, require_equals = true, default_missing_value = "on")]
     pub sandbox: Option<SandboxMode>,
+
+    /// With --sandbox, show this path (inside the hidden home, for example an agent
+    /// installed there) read-only. Repeatable.
+    #[arg(long, value_name = "PATH")]
+    pub sandbox_read: Vec<PathBuf>,
 
     /// The network of every process of the eval: host (the default) or none (a network
     /// namespace with only loopback).
@@ -209,6 +275,10 @@ pub struct RunArgs {
     /// Print the run summary (run.json) on stdout instead of the human summary.
     #[arg(long)]
     pub json: bool,
+
+    /// Harbor task folders.
+    #[command(flatten)]
+    pub task: RunTaskArgs,
 
     /// The agent command and its arguments, after `--`.
     #[arg(last = true, value_name = "COMMAND", conflicts_with = "suite")]
@@ -231,7 +301,8 @@ pub struct CleanArgs {
     pub dry_run: bool,
 
     /// Also remove workspaces kept by --keep-workspace (only those provably hyoka's whose
-    /// run is over). Without it they are listed as kept and left alone.
+    /// run is over) of the runs recorded under --reports. Without it they are listed as kept
+    /// and left alone.
     #[arg(long)]
     pub kept: bool,
 
@@ -314,6 +385,22 @@ pub enum ReportCommand {
     Html(HtmlArgs),
     /// Compare two runs: per-task pass rates, flipped tasks, totals, a paired sign test.
     Compare(CompareArgs),
+    /// Write a run as JUnit XML for CI test views: one testcase per trial (failure, error,
+    /// skipped for not run), with times.
+    Junit(CiArgs),
+    /// Write a run's Markdown summary for CI step summaries ($GITHUB_STEP_SUMMARY).
+    Markdown(CiArgs),
+}
+
+/// `hyoka report junit` and `hyoka report markdown`.
+#[derive(Debug, Args)]
+pub struct CiArgs {
+    /// A run directory or a run.json (merged ones too).
+    #[arg(value_name = "RUN")]
+    pub input: PathBuf,
+    /// Where it goes (written atomically). Default: stdout.
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 /// `hyoka report compare`.
@@ -392,7 +479,7 @@ fn parse_fail_on(text: &str) -> Result<FailOn, EvalError> {
 }
 
 fn parse_events(text: &str) -> Result<EventSource, EvalError> {
-    text.parse()
+    text.parse().map_err(EvalError::from)
 }
 
 fn parse_shard(text: &str) -> Result<Shard, EvalError> {

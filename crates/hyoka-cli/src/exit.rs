@@ -87,6 +87,19 @@ impl From<hyoka_eval::EvalError> for Fail {
     }
 }
 
+/// A report's error as the command's failure: bad input (a run that cannot be read, shards
+/// that do not make one run, a page's path that cannot be written to) exits 2, a page that
+/// could not be encoded or written 1.
+impl From<hyoka_report::ReportError> for Fail {
+    fn from(err: hyoka_report::ReportError) -> Self {
+        if err.is_bad_input() {
+            Self::usage(err.to_string())
+        } else {
+            Self::failure(err.to_string())
+        }
+    }
+}
+
 impl fmt::Display for Fail {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)

@@ -30,7 +30,7 @@ pub(crate) fn check_reports_dir(path: &Path) -> Result<(), Fail> {
 /// The session registry: `$HYOKA_RUNTIME_DIR`, else `$XDG_RUNTIME_DIR/hyoka`, else
 /// `<temp>/hyoka.<uid>` (a private directory of the user's, checked by the library).
 pub(crate) fn registry() -> Result<hyoka_respawn::Registry, Fail> {
-    let dir = std::env::var_os("HYOKA_RUNTIME_DIR")
+    let dir = std::env::var_os(hyoka_proctrack::EnvVars::HYOKA_RUNTIME_DIR)
         .map(std::path::PathBuf::from)
         .or_else(|| std::env::var_os("XDG_RUNTIME_DIR").map(|d| Path::new(&d).join("hyoka")))
         .unwrap_or_else(|| {

@@ -1,6 +1,7 @@
 //! SIGINT, SIGTERM and SIGHUP become stop requests of `hyoka-eval`'s [`Stopper`]: the first
-//! stops every eval (or session) cleanly, a second escalates to SIGKILL. The command then
-//! exits 130 (SIGINT) or 143 (SIGTERM, SIGHUP).
+//! stops every eval (or session) cleanly, a second escalates to SIGKILL. One delivery that
+//! arrives twice (`timeout -s TERM` signals hyoka and then its process group) is one request
+//! ([`Stopper::signal`]). The command then exits 130 (SIGINT) or 143 (SIGTERM, SIGHUP).
 
 use hyoka_eval::{Stop, StopLevel, StopReason, Stopper};
 use tokio::signal::unix::{SignalKind, signal};
@@ -30,7 +31,10 @@ pub(crate) fn install(what: &'static str) -> std::io::Result<(Stop, tokio::task:
                 Some(()) = hup.recv() => StopReason::Hangup,
                 else => return,
             };
-            if let StopLevel::Graceful(_) = stopper.request(reason) {
+            let (level, new) = stopper.signal(reason, std::time::Instant::now());
+            if !new {
+                tracing::debug!("{}: the same delivery again, ignored", reason.name());
+            } else if let StopLevel::Graceful(_) = level {
                 tracing::warn!("{}: stopping {what} (again to kill at once)", reason.name());
             } else {
                 tracing::warn!("{}: killing every process now", reason.name());

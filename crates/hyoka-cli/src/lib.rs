@@ -115,11 +115,17 @@ async fn dispatch(command: Command, verbose: bool) -> Result<ExitStatus, Fail> {
         Command::Report(args::ReportCommand::Merge(args)) => cmd::report::merge(&args),
         Command::Report(args::ReportCommand::Compare(args)) => cmd::report::compare(&args),
         Command::Report(args::ReportCommand::Html(args)) => cmd::report::html(&args),
+        Command::Report(args::ReportCommand::Junit(args)) => cmd::report::junit(&args),
+        Command::Report(args::ReportCommand::Markdown(args)) => cmd::report::markdown(&args),
         Command::Respawn(args) => cmd::respawn::exec(args).await,
         Command::Hook(args) => cmd::hook::exec(args).await,
         Command::Sessions(args) => cmd::sessions::list(&args).await,
         Command::Wait(args) => cmd::sessions::wait(&args).await,
         Command::Send(args) => cmd::sessions::send(&args).await,
+        Command::Tasks(args::TasksCommand::Check(args)) => cmd::tasks::check(args).await,
+        Command::ModelStub(args::ModelStubCommand::Serve(args)) => {
+            cmd::model_stub::serve(&args).await
+        }
     }
 }
 

@@ -248,7 +248,7 @@ pub struct HookArgs {
     #[arg(
         long,
         value_name = "PATH",
-        env = "HYOKA_RESPAWN_SOCKET",
+        env = hyoka_proctrack::EnvVars::HYOKA_RESPAWN_SOCKET,
         hide_env_values = true
     )]
     pub socket: Option<PathBuf>,

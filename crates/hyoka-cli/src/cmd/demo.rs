@@ -16,11 +16,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
 use hyoka_eval::{
-    CleanupOptions, Containment, EvalSpec, HtmlOptions, NoObserver, Report, RunOutcome, RunPlan,
-    Settings, Status, Stop, Suite, Timeline, WorkspaceAction, clean_abandoned, write_html_report,
+    CleanupOptions, Containment, EvalSpec, NoObserver, Report, RunOutcome, RunPlan, Settings,
+    Status, Stop, Suite, Timeline, WorkspaceAction, clean_abandoned,
 };
 use hyoka_idle_detect::{Detector, DetectorConfig, Profile};
 use hyoka_proctrack::Ledger;
+use hyoka_report::{HtmlOptions, timeline_text, write_html_report};
 use hyoka_respawn::{
     AiCheckers, Backend, DetectorModel, Event, EventLog, Machine, Observer, RespawnConfig, Session,
     SessionEnd, SessionOptions, SpawnOptions, Supervised,
@@ -278,7 +279,7 @@ impl Tally {
 /// One line from `action_timeline.json`'s summary.
 fn timeline_summary(path: &Path) -> Option<String> {
     let timeline: Timeline = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
-    let text = hyoka_eval::timeline_text(&timeline.summary);
+    let text = timeline_text(&timeline.summary);
     Some(format!("{text} (action_timeline.json)"))
 }
 

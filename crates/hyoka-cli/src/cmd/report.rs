@@ -1,12 +1,14 @@
 //! `hyoka report merge` (one summary from the shards' `run.json`), `hyoka report compare`
-//! (two runs side by side) and `hyoka report html`.
+//! (two runs side by side), `hyoka report html`, and the CI formats `hyoka report junit` and
+//! `hyoka report markdown`.
 
-use hyoka_eval::{
-    HtmlOptions, MergeOptions, Status, compare_runs, merge_summaries, read_summary,
-    write_html_report, write_json,
+use hyoka_eval::{Status, write_json};
+use hyoka_report::{
+    HtmlOptions, MergeOptions, compare_runs, merge_summaries, read_summary, render_comparison,
+    render_junit, render_markdown, render_summary, write_html_report, write_text,
 };
 
-use crate::args::{CompareArgs, HtmlArgs, MergeArgs};
+use crate::args::{CiArgs, CompareArgs, HtmlArgs, MergeArgs};
 use crate::exit::{ExitStatus, Fail};
 use crate::out::outln;
 
@@ -24,7 +26,7 @@ pub(crate) fn merge(args: &MergeArgs) -> Result<ExitStatus, Fail> {
     match &args.output {
         Some(path) => {
             write_json(path, &merged)?;
-            crate::out::text(&hyoka_eval::render_summary(&merged, path));
+            crate::out::text(&render_summary(&merged, path));
         }
         None => crate::out::json(&merged),
     }
@@ -40,11 +42,11 @@ pub(crate) fn compare(args: &CompareArgs) -> Result<ExitStatus, Fail> {
     let comparison = compare_runs(
         (&args.a.display().to_string(), &a),
         (&args.b.display().to_string(), &b),
-    );
+    )?;
     if args.json {
         crate::out::json(&comparison);
     } else {
-        crate::out::text(&hyoka_eval::render_comparison(&comparison));
+        crate::out::text(&render_comparison(&comparison));
     }
     Ok(ExitStatus::Success)
 }
@@ -52,10 +54,29 @@ pub(crate) fn compare(args: &CompareArgs) -> Result<ExitStatus, Fail> {
 pub(crate) fn html(args: &HtmlArgs) -> Result<ExitStatus, Fail> {
     let (out, now) = (args.output.as_deref(), std::time::SystemTime::now());
     let page = write_html_report(&args.inputs, out, &HtmlOptions::default(), now);
-    let page = page.map_err(|e| match e {
-        e if e.is_bad_input() => Fail::usage(e.to_string()),
-        e => Fail::failure(e.to_string()),
-    })?;
+    let page = page?;
     outln!("{}", page.display());
+    Ok(ExitStatus::Success)
+}
+
+pub(crate) fn junit(args: &CiArgs) -> Result<ExitStatus, Fail> {
+    let summary = read_summary(&args.input)?.1;
+    emit(args, &render_junit(&summary)?)
+}
+
+pub(crate) fn markdown(args: &CiArgs) -> Result<ExitStatus, Fail> {
+    let summary = read_summary(&args.input)?.1;
+    emit(args, &render_markdown(&summary))
+}
+
+/// A CI document to `-o FILE` (atomically; its path printed) or to stdout.
+fn emit(args: &CiArgs, text: &str) -> Result<ExitStatus, Fail> {
+    match &args.output {
+        Some(path) => {
+            write_text(path, text)?;
+            outln!("{}", path.display());
+        }
+        None => crate::out::text(text),
+    }
     Ok(ExitStatus::Success)
 }

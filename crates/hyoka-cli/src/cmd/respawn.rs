@@ -249,7 +249,11 @@ async fn stop(registry: &Registry, name: &str, args: &RespawnArgs) -> Result<Exi
                 t.survivors
             )));
         }
-        Ok(_) => outln!("stopped tmux session {name}"),
+        Ok(_) => {
+            // Its controller is gone: what it left in the reports directory goes too.
+            hyoka_respawn::forget_orphaned_session(&args.reports, name);
+            outln!("stopped tmux session {name}");
+        }
         Err(err) if err.is_bad_input() => return Err(Fail::usage(err.to_string())),
         Err(err) => return Err(Fail::failure(err.to_string())),
     }

@@ -36,7 +36,7 @@ pub(crate) async fn exec(args: RunArgs) -> Result<ExitStatus, Fail> {
         if outcome.kept > 0 {
             outln!("resumed: {} finished trial(s) kept", outcome.kept);
         }
-        crate::out::text(&hyoka_eval::render_summary(
+        crate::out::text(&hyoka_report::render_summary(
             &outcome.summary,
             &outcome.run_dir,
         ));
@@ -64,9 +64,20 @@ fn plan(args: &RunArgs) -> Result<RunPlan, Fail> {
     if let Some(starter) = &args.starter {
         require_dir(starter, "starter")?;
     }
-    if args.shard.is_some() && args.suite.is_none() {
+    if args.shard.is_some() && args.suite.is_none() && args.task.tasks.is_none() {
         return Err(Fail::usage(
-            "--shard needs --suite: only a suite's evals are sharded",
+            "--shard needs --suite or --tasks: only a suite's evals and a dataset's tasks are sharded",
+        ));
+    }
+    let how = &args.task.how;
+    let task_flags = args.task.agent.is_some()
+        || how.environment.is_some()
+        || how.reward_threshold.is_some()
+        || how.reward_key.is_some()
+        || how.skip_build_steps;
+    if task_flags && args.task.tasks.is_none() && args.suite.is_none() {
+        return Err(Fail::usage(
+            "--agent, --environment, --reward-threshold, --reward-key and --skip-build-steps apply to Harbor tasks: give --tasks DIR (or a suite with tasks:)",
         ));
     }
     check_reports_dir(&args.reports)?;
@@ -77,33 +88,38 @@ fn plan(args: &RunArgs) -> Result<RunPlan, Fail> {
             run_dir.display()
         )));
     }
-    let cli = Settings {
-        timeout: args.timeout,
-        grace: args.grace,
-        events: args.events,
-        limits: PartialLimits {
-            max_turns: args.max_turns,
-            max_files: args.max_files,
-            max_output_size: args.max_output_size,
-            max_session_actions: args.max_session_actions,
-            max_tokens: args.max_tokens,
-            max_cost: args.max_cost,
-        },
-        env: Vec::new(),
-        phases: cli_phases(args)?,
-        sandbox: SandboxSettings {
-            mode: args.sandbox,
-            network: args.network,
-            ..SandboxSettings::default()
-        },
-        epochs: args.epochs,
-        retries: args.retries,
-    };
+    let cli = cli_settings(args)?;
     let (evals, name_with_eval, suite) = if let Some(path) = &args.suite {
         let text = std::fs::read_to_string(path)
             .map_err(|e| Fail::usage(format!("cannot read suite {}: {e}", path.display())))?;
-        let suite = Suite::from_yaml(&text, path)?;
-        (suite.specs(&cli, args.shard), true, suite.identity(&cli))
+        let mut suite = Suite::from_yaml(&text, path)?;
+        if !suite.tasks.is_empty() {
+            suite.task_run =
+                crate::cmd::tasks::run_options(&args.task.how, crate::cmd::tasks::agent(args))?;
+            if !suite.tasks_have_agents() {
+                return Err(Fail::usage(format!(
+                    "{}: its tasks need an agent: name agents: in the suite, or give --agent oracle|nop or a command after `--`",
+                    path.display()
+                )));
+            }
+        }
+        let mut evals = suite.specs(&cli, args.shard);
+        // A `model:` entry is served by this very binary's `hyoka model-stub serve`.
+        if let Ok(exe) = std::env::current_exe() {
+            for stub in evals.iter_mut().filter_map(|e| e.phases.model.as_mut()) {
+                stub.program = vec![exe.clone().into(), "model-stub".into(), "serve".into()];
+            }
+        }
+        (evals, true, suite.identity(&cli))
+    } else if let Some(dir) = &args.task.tasks {
+        let evals = crate::cmd::tasks::run_specs(dir, args, &cli, args.shard)?;
+        // The identity is of every task, whatever the shard, as a suite's is.
+        let all = if args.shard.is_some() {
+            crate::cmd::tasks::run_specs(dir, args, &cli, None)?
+        } else {
+            evals.clone()
+        };
+        (evals, true, suite_identity(&all))
     } else {
         match args.command.first() {
             None => {
@@ -132,10 +148,47 @@ fn plan(args: &RunArgs) -> Result<RunPlan, Fail> {
         inherited_env: std::env::vars_os().collect(),
         resume: args.resume.then_some(Resume {
             rerun_changed: args.rerun_changed,
+            allow_reshape: args.allow_reshape,
         }),
         suite: Some(suite.map_err(|e| Fail::usage(e.to_string()))?),
         shard: args.shard,
         ..RunPlan::new(run_id, &args.reports, workspace_root, evals)
+    })
+}
+
+/// The command line's level of settings.
+fn cli_settings(args: &RunArgs) -> Result<Settings, Fail> {
+    Ok(Settings {
+        timeout: args.timeout,
+        grace: args.grace,
+        events: args.events,
+        limits: PartialLimits {
+            max_turns: args.max_turns,
+            max_files: args.max_files,
+            max_output_size: args.max_output_size,
+            max_session_actions: args.max_session_actions,
+            max_tokens: args.max_tokens,
+            max_cost: args.max_cost,
+            max_memory: args.max_memory,
+            max_pids: args.max_pids,
+            cpu_millis: args.cpus,
+            max_disk: args.max_disk,
+        },
+        env: Vec::new(),
+        phases: cli_phases(args)?,
+        sandbox: SandboxSettings {
+            mode: args.sandbox,
+            network: args.network,
+            read: (!args.sandbox_read.is_empty()).then(|| {
+                args.sandbox_read
+                    .iter()
+                    .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()))
+                    .collect()
+            }),
+            ..SandboxSettings::default()
+        },
+        epochs: args.epochs,
+        retries: args.retries,
     })
 }
 
@@ -156,6 +209,7 @@ fn cli_phases(args: &RunArgs) -> Result<PhaseSettings, Fail> {
         review: (args.review.as_deref()).map(|c| PhaseCommand::shell(c, args.review_timeout)),
         isolate_home: args.isolate_home.then_some(true),
         pass_env: (!args.pass_env.is_empty()).then(|| args.pass_env.clone()),
+        model: None,
     })
 }
 

@@ -268,15 +268,17 @@ fn an_agent_that_empties_its_workspace_does_not_hide_it_from_clean() {
         .unwrap();
     wait_until("the agent", || ready.exists());
     kill9(&mut child);
-    // Without the ledger (the run's reports are elsewhere), the marker on the directory
-    // itself still proves ownership.
+    // Without the ledger (the run's reports are elsewhere) the marker on the directory alone
+    // proves nothing (issue 25: any process of the user may rewrite it): it is listed, kept.
     let elsewhere = s.path().join("elsewhere");
     std::fs::create_dir(&elsewhere).unwrap();
     std::fs::rename(s.reports().join("emptied"), elsewhere.join("emptied")).unwrap();
     let out = clean(&s, &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    s.assert_no_workspaces();
-    // The run's own reports still let clean finish the job (its cgroup leaf, if any).
+    assert!(text.contains("no abandoned run under"), "{text}");
+    assert_eq!(std::fs::read_dir(s.ws_root()).unwrap().count(), 1);
+    // The run's own reports let clean finish the job: the ledger and the marker agree.
     let out = hyoka()
         .args(["clean", "--grace", "1s", "--reports"])
         .arg(&elsewhere)
@@ -290,6 +292,7 @@ fn an_agent_that_empties_its_workspace_does_not_hide_it_from_clean() {
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
+    s.assert_no_workspaces();
     wait_until("the agent to be stopped by its shim", || {
         !pid_alive(crate::support::read_pid(&ready))
     });

@@ -30,6 +30,19 @@ fn every_fixture_screen_gets_its_label_through_the_cli() {
             .filter_map(|l| l.split('\t').next().map(str::to_owned))
             .collect()
     });
+    // hyoka's own truth where it differs from the index's label (issue 24: a picker or a
+    // menu is never idle), the same file the detector's accuracy test reads.
+    let truth_file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../idle-detect/tests/fixture-truth.tsv");
+    let truths: BTreeMap<String, String> = std::fs::read_to_string(truth_file)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let mut cols = l.split('\t');
+            Some((cols.next()?.to_owned(), cols.next()?.to_owned()))
+        })
+        .collect();
     let root = shared.join("fixtures/screens");
     // agent → (label → (verdict → count))
     let mut matrix: BTreeMap<String, BTreeMap<String, BTreeMap<String, u32>>> = BTreeMap::new();
@@ -51,8 +64,14 @@ fn every_fixture_screen_gets_its_label_through_the_cli() {
             .flatten()
             .filter(|e| e.path().is_dir())
         {
-            let label_name = label.file_name().to_string_lossy().into_owned();
+            let dir_label = label.file_name().to_string_lossy().into_owned();
             for screen in std::fs::read_dir(label.path()).unwrap().flatten() {
+                let name = screen.file_name().to_string_lossy().into_owned();
+                let file = format!("{agent_name}/{dir_label}/{name}");
+                let label_name = truths
+                    .get(&file)
+                    .cloned()
+                    .unwrap_or_else(|| dir_label.clone());
                 let out = hyoka()
                     .args(["detect", "--json", "--profile", &profile, "--screen"])
                     .arg(screen.path())
@@ -61,15 +80,12 @@ fn every_fixture_screen_gets_its_label_through_the_cli() {
                 assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
                 let verdict: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
                 let state = verdict["state"].as_str().unwrap().to_owned();
-                let name = screen.file_name().to_string_lossy().into_owned();
-                let is_disputed = disputed.contains(&format!("{agent_name}/{label_name}/{name}"));
+                let is_disputed = disputed.contains(&file);
                 if (label_name == "blocked" || label_name == "working")
                     && state == "idle"
                     && !is_disputed
                 {
-                    panic!(
-                        "{agent_name}/{label_name}/{name} is a {label_name} screen classified idle"
-                    );
+                    panic!("{file} is a {label_name} screen classified idle");
                 }
                 *matrix
                     .entry(agent_name.clone())
@@ -224,6 +240,34 @@ fn a_huge_screen_is_refused_in_bounded_memory() {
             "{err}"
         );
     }
+}
+
+/// Issue 25, item 6: `detect --cast` sizes are bounded. A recording whose header and resize
+/// events name a 65535x65535 terminal replays under a 1 GiB address-space limit: the screen
+/// model is clamped to `MAX_CAST_SIZE` instead of allocating four billion cells.
+#[test]
+fn a_cast_naming_a_huge_terminal_replays_in_bounded_memory() {
+    let s = Scratch::new();
+    let cast = s.path().join("huge.cast");
+    std::fs::write(
+        &cast,
+        concat!(
+            "{\"version\": 2, \"width\": 65535, \"height\": 65535}\n",
+            "[0.5, \"o\", \"hello\"]\n",
+            "[1.0, \"r\", \"65535x65535\"]\n",
+            "[1.5, \"o\", \"\\u001b[65535;65535Hthere\"]\n",
+        ),
+    )
+    .unwrap();
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 1048576 && exec \"$0\" detect --json --cast \"$1\"")
+        .arg(crate::support::hyoka_path())
+        .arg(&cast)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!out.stdout.is_empty(), "{}", stderr(&out));
 }
 
 /// Issue 11: inputs that block on open (a FIFO with no writer) or are not files are refused.

@@ -10,7 +10,7 @@ use crate::support::{Scratch, stderr};
 
 fn transcript(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../eval/tests/fixtures/events")
+        .join("../events/tests/fixtures/events")
         .join(name)
 }
 
@@ -91,7 +91,8 @@ fn codex_and_gemini_emitters_count_turns_actions_files_and_tokens() {
             );
             let report = s.report("ev", "main");
             let what = format!("{program} --events {flag}: {report}");
-            assert_eq!(report["counts"]["turns"], 2, "{what}");
+            // Each transcript's second reply is a tool call alone: a turn too.
+            assert_eq!(report["counts"]["turns"], 3, "{what}");
             assert_eq!(report["counts"]["actions"], 2, "{what}");
             assert_eq!(report["counts"]["files"], 1, "{what}");
             assert_eq!(report["usage"]["input_tokens"], input, "{what}");
@@ -186,7 +187,7 @@ evals:
         assert_eq!(report["events"]["format"], format, "{report}");
         assert_eq!(
             report["counts"]["turns"],
-            if id == "silent" { 0 } else { 2 },
+            if id == "silent" { 0 } else { 3 },
             "{report}"
         );
         assert_eq!(

@@ -194,3 +194,44 @@ fn the_real_captures_are_counted_end_to_end() {
         );
     }
 }
+
+/// Issue 27, item 1: with the default `--reports` (relative, `reports`) and a relative
+/// `--workspace-root`, run from another directory than the agent's, every path hyoka hands the
+/// agent is absolute, so the agent's `echo … >> "$HYOKA_EVENTS"` in its workspace counts: its
+/// turns, its tokens and cost, and `--max-turns` firing on them.
+#[test]
+fn the_default_relative_reports_hand_the_agent_absolute_paths() {
+    let s = Scratch::new();
+    let script = r#"for v in "$HYOKA_EVENTS" "$HYOKA_WORKSPACE" "$PWD"; do case "$v" in /*) ;; *) echo "relative: $v" >&2; exit 3;; esac; done
+echo '{"type":"turn"}' >> "$HYOKA_EVENTS"
+echo '{"type":"tool_call","name":"bash","path":"x.sh"}' >> "$HYOKA_EVENTS"
+echo '{"type":"usage","input_tokens":120,"output_tokens":40,"cost_usd":0.002}' >> "$HYOKA_EVENTS"
+echo '{"type":"turn"}' >> "$HYOKA_EVENTS""#;
+    let out = crate::support::hyoka()
+        .current_dir(s.path())
+        .args(["run", "--workspace-root", "ws", "--run-id", "rel"])
+        .args(["--events", "jsonl", "--", "sh", "-c", script])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report = s.report("rel", "main");
+    assert_eq!(report["status"], "passed", "{report}");
+    assert_eq!(report["counts"]["turns"], 2);
+    assert_eq!(report["counts"]["actions"], 1);
+    assert_eq!(report["usage"]["input_tokens"], 120);
+    assert_eq!(report["usage"]["output_tokens"], 40);
+    assert_eq!(report["usage"]["cost_usd"], 0.002);
+
+    let chatty =
+        r#"for i in 1 2 3 4 5; do echo '{"type":"turn"}' >> "$HYOKA_EVENTS"; done; exec sleep 300"#;
+    let out = crate::support::hyoka()
+        .current_dir(s.path())
+        .args(["run", "--workspace-root", "ws", "--run-id", "turns"])
+        .args(["--events", "jsonl", "--max-turns", "2", "--timeout", "60s"])
+        .args(["--", "sh", "-c", chatty])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(s.report("turns", "main")["termination"], "max_turns");
+    s.assert_no_workspaces();
+}

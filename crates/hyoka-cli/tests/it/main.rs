@@ -10,8 +10,10 @@
     reason = "tests say on stderr why they skip, quote paths in failures, and favour plain test data"
 )]
 
+mod agents;
 mod bad_input;
 mod chaos;
+mod ci_formats;
 mod clean;
 mod cluster;
 mod codegen;
@@ -21,17 +23,23 @@ mod escape;
 mod events;
 mod kept;
 mod limits;
+mod live_tui;
+mod model_stub;
+mod numbers;
 mod phases;
 mod ps;
+mod readme;
 mod refusals;
 mod report_html;
 mod respawn;
 mod run;
 mod sandbox;
+mod side_doors;
 mod signals;
 mod suite;
 mod supervision;
 mod support;
+mod tasks;
 mod trials;
 mod trust;
 mod ux;

@@ -50,12 +50,15 @@ evals:
     command: [sh, -c, 'test -f ready.txt && test "$(cat ready.txt)" = up && echo agent-ran > agent.txt']
     services:
       - name: api
-        command: [sh, -c, 'echo $$ > {pid}; echo starting; echo up > ready.txt; exec sleep 300']
+        command: [sh, -c, 'echo $$ > {pid}; echo starting; echo up > ready.tmp; mv ready.tmp ready.txt; exec sleep 300']
         ready: {{ file: ready.txt }}
         timeout: 20s
 "#,
         pid = pid.display()
     );
+    // The ready file appears whole (a file's existence is the readiness: written in place,
+    // the service could still be writing it when the agent starts, and its write would count
+    // as the agent's).
     let out = run_suite(&s, "svc", &suite(&s, &yaml));
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let report = s.report("svc", "svc");
@@ -217,6 +220,35 @@ fn review_verdicts_decide_the_eval() {
     assert_eq!(report["status"], "failed");
     assert_eq!(report["review"]["pass"], false);
     assert_eq!(phase(&report, "review")["status"], "failed");
+    s.assert_no_workspaces();
+}
+
+/// Issue 25, item 6, from the user's side: a review verdict with `NaN`, an infinite number
+/// (`1e309`) or text after the JSON is the scorer's error (the eval's status `error`, exit
+/// 1), never a pass, even when the review exits 0 and says `"pass": true`.
+#[test]
+fn an_unclean_review_verdict_is_a_scorer_error() {
+    let s = Scratch::new();
+    for (id, review) in [
+        ("nan", r#"echo '{"pass": true, "score": NaN}'"#),
+        ("inf", r#"echo '{"pass": true, "score": 1e309}'"#),
+        ("trail", r#"echo '{"pass": true} and more'"#),
+        ("after", r#"echo '{"pass": true}'; echo trailing text"#),
+    ] {
+        let out = s.run(&["--run-id", id, "--review", review, "--", "true"]);
+        assert_eq!(out.status.code(), Some(1), "{id}: {}", stderr(&out));
+        let report = s.report(id, "main");
+        assert_eq!(report["status"], "error", "{id}: {report}");
+        let review = phase(&report, "review");
+        assert_eq!(review["status"], "error", "{id}: {report}");
+        assert!(
+            review["detail"]
+                .as_str()
+                .is_some_and(|d| d.contains("invalid verdict")),
+            "{id}: {report}"
+        );
+        assert_ne!(report["review"]["pass"], true, "{id}: {report}");
+    }
     s.assert_no_workspaces();
 }
 

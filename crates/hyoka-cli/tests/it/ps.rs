@@ -92,7 +92,8 @@ fn ps_shows_what_is_live_now() {
             let out = text(&ps(&s, false));
             // A tmux session shows its pane's process (the wrapper that runs the agent).
             out.contains(&format!("process {agent} sleep"))
-                && out.contains("turns 2")
+                // The status file is rewritten as the events arrive: wait for all of them.
+                && out.contains("turns 2, actions 1, files 1")
                 && out.contains(&format!("process {} sleep", sessions[0].1))
                 && (sessions.len() == 1 || out.contains("respawn session on tmux"))
         },

@@ -249,3 +249,143 @@ fn bad_inputs_of_report_html_exit_2_with_one_error_line() {
     assert_eq!(out.status.code(), Some(2), "three runs are refused");
     assert!(!s.path().join("report.html").exists());
 }
+
+/// See: issue 27, item 5. The page shows what people open it for: per trial the transcript
+/// from the events (turns, tool calls with their inputs, results, token use), the files the
+/// agent changed with their diffs from the starter (`changes.json`, recorded by the eval),
+/// and the service logs; Chromium renders them.
+#[test]
+fn a_trial_shows_its_transcript_its_diffs_and_its_service_logs() {
+    let s = Scratch::new();
+    let starter = s.path().join("starter");
+    std::fs::create_dir_all(starter.join("src")).unwrap();
+    std::fs::write(starter.join("src/lib.txt"), "one\ntwo\nthree\n").unwrap();
+    std::fs::write(starter.join("gone.txt"), "bye\n").unwrap();
+    let agent = s.path().join("agent.sh");
+    std::fs::write(
+        &agent,
+        r#"#!/bin/sh
+e() { echo "$1" >> "$HYOKA_EVENTS"; }
+e '{"type":"turn"}'
+e '{"type":"tool_call","name":"edit","path":"src/lib.txt","input":{"old":"two","new":"2"}}'
+printf 'one\n2\nthree\n' > src/lib.txt
+e '{"type":"tool_result","output":"edited src/lib.txt"}'
+e '{"type":"usage","input_tokens":100,"output_tokens":20}'
+e '{"type":"turn"}'
+e '{"type":"tool_call","name":"bash","input":{"command":"rm gone.txt"}}'
+rm gone.txt
+echo hi > new.txt
+e '{"type":"tool_result","output":"rm: it is gone","error":true}'
+"#,
+    )
+    .unwrap();
+    let suite = s.path().join("suite.yaml");
+    std::fs::write(
+        &suite,
+        format!(
+            r#"
+defaults: {{ timeout: 30s, grace: 1s, events: jsonl }}
+evals:
+  - id: edit
+    starter: starter
+    command: [sh, {agent}]
+    services:
+      - name: api
+        command: [sh, -c, 'echo service says hello; touch up; exec sleep 300']
+        ready: {{ file: up }}
+        timeout: 10s
+"#,
+            agent = agent.display()
+        ),
+    )
+    .unwrap();
+    let out = s
+        .hyoka("run")
+        .args(["--run-id", "t", "--suite"])
+        .arg(&suite)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let run_dir = s.reports().join("t");
+    let run: Value =
+        serde_json::from_slice(&std::fs::read(run_dir.join("run.json")).unwrap()).unwrap();
+    let report = run_dir.join(run["evals"][0]["report"].as_str().unwrap());
+    let changes: Value = serde_json::from_slice(
+        &std::fs::read(report.parent().unwrap().join("changes.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(changes["total"], 3, "{changes}");
+    let diff_of = |path: &str| {
+        changes["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["path"] == path)
+            .unwrap_or_else(|| panic!("{path}: {changes}"))["diff"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(
+        diff_of("src/lib.txt"),
+        "--- a/src/lib.txt\n+++ b/src/lib.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+2\n three\n"
+    );
+    assert!(diff_of("new.txt").ends_with("+hi\n"));
+    assert!(diff_of("gone.txt").ends_with("-bye\n"));
+    let page = run_dir.join("report.html");
+    report_html(&[&run_dir], &page);
+    s.assert_no_workspaces();
+
+    let Some(chromium) = Chromium::find() else {
+        eprintln!(
+            "skipped: the browser part needs headless Chromium (apt-get install chromium, or set HYOKA_CHROMIUM)"
+        );
+        return;
+    };
+    let dom = chromium
+        .dump_dom(&file_url(&page, "#task=0"), Duration::from_secs(15))
+        .unwrap()
+        .stdout;
+    let section = |id: &str| {
+        let start = dom
+            .find(&format!("id=\"{id}\""))
+            .unwrap_or_else(|| panic!("no #{id} in the page"));
+        let end = start + dom[start..].find("</details>").unwrap();
+        dom[start..end]
+            .replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&quot;", "\"")
+            .replace("&amp;", "&")
+    };
+    let transcript = section("transcript");
+    for shown in [
+        "Transcript: 2 turns",
+        "Turn 1",
+        "Turn 2",
+        "<strong>edit</strong>",
+        "<code>src/lib.txt</code>",
+        r#"{"old":"two","new":"2"}"#,
+        "edited src/lib.txt",
+        "tokens +100 in, 20 out",
+        "<strong>bash</strong>",
+        "result (error)",
+        "rm: it is gone",
+    ] {
+        assert!(transcript.contains(shown), "{shown:?} in {transcript}");
+    }
+    let changed = section("changes");
+    for shown in [
+        "Changed files: 3",
+        "<code>src/lib.txt</code>",
+        "<span class=\"del\">-two\n</span>",
+        "<span class=\"add\">+2\n</span>",
+        "<code>new.txt</code>",
+        "<code>gone.txt</code>",
+    ] {
+        assert!(changed.contains(shown), "{shown:?} in {changed}");
+    }
+    assert!(
+        dom.contains("service api (services/api.log") && dom.contains("service says hello"),
+        "the service's log"
+    );
+}

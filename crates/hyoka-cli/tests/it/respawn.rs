@@ -224,7 +224,7 @@ impl Case {
     }
 
     /// The simulated agent's terminal sizes after the first, as `ROWSxCOLS`.
-    fn resizes(&self) -> Vec<String> {
+    pub(crate) fn resizes(&self) -> Vec<String> {
         read_lines(&self.record_path())
             .iter()
             .filter(|i| i["kind"] == "resize")
@@ -264,6 +264,11 @@ impl Case {
 
     pub(crate) fn has(&self, pred: impl Fn(&Value) -> bool) -> bool {
         self.events().iter().any(pred)
+    }
+
+    /// How many live processes carry this case's marker.
+    pub(crate) fn marked_count(&self) -> usize {
+        self.marked().len()
     }
 
     /// The live processes carrying this case's marker (a tmux server included).
@@ -635,6 +640,28 @@ fn a_tmux_server_that_disappears() {
     let done = case.finish(&mut running);
     assert_eq!(done.code, Some(1), "{}", done.stderr);
     assert!(case.has(|e| e["event"] == "finished" && e["outcome"] == "session_ended"));
+    case.assert_nothing_left();
+}
+
+/// See: issue 27, "Re-attaching a missing tmux session says `cannot start \"\"`". Without
+/// a command there is nothing to start: the error names the session and what to do.
+#[test]
+fn re_attaching_a_missing_tmux_session_says_so() {
+    if !tmux_installed() {
+        eprintln!("skipped: tmux is not installed");
+        return;
+    }
+    let case = Case::new();
+    let session = format!("gone{}", fastrand::u32(..));
+    let done = case.run(&["--backend", "tmux", "--tmux-session", &session], &[]);
+    assert_eq!(done.code, Some(1), "{}", done.stderr);
+    assert!(
+        done.stderr.contains(&format!(
+            "no tmux session \"{session}\" to re-attach: it ended or was never started"
+        )) && !done.stderr.contains("cannot start \"\""),
+        "{}",
+        done.stderr
+    );
     case.assert_nothing_left();
 }
 
@@ -1085,7 +1112,9 @@ fn tmux_reports_how_the_agent_exited() {
         eprintln!("skipped: tmux is not installed");
         return;
     }
-    // Each agent waits for the controller's first line (so it is attached), then ends.
+    // Each agent draws an idle prompt box and waits for the controller's first line (so it is
+    // attached), then ends. (A screen no rule reads is never typed into, issue 24: the
+    // controller types only on a verdict that says idle.)
     for (end, code, signal, error) in [
         ("exit 0", Some(0), None, None),
         (
@@ -1102,7 +1131,7 @@ fn tmux_reports_how_the_agent_exited() {
         ),
     ] {
         let case = Case::new();
-        let script = format!("printf 'ready\\n'; read line; {end}");
+        let script = format!("printf '───────\\n❯ \\n───────\\n'; read line; {end}");
         let done = case.run(
             &["--backend", "tmux", "--json"],
             &["sh".to_owned(), "-c".to_owned(), script],

@@ -229,3 +229,54 @@ fn two_default_run_ids_differ_and_follow_the_format() {
     }
     let _ = hyoka;
 }
+
+/// Claude Code 2.1 writes `g.txt.tmp.<pid>.<hex>` and renames it to `g.txt`: the timeline
+/// records the final name, created (or changed, for a file of the starter).
+#[test]
+fn a_file_renamed_into_place_is_recorded_by_its_final_name() {
+    let s = Scratch::new();
+    let starter = s.path().join("starter");
+    std::fs::create_dir_all(&starter).unwrap();
+    std::fs::write(starter.join("old.txt"), "before").unwrap();
+    let out = s.run(&[
+        "--run-id",
+        "rename",
+        "--starter",
+        starter.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "printf hello > g.txt.tmp.1.ab && mv g.txt.tmp.1.ab g.txt && printf after > old.tmp && mv old.tmp old.txt",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let timeline: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(s.reports().join("rename/main/action_timeline.json")).unwrap(),
+    )
+    .unwrap();
+    let files: Vec<(String, String)> = timeline["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"].as_str().is_some_and(|t| t.starts_with("file_")))
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap().to_owned(),
+                e["path"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert!(
+        files.contains(&("file_created".to_owned(), "g.txt".to_owned())),
+        "{files:?}"
+    );
+    assert!(
+        files.contains(&("file_changed".to_owned(), "old.txt".to_owned())),
+        "{files:?}"
+    );
+    let report = s.report("rename", "main");
+    assert_eq!(
+        report["counts"]["files"], 2,
+        "g.txt created, old.txt changed"
+    );
+    s.assert_no_workspaces();
+}

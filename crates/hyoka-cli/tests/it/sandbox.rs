@@ -61,7 +61,13 @@ fn confined(s: &Scratch, home: &Path, nobody: bool) {
     }
     assert_eq!(out.status.code(), Some(0), "{}\n{log}", stderr(&out));
     for who in ["agent", "daemon"] {
-        for target in &targets {
+        // A path under /tmp (the scratch area, `../sibling.txt` beside the workspace) is in
+        // the private /tmp: writing it works there and never reaches the host's, checked
+        // below.
+        for target in targets
+            .iter()
+            .filter(|t| !t.starts_with("..") && !t.starts_with("/tmp/"))
+        {
             assert!(
                 log.contains(&format!("{who} {target} denied")),
                 "{who} {target}:\n{log}"
@@ -260,4 +266,34 @@ fn bad_sandbox_flags_are_refused() {
         assert!(err.starts_with("error:") && err.contains(named), "{err}");
     }
     assert!(!s.reports().exists());
+}
+
+/// A hyoka unpacked in the host's `/tmp` (a downloaded release, a CI cache) runs sandboxed
+/// agents: the shim it starts them through, hidden by the private `/tmp`, is bound back.
+#[test]
+fn a_hyoka_in_the_hosts_tmp_runs_sandboxed_agents() {
+    if !landlock() {
+        return;
+    }
+    let s = Scratch::new();
+    let dir = tempfile::Builder::new()
+        .prefix("cli-unpacked-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let copy = dir.path().join("hyoka");
+    std::fs::copy(crate::support::hyoka_path(), &copy).unwrap();
+    let out = Command::new(&copy)
+        .arg("run")
+        .arg("--reports")
+        .arg(s.reports())
+        .arg("--workspace-root")
+        .arg(s.ws_root())
+        .args(["--run-id", "tmpbin", "--sandbox", "--timeout", "60s"])
+        .args(["--", "sh", "-c", "echo hi > a.txt"])
+        .output()
+        .unwrap();
+    let report = s.report("tmpbin", "main");
+    assert_eq!(report["termination"], "exited", "{report}");
+    assert_eq!(report["sandbox"]["mount_namespace"], true, "{report}");
+    assert!(out.status.success(), "{}", stderr(&out));
 }

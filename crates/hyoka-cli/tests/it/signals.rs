@@ -255,3 +255,160 @@ fn an_outsider_holding_the_agents_stdout_does_not_hold_the_run() {
         s.assert_no_workspaces();
     }
 }
+
+/// An agent that takes a while to stop cleanly: on SIGTERM it waits, writes `done` and
+/// exits 0, which it never gets to do when hyoka takes one stop for two and kills it.
+fn slow_to_stop(ready: &Path, done: &Path) -> String {
+    format!(
+        "trap 'sleep 0.5; echo graceful > {d}; exit 0' TERM; echo $$ > {r}; while :; do sleep 0.05; done",
+        r = ready.display(),
+        d = done.display()
+    )
+}
+
+fn timeout_installed() -> bool {
+    std::process::Command::new("timeout")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// The checks after one stop: the agent's grace was kept (its trap ran to the end), hyoka
+/// stopped once and exited 143.
+#[track_caller]
+fn stopped_once(out: &std::process::Output, done: &Path) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(143), "{err}");
+    assert!(
+        !err.contains("killing every process now"),
+        "one stop taken for two: {err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(done).unwrap_or_default().trim(),
+        "graceful",
+        "the agent had its grace: {err}"
+    );
+}
+
+/// See: issue 27, "`timeout`'s single SIGTERM to hyoka and its process group was sometimes
+/// taken as two, killing everything without the grace". `timeout -s TERM` forwards a SIGTERM
+/// it receives (as it sends one when its time is up) to hyoka and then to its whole process
+/// group; and the same delivery arriving twice on purpose, the second after hyoka took the
+/// first, is still one stop.
+#[test]
+fn one_sigterm_to_hyoka_and_its_process_group_is_one_stop() {
+    let s = Scratch::new();
+    // Twice on purpose: to hyoka, then (once it said it is stopping) to its process group.
+    let ready = s.path().join("twice.ready");
+    let done = s.path().join("twice.done");
+    let mut cmd = s.hyoka("run");
+    cmd.args(["--run-id", "twice", "--grace", "10s", "--", "sh", "-c"])
+        .arg(slow_to_stop(&ready, &done))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    let mut child = cmd.spawn().unwrap();
+    wait_for(&ready);
+    send(&child, rustix::process::Signal::TERM);
+    let mut stderr = child.stderr.take().unwrap();
+    let mut seen = String::new();
+    let mut buf = [0u8; 256];
+    while !seen.contains("stopping every eval") {
+        let n = std::io::Read::read(&mut stderr, &mut buf).unwrap();
+        assert!(n > 0, "hyoka ended before it said it stops: {seen}");
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    let group = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+    rustix::process::kill_process_group(group, rustix::process::Signal::TERM).unwrap();
+    let mut rest = Vec::new();
+    std::io::Read::read_to_end(&mut stderr, &mut rest).unwrap();
+    let status = child.wait().unwrap();
+    seen.push_str(&String::from_utf8_lossy(&rest));
+    let out = std::process::Output {
+        status,
+        stdout: Vec::new(),
+        stderr: seen.into_bytes(),
+    };
+    stopped_once(&out, &done);
+    assert_eq!(s.report("twice", "main")["termination"], "interrupted");
+
+    if !timeout_installed() {
+        eprintln!("skipped: the timeout(1) part needs coreutils' timeout");
+        return;
+    }
+    // The real `timeout -s TERM`, a few times (the double delivery is a race without the fix).
+    for round in 0..3 {
+        let ready = s.path().join(format!("t{round}.ready"));
+        let done = s.path().join(format!("t{round}.done"));
+        let child = std::process::Command::new("timeout")
+            .args(["-s", "TERM", "600", env!("CARGO_BIN_EXE_hyoka"), "run"])
+            .arg("--reports")
+            .arg(s.reports())
+            .arg("--workspace-root")
+            .arg(s.ws_root())
+            .args([
+                "--run-id",
+                &format!("t{round}"),
+                "--grace",
+                "10s",
+                "--",
+                "sh",
+                "-c",
+            ])
+            .arg(slow_to_stop(&ready, &done))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_for(&ready);
+        // SIGTERM to timeout: it sends SIGTERM to hyoka, then to its process group.
+        send(&child, rustix::process::Signal::TERM);
+        let out = child.wait_with_output().unwrap();
+        stopped_once(&out, &done);
+    }
+    s.assert_no_workspaces();
+}
+
+/// The same under `hyoka respawn`: `timeout -s TERM` stops the session once, with its grace.
+#[test]
+fn one_sigterm_from_timeout_stops_a_respawn_session_once() {
+    if !timeout_installed() {
+        eprintln!("skipped: needs coreutils' timeout");
+        return;
+    }
+    let case = crate::respawn::Case::new();
+    for round in 0..3 {
+        let ready = case.dir.path().join(format!("r{round}.ready"));
+        let done = case.dir.path().join(format!("r{round}.done"));
+        let mut cmd = std::process::Command::new("timeout");
+        cmd.args(["-s", "TERM", "600", env!("CARGO_BIN_EXE_hyoka"), "respawn"])
+            .env("HYOKA_RUNTIME_DIR", case.runtime_dir())
+            .env("HYOKA_TEST_MARK", &case.mark)
+            .arg("--reports")
+            .arg(case.dir.path().join("reports"))
+            .args(["--headless", "--grace", "10s", "--no-output-timeout", "60s"])
+            .args(["--", "sh", "-c"])
+            .arg(slow_to_stop(&ready, &done))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let child = cmd.spawn().unwrap();
+        wait_for(&ready);
+        send(&child, rustix::process::Signal::TERM);
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !err.contains("killing every process now"),
+            "one stop taken for two: {err}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&done).unwrap_or_default().trim(),
+            "graceful",
+            "the agent had its grace (exit {:?}): {err}",
+            out.status.code()
+        );
+    }
+    case.assert_nothing_left();
+}

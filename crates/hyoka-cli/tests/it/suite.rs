@@ -174,6 +174,51 @@ fn shards_partition_the_suite_and_merge_back() {
     s.assert_no_workspaces();
 }
 
+/// Issue 25, item 6: shard counts are bounded. An absurd count on the command line is bad
+/// input (exit 2, nothing started); a shard's `run.json` claiming one is refused by the merge
+/// instead of listing a trillion missing shards.
+#[test]
+fn absurd_shard_counts_are_refused() {
+    let s = Scratch::new();
+    let suite = write_suite(
+        &s,
+        "suite.yaml",
+        "evals:\n  - { id: e1, command: [\"true\"] }\n",
+    );
+    for shard in ["1/1000000000000", "1/10001", "1/99999999999999999999999"] {
+        let out = s
+            .hyoka("run")
+            .args(["--suite", &suite, "--shard", shard])
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{shard}: {err}");
+        assert!(err.starts_with("error:") && err.contains("10000"), "{err}");
+        assert!(!s.reports().exists(), "nothing is started for {shard}");
+    }
+    let out = s
+        .hyoka("run")
+        .args(["--run-id", "big", "--suite", &suite, "--shard", "1/2"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let run_json = s.reports().join("big/run.json");
+    let mut run = read_json(&run_json);
+    run["shard"] = "1/1000000000000".into();
+    std::fs::write(&run_json, serde_json::to_vec(&run).unwrap()).unwrap();
+    let out = hyoka()
+        .args(["report", "merge", "--allow-partial", "--output"])
+        .arg(s.path().join("merged.json"))
+        .arg(s.reports().join("big"))
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("is not I/N"), "{err}");
+    assert!(!s.path().join("merged.json").exists());
+    s.assert_no_workspaces();
+}
+
 #[track_caller]
 fn check_bad(s: &Scratch, yaml: &str, mentions: &[&str]) {
     let suite = write_suite(s, "bad.yaml", yaml);

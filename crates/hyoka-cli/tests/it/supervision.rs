@@ -602,3 +602,195 @@ fn a_registry_open_to_others_is_refused() {
         "left as it was"
     );
 }
+
+// See: issue 24 (a dialog approved by hyoka: after a second tmux client of another size
+// attached and left, the model no longer matched the pane, `wait --until idle` returned 0
+// and the Enter of `hyoka send` approved the tool call).
+#[test]
+fn a_client_of_another_size_over_a_dialog_leaves_it_unanswered() {
+    if skip_without_tmux() {
+        return;
+    }
+    let case = Case::new();
+    let name = format!("z{}", fastrand::u32(..));
+    let mut running = case.start(
+        &[
+            "--backend",
+            "tmux",
+            "--name",
+            &name,
+            "--human-lock",
+            "500ms",
+        ],
+        &case.sim(&["--start-working", "300ms", "--permission-on", "0"]),
+    );
+    case.wait_for(&mut running, "the permission dialog", |e| {
+        e["event"] == "verdict_changed" && e["blocked"] == "permission"
+    });
+    // A person attaches from an 80x24 terminal, looks, and leaves.
+    let mut person = Attached::new(&case, &name);
+    person.command("refresh-client -C 80x24");
+    wait_until("the agent to be resized to 80x24", || {
+        case.resizes().iter().any(|r| r == "24x80")
+    });
+    person.detach();
+    let window = || {
+        let out = Command::new("tmux")
+            .args([
+                "-L",
+                &format!("hyoka-{name}"),
+                "display-message",
+                "-p",
+                "-t",
+                &name,
+            ])
+            .arg("#{window_width}x#{window_height}")
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    let started = std::time::Instant::now();
+    while window() != "120x40" {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "the window stayed {} after the person left; the agent saw {:?}",
+            window(),
+            case.resizes()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    wait_until("the agent to be resized back", || {
+        case.resizes().last().is_some_and(|r| r == "40x120")
+    });
+    // Whatever the screen went through, the dialog is still the verdict, `wait` does not
+    // return idle, and `send` types nothing.
+    let (code, _) = hyoka(
+        &case,
+        &["wait", &name, "--until", "idle", "--timeout", "3s"],
+    );
+    assert_eq!(code, Some(124), "{:#?}", case.events());
+    let status = session(&case, &name).unwrap();
+    assert_eq!(status["blocked"], "permission", "{status:#}");
+    let (code, stderr) = hyoka(&case, &["send", &name, "yes"]);
+    assert_ne!(code, Some(0), "{stderr}");
+    assert!(
+        !case.has(|e| e["event"] == "verdict_changed" && e["state"] == "idle"),
+        "{:#?}",
+        case.events()
+    );
+    let done = case.interrupt(&mut running);
+    assert_eq!(done.code, Some(130), "{}", done.stderr);
+    assert!(case.inputs().is_empty(), "typed: {:#?}", case.inputs());
+    case.assert_nothing_left();
+}
+
+// See: issue 24 (a respawn run inside a tmux pane refused `hyoka send` for "person
+// present": the pane's tmux answered the queries the agent's mirrored output asked, and the
+// answers were read as a person typing and typed into the agent).
+#[test]
+fn the_answers_of_the_terminal_hyoka_runs_in_are_not_a_person() {
+    if skip_without_tmux() {
+        return;
+    }
+    let case = Case::new();
+    let name = format!("q{}", fastrand::u32(..));
+    let outer = format!("hyoka-outer-{name}");
+    // The agent asks for the terminal's attributes and version, as Claude Code does, and
+    // reads the answers of its own terminal (the session's tmux) for a second.
+    let sim = Case::sim_recording(&case.record_path(), &[]).join(" ");
+    let script = case.dir.path().join("run.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nexec env HYOKA_RUNTIME_DIR='{}' {} respawn --backend tmux --no-cycle --name {name} --reports '{}' --events '{}' -- sh -c 'stty raw -echo; printf \"\\033[c\\033[>0q\"; timeout --foreground 1 cat >/dev/null; stty sane; exec {sim}'\n",
+            case.runtime_dir().display(),
+            crate::support::hyoka_path(),
+            case.dir.path().join("reports").display(),
+            case.events_path().display(),
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let started = Command::new("tmux")
+        .args(["-L", &outer, "new-session", "-d", "-x", "120", "-y", "40"])
+        .arg(&script)
+        .env("HYOKA_TEST_MARK", &case.mark)
+        .env_remove("TMUX")
+        .status()
+        .unwrap();
+    assert!(started.success());
+    wait_until("the mirrored session to be idle", || {
+        session(&case, &name).is_some_and(|s| s["state"] == "idle")
+    });
+    // The pane's tmux has answered by now (its answers come back within milliseconds of the
+    // query; idle takes longer): nobody is present, and a send is delivered.
+    let status = session(&case, &name).unwrap();
+    assert_eq!(status["human_present"], false, "{status:#}");
+    assert!(!case.has(event("human_present")), "{:#?}", case.events());
+    let (code, stderr) = hyoka(&case, &["send", &name, "hello there"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(submits(&case), ["hello there"]);
+    // Nothing of the answers reached the agent: a tmux session answers its agent itself.
+    let inputs = case.inputs();
+    assert!(
+        inputs
+            .iter()
+            .all(|i| !i["input"].as_str().unwrap_or_default().contains("?1;2c")),
+        "{inputs:#?}"
+    );
+    assert_eq!(
+        hyoka(&case, &["respawn", "--stop", "--name", &name]).0,
+        Some(0)
+    );
+    let _ = Command::new("tmux")
+        .args(["-L", &outer, "kill-server"])
+        .status();
+    wait_until("the controller to end", || case.marked_count() == 0);
+    case.assert_nothing_left();
+}
+
+/// See: issue 27, "A tmux session whose controller was killed is listed by neither
+/// `sessions` nor `ps`; `--stop` ends it but leaves its directory". The controller is
+/// SIGKILLed; `--stop` ends the session and removes the session's run directory under
+/// `--reports` with it.
+#[test]
+fn stop_of_an_orphaned_tmux_session_removes_its_directory() {
+    if skip_without_tmux() {
+        return;
+    }
+    let case = Case::new();
+    let name = format!("o{}", fastrand::u32(..));
+    let mut running = case.start(&["--tmux-session", &name, "--no-cycle"], &case.sim(&[]));
+    case.wait_for(&mut running, "start", event("started"));
+    let mut child = running.child.take().unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let reports = case.dir.path().join("reports");
+    let runs = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(&reports)
+            .map(|d| d.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default()
+    };
+    assert_eq!(runs().len(), 1, "the session's run directory: {:?}", runs());
+    let reports_arg = reports.display().to_string();
+    let (code, stderr) = hyoka(
+        &case,
+        &[
+            "respawn",
+            "--stop",
+            "--tmux-session",
+            &name,
+            "--reports",
+            &reports_arg,
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(runs().is_empty(), "left behind: {:?}", runs());
+    let socket_dir = std::env::temp_dir().join(format!("hyoka-respawn-{name}"));
+    assert!(
+        !socket_dir.exists(),
+        "left behind: {}",
+        socket_dir.display()
+    );
+    case.assert_nothing_left();
+}

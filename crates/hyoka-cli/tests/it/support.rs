@@ -244,3 +244,29 @@ impl Scratch {
             .unwrap()
     }
 }
+
+/// A JSON file, parsed.
+#[track_caller]
+pub(crate) fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap_or_else(|e| panic!("{path:?}: {e}")))
+        .unwrap_or_else(|e| panic!("{path:?}: {e}"))
+}
+
+/// A data block of an HTML report page (base64 of gzipped JSON), inflated as the browser
+/// does.
+#[track_caller]
+pub(crate) fn inflate(html: &str, id: &str) -> serde_json::Value {
+    use base64::Engine as _;
+    use std::io::Read as _;
+    let open = format!("<script type=\"application/octet-stream\" id=\"{id}\">");
+    let start = html.find(&open).unwrap_or_else(|| panic!("no block {id}")) + open.len();
+    let end = start + html[start..].find("</script>").unwrap();
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(&html[start..end])
+        .unwrap();
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(&bytes[..])
+        .read_to_string(&mut text)
+        .unwrap();
+    serde_json::from_str(&text).unwrap()
+}
