@@ -15,11 +15,17 @@
 //!   next to what `grep -c -F` does on the same file (read it, count a literal), in the same
 //!   run.
 //!
+//! - `baselines/vte_parser/4096` and `baselines/vt100_screen/4096`: the same bytes in the
+//!   same slices through the `vte` parser alone (a `Perform` that does nothing) and through
+//!   the `vt100` screen model (40 × 120, as the detector's), the floor and the usual way of
+//!   following a terminal, next to `baselines/detector/4096` in the same group (issue 24).
+//!
 //! On a shared machine these timings move with the load; `examples/idle_detect_prefix.rs`
 //! runs a prefix of the stream through `Detector::output` for callgrind, whose instruction
 //! counts do not.
 
 use std::io::Read as _;
+use std::num::NonZeroU16;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -163,5 +169,48 @@ fn end_to_end(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, idle_detect, end_to_end);
+/// A `vte` performer that does nothing: the parser's own cost.
+struct Nothing;
+
+impl vte::Perform for Nothing {}
+
+fn baselines(c: &mut Criterion) {
+    let stream = reference_stream();
+    let profile = Profile::builtin("claude-code").expect("built-in profile");
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a benchmark needs a base instant; the detector never reads the clock"
+    )]
+    let now = Instant::now();
+    let mut group = c.benchmark_group("baselines");
+    group.throughput(Throughput::Bytes(stream.len() as u64));
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(8));
+    group.bench_function(BenchmarkId::new("detector", 4096), |b| {
+        b.iter(|| run_detector(&profile, &stream, 4096, None, now));
+    });
+    group.bench_function(BenchmarkId::new("vte_parser", 4096), |b| {
+        b.iter(|| {
+            let mut parser = vte::Parser::new();
+            let mut nothing = Nothing;
+            for chunk in stream.chunks(4096) {
+                parser.advance(&mut nothing, chunk);
+            }
+            std::hint::black_box(parser);
+        });
+    });
+    group.bench_function(BenchmarkId::new("vt100_screen", 4096), |b| {
+        b.iter(|| {
+            let (rows, cols) = (NonZeroU16::new(40).unwrap(), NonZeroU16::new(120).unwrap());
+            let mut parser = vt100::Parser::new(rows, cols, 0);
+            for chunk in stream.chunks(4096) {
+                parser.process(chunk);
+            }
+            std::hint::black_box(parser.screen().cursor_position())
+        });
+    });
+    group.finish();
+}
+
+criterion_group!(benches, idle_detect, end_to_end, baselines);
 criterion_main!(benches);

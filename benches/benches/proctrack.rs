@@ -13,14 +13,29 @@
 //!   the same file and counting its lines.
 //!
 //! - `sandbox_spawn`: one agent (`true`) spawned under the shim, waited for and torn down,
-//!   with the Landlock sandbox (and with a network namespace too) against the same spawn
-//!   without a sandbox: the sandbox's per-run cost (issue 17: under 5 ms).
+//!   with the Landlock sandbox (and with a network namespace too), and with today's
+//!   `--sandbox` (a mount namespace with the host read-only, a private `/tmp`, a minimal
+//!   `/dev`, the home and `/run` hidden, no capabilities, seccomp, and Landlock) against the
+//!   same spawn without a sandbox and a bare `std::process::Command` spawn of `true` (also
+//!   entering each sandbox, `bare_spawn_<variant>`, which isolates its cost): the
+//!   sandbox's per-run cost (issue 17: Landlock under 5 ms; issue 25: the mount namespace
+//!   under 10 ms).
+//! - `limits`: a fork bomb (1,000 forks) under `pids` 256 and a memory hog under 256 MiB,
+//!   each spawned under the shim, held by its cgroup limit and torn down, against the same
+//!   tree without a limit (1,000 forks that succeed; 256 MiB touched, then exit), in the
+//!   same run (issue 25). Skipped when the controller is missing.
 //!
 //! The binary is also its own helper: `--tree N FILE` forks N children that pause, writes
-//! FILE and exits (or, with `--hold`, stays); `__shim …` is the subreaper shim.
+//! FILE and exits (or, with `--hold`, stays); `--bomb N FILE` tries N forks, writes how many
+//! the kernel refused to FILE and exits; `--hog MIB` touches MIB MiB (0: without end) and
+//! exits; `__shim …` is the subreaper shim.
 #![allow(
     clippy::disallowed_methods,
     reason = "benchmarks time real work with the real clock"
+)]
+#![allow(
+    clippy::print_stderr,
+    reason = "benchmarks say which groups the machine cannot run"
 )]
 
 use std::ffi::OsString;
@@ -33,9 +48,10 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
 use hyoka_proctrack::{
-    AgentCommand, CgroupMode, CleanOptions, FakeClock, FakeSystem, Instance, Launcher, Marker,
-    NativeProcTable, Network, OnTerm, ProcTable, Sandbox, SandboxSupport, Scope, Seams,
-    TeardownOptions, Tracker, TrackerOptions, clean_run, discover, teardown,
+    AgentCommand, CgroupMode, CleanOptions, Controller, FakeClock, FakeSystem, Instance, Launcher,
+    Marker, Mount, MountPlan, NativeProcTable, Network, OnTerm, ProcTable, ResourceLimits,
+    ResourceSupport, Sandbox, SandboxSupport, Scope, Seams, TeardownOptions, Tracker,
+    TrackerOptions, clean_run, discover, teardown,
 };
 
 const TREE: u32 = 1000;
@@ -48,6 +64,11 @@ fn main() -> ExitCode {
             let n: u32 = args[2].to_str().and_then(|n| n.parse().ok()).unwrap_or(1);
             fork_tree(n, Path::new(&args[3]), mode == "--hold")
         }
+        Some("--bomb") => {
+            let n: u32 = args[2].to_str().and_then(|n| n.parse().ok()).unwrap_or(1);
+            fork_bomb(n, Path::new(&args[3]))
+        }
+        Some("--hog") => hog(args[2].to_str().and_then(|n| n.parse().ok()).unwrap_or(0)),
         _ => {
             let mut criterion = Criterion::default().configure_from_args();
             teardown_1000(&mut criterion);
@@ -55,6 +76,7 @@ fn main() -> ExitCode {
             teardown_engine_fake(&mut criterion);
             ledger_100k(&mut criterion);
             sandbox_spawn(&mut criterion);
+            limits(&mut criterion);
             criterion.final_summary();
             ExitCode::SUCCESS
         }
@@ -80,6 +102,43 @@ fn fork_tree(n: u32, ready: &Path, hold: bool) -> ExitCode {
             unsafe { libc::pause() };
         }
     }
+    ExitCode::SUCCESS
+}
+
+/// Tries `n` forks whose children pause until killed, writes how many the kernel refused to
+/// `done`, then exits.
+fn fork_bomb(n: u32, done: &Path) -> ExitCode {
+    let mut refused = 0u32;
+    for _ in 0..n {
+        // SAFETY: this helper process is single-threaded, and the child only calls the
+        // async-signal-safe `pause` until it is killed.
+        match unsafe { libc::fork() } {
+            0 => loop {
+                // SAFETY: `pause` has no preconditions.
+                unsafe { libc::pause() };
+            },
+            -1 => refused += 1,
+            _ => {}
+        }
+    }
+    std::fs::write(done, refused.to_string()).expect("write done file");
+    ExitCode::SUCCESS
+}
+
+/// Touches `mib` MiB of memory, a page at a time, and exits; `0`: without end (until the
+/// memory limit's OOM killer ends it).
+fn hog(mib: usize) -> ExitCode {
+    let mut kept: Vec<Vec<u8>> = Vec::new();
+    let mut chunk = 0usize;
+    while mib == 0 || chunk < mib {
+        let mut block = vec![0u8; 1 << 20];
+        for page in block.iter_mut().step_by(4096) {
+            *page = 1;
+        }
+        kept.push(black_box(block));
+        chunk += 1;
+    }
+    black_box(&kept);
     ExitCode::SUCCESS
 }
 
@@ -395,6 +454,20 @@ fn sandbox_spawn(c: &mut Criterion) {
     if support.landlock.is_ok() {
         variants.push(("landlock", landlock.clone()));
     }
+    if support.mounts.is_ok() && support.harden.is_ok() {
+        variants.push((
+            "mount_namespace",
+            Sandbox {
+                mounts: Some(mount_plan(dir.path())),
+                harden: true,
+                writable: support
+                    .landlock
+                    .is_ok()
+                    .then(|| vec![dir.path().to_owned()]),
+                ..Sandbox::default()
+            },
+        ));
+    }
     if support.landlock.is_ok() && support.network.is_available() {
         variants.push((
             "landlock_netns",
@@ -406,10 +479,175 @@ fn sandbox_spawn(c: &mut Criterion) {
     }
     let mut group = c.benchmark_group("sandbox_spawn");
     group.sample_size(50);
+    group.bench_function("bare_spawn", |b| {
+        b.iter(|| {
+            let status = Command::new("true").status().expect("spawn true");
+            assert!(status.success());
+        });
+    });
+    // The sandbox alone, without the tracker and the shim: a bare spawn of `true` entering it.
+    for (name, sandbox) in variants.iter().filter(|(n, _)| *n != "unsandboxed") {
+        group.bench_function(format!("bare_spawn_{name}"), |b| {
+            b.iter(|| {
+                let mut command = Command::new("true");
+                sandbox.apply_to(&mut command).expect("sandbox");
+                let status = command.status().expect("spawn true");
+                assert!(status.success());
+            });
+        });
+    }
     for (name, sandbox) in variants {
         group.bench_function(name, |b| {
             b.iter(|| rt.block_on(sandboxed_round(&tracker, &sandbox)));
         });
+    }
+    group.finish();
+    tracker.close().expect("close");
+}
+
+/// The mount plan `--sandbox` gives an agent whose workspace is `workspace`: the caller's
+/// home and `/run` hidden, a private `/tmp` (a directory of `workspace`), a minimal `/dev`,
+/// the workspace writable.
+fn mount_plan(workspace: &Path) -> MountPlan {
+    let tmp = workspace.join("private-tmp");
+    std::fs::create_dir_all(&tmp).expect("private tmp");
+    let mut mounts = Vec::new();
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    for hidden in [Some(PathBuf::from("/run")), home].into_iter().flatten() {
+        if hidden.is_dir() && !workspace.starts_with(&hidden) && hidden.parent().is_some() {
+            mounts.push(Mount::Tmpfs {
+                target: hidden,
+                writable: false,
+            });
+        }
+    }
+    mounts.push(Mount::Bind {
+        source: tmp,
+        target: PathBuf::from("/tmp"),
+        writable: true,
+    });
+    mounts.push(Mount::Devices {
+        target: PathBuf::from("/dev"),
+    });
+    mounts.push(Mount::Bind {
+        source: workspace.to_owned(),
+        target: workspace.to_owned(),
+        writable: true,
+    });
+    MountPlan { mounts, cwd: None }
+}
+
+/// The fork bomb's and the memory hog's size, and their limits.
+const BOMB: u32 = 1000;
+const MAX_PIDS: u32 = 256;
+const HOG_MIB: u64 = 256;
+
+/// One limited round: `args` spawned under the shim with `limits`, waited for (for the
+/// bomb: until it wrote how many forks were refused), checked with `check` on its resource
+/// figures, and torn down with nothing surviving.
+async fn limited_round(
+    tracker: &Tracker,
+    args: Vec<OsString>,
+    limits: ResourceLimits,
+    check: impl Fn(Option<hyoka_proctrack::ResourceUsage>),
+) {
+    static EVAL: AtomicU32 = AtomicU32::new(0);
+    let eval = format!("l{}", EVAL.fetch_add(1, Ordering::Relaxed));
+    let mut command = AgentCommand::new(exe(), args);
+    command.resources = limits;
+    let mut agent = tracker.spawn(&eval, command).await.expect("spawn");
+    agent.wait().await.expect("agent exits");
+    check(agent.resource_usage());
+    let report = agent
+        .teardown(TeardownOptions::with_grace(Duration::from_secs(5)))
+        .await
+        .expect("teardown");
+    assert_eq!(report.survivors, 0);
+}
+
+fn limits(c: &mut Criterion) {
+    let support = ResourceSupport::detect();
+    let (dir, rt) = scratch_and_runtime();
+    let mut options = TrackerOptions::new(unique("r"), dir.path().join("reports"));
+    options.shim = Some(Launcher {
+        program: exe(),
+        args: vec!["__shim".into()],
+    });
+    let tracker = Tracker::start(options).expect("tracker");
+    let mut group = c.benchmark_group("limits");
+    group.sample_size(10);
+    group.sampling_mode(SamplingMode::Flat);
+    let bomb = |pids: Option<u32>| {
+        let done = dir.path().join(unique("bomb"));
+        let args = vec![
+            OsString::from("--bomb"),
+            BOMB.to_string().into(),
+            done.clone().into(),
+        ];
+        let limits = ResourceLimits {
+            pids: pids.map(u64::from),
+            ..ResourceLimits::default()
+        };
+        (args, limits, done)
+    };
+    match support.get(Controller::Pids) {
+        Ok(_) => {
+            group.bench_function("fork_bomb_1000_under_max_pids_256", |b| {
+                b.iter(|| {
+                    let (args, limits, done) = bomb(Some(MAX_PIDS));
+                    rt.block_on(limited_round(&tracker, args, limits, |usage| {
+                        let usage = usage.expect("figures");
+                        assert!(
+                            usage.pids_peak.is_some_and(|p| p <= u64::from(MAX_PIDS)),
+                            "{usage:?}"
+                        );
+                        assert!(usage.pids_refused > Some(0), "{usage:?}");
+                    }));
+                    let refused: u32 = std::fs::read_to_string(&done)
+                        .expect("done")
+                        .parse()
+                        .expect("count");
+                    assert!(refused >= BOMB - MAX_PIDS, "{refused}");
+                });
+            });
+            group.bench_function("fork_1000_unlimited", |b| {
+                b.iter(|| {
+                    let (args, limits, done) = bomb(None);
+                    rt.block_on(limited_round(&tracker, args, limits, |_| {}));
+                    assert_eq!(std::fs::read_to_string(&done).expect("done"), "0");
+                });
+            });
+        }
+        Err(why) => eprintln!("limits/fork_bomb: skipped: {why}"),
+    }
+    match support.get(Controller::Memory) {
+        Ok(_) => {
+            group.bench_function("memory_hog_under_max_memory_256MiB", |b| {
+                b.iter(|| {
+                    let args = vec![OsString::from("--hog"), "0".into()];
+                    let limits = ResourceLimits {
+                        memory: Some(HOG_MIB << 20),
+                        ..ResourceLimits::default()
+                    };
+                    rt.block_on(limited_round(&tracker, args, limits, |usage| {
+                        let usage = usage.expect("figures");
+                        assert!(usage.oom_kills > Some(0), "{usage:?}");
+                    }));
+                });
+            });
+            group.bench_function("touch_256MiB_unlimited", |b| {
+                b.iter(|| {
+                    let args = vec![OsString::from("--hog"), HOG_MIB.to_string().into()];
+                    rt.block_on(limited_round(
+                        &tracker,
+                        args,
+                        ResourceLimits::default(),
+                        |_| {},
+                    ));
+                });
+            });
+        }
+        Err(why) => eprintln!("limits/memory_hog: skipped: {why}"),
     }
     group.finish();
     tracker.close().expect("close");

@@ -29,7 +29,7 @@ use std::time::{Duration, SystemTime};
 
 use criterion::Criterion;
 use hyoka_benches::{Chromium, file_url, synthetic_run};
-use hyoka_eval::{HtmlOptions, RunRecords, render_page};
+use hyoka_report::{HtmlOptions, RunRecords, render_page};
 use serde_json::Value;
 
 const TRIALS: usize = 10_000;
