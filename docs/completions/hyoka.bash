@@ -34,6 +34,9 @@ _hyoka() {
             hyoka,hook)
                 cmd="hyoka__subcmd__hook"
                 ;;
+            hyoka,model-stub)
+                cmd="hyoka__subcmd__model__subcmd__stub"
+                ;;
             hyoka,ps)
                 cmd="hyoka__subcmd__ps"
                 ;;
@@ -51,6 +54,9 @@ _hyoka() {
                 ;;
             hyoka,sessions)
                 cmd="hyoka__subcmd__sessions"
+                ;;
+            hyoka,tasks)
+                cmd="hyoka__subcmd__tasks"
                 ;;
             hyoka,wait)
                 cmd="hyoka__subcmd__wait"
@@ -73,6 +79,9 @@ _hyoka() {
             hyoka__subcmd__help,hook)
                 cmd="hyoka__subcmd__help__subcmd__hook"
                 ;;
+            hyoka__subcmd__help,model-stub)
+                cmd="hyoka__subcmd__help__subcmd__model__subcmd__stub"
+                ;;
             hyoka__subcmd__help,ps)
                 cmd="hyoka__subcmd__help__subcmd__ps"
                 ;;
@@ -91,8 +100,14 @@ _hyoka() {
             hyoka__subcmd__help,sessions)
                 cmd="hyoka__subcmd__help__subcmd__sessions"
                 ;;
+            hyoka__subcmd__help,tasks)
+                cmd="hyoka__subcmd__help__subcmd__tasks"
+                ;;
             hyoka__subcmd__help,wait)
                 cmd="hyoka__subcmd__help__subcmd__wait"
+                ;;
+            hyoka__subcmd__help__subcmd__model__subcmd__stub,serve)
+                cmd="hyoka__subcmd__help__subcmd__model__subcmd__stub__subcmd__serve"
                 ;;
             hyoka__subcmd__help__subcmd__report,compare)
                 cmd="hyoka__subcmd__help__subcmd__report__subcmd__compare"
@@ -100,8 +115,29 @@ _hyoka() {
             hyoka__subcmd__help__subcmd__report,html)
                 cmd="hyoka__subcmd__help__subcmd__report__subcmd__html"
                 ;;
+            hyoka__subcmd__help__subcmd__report,junit)
+                cmd="hyoka__subcmd__help__subcmd__report__subcmd__junit"
+                ;;
+            hyoka__subcmd__help__subcmd__report,markdown)
+                cmd="hyoka__subcmd__help__subcmd__report__subcmd__markdown"
+                ;;
             hyoka__subcmd__help__subcmd__report,merge)
                 cmd="hyoka__subcmd__help__subcmd__report__subcmd__merge"
+                ;;
+            hyoka__subcmd__help__subcmd__tasks,check)
+                cmd="hyoka__subcmd__help__subcmd__tasks__subcmd__check"
+                ;;
+            hyoka__subcmd__model__subcmd__stub,help)
+                cmd="hyoka__subcmd__model__subcmd__stub__subcmd__help"
+                ;;
+            hyoka__subcmd__model__subcmd__stub,serve)
+                cmd="hyoka__subcmd__model__subcmd__stub__subcmd__serve"
+                ;;
+            hyoka__subcmd__model__subcmd__stub__subcmd__help,help)
+                cmd="hyoka__subcmd__model__subcmd__stub__subcmd__help__subcmd__help"
+                ;;
+            hyoka__subcmd__model__subcmd__stub__subcmd__help,serve)
+                cmd="hyoka__subcmd__model__subcmd__stub__subcmd__help__subcmd__serve"
                 ;;
             hyoka__subcmd__report,compare)
                 cmd="hyoka__subcmd__report__subcmd__compare"
@@ -111,6 +147,12 @@ _hyoka() {
                 ;;
             hyoka__subcmd__report,html)
                 cmd="hyoka__subcmd__report__subcmd__html"
+                ;;
+            hyoka__subcmd__report,junit)
+                cmd="hyoka__subcmd__report__subcmd__junit"
+                ;;
+            hyoka__subcmd__report,markdown)
+                cmd="hyoka__subcmd__report__subcmd__markdown"
                 ;;
             hyoka__subcmd__report,merge)
                 cmd="hyoka__subcmd__report__subcmd__merge"
@@ -124,8 +166,26 @@ _hyoka() {
             hyoka__subcmd__report__subcmd__help,html)
                 cmd="hyoka__subcmd__report__subcmd__help__subcmd__html"
                 ;;
+            hyoka__subcmd__report__subcmd__help,junit)
+                cmd="hyoka__subcmd__report__subcmd__help__subcmd__junit"
+                ;;
+            hyoka__subcmd__report__subcmd__help,markdown)
+                cmd="hyoka__subcmd__report__subcmd__help__subcmd__markdown"
+                ;;
             hyoka__subcmd__report__subcmd__help,merge)
                 cmd="hyoka__subcmd__report__subcmd__help__subcmd__merge"
+                ;;
+            hyoka__subcmd__tasks,check)
+                cmd="hyoka__subcmd__tasks__subcmd__check"
+                ;;
+            hyoka__subcmd__tasks,help)
+                cmd="hyoka__subcmd__tasks__subcmd__help"
+                ;;
+            hyoka__subcmd__tasks__subcmd__help,check)
+                cmd="hyoka__subcmd__tasks__subcmd__help__subcmd__check"
+                ;;
+            hyoka__subcmd__tasks__subcmd__help,help)
+                cmd="hyoka__subcmd__tasks__subcmd__help__subcmd__help"
                 ;;
             *)
                 ;;
@@ -134,7 +194,7 @@ _hyoka() {
 
     case "${cmd}" in
         hyoka)
-            opts="-v -q -h -V --verbose --quiet --help --version run clean ps detect demo doctor report respawn hook sessions wait send help"
+            opts="-v -q -h -V --verbose --quiet --help --version run clean ps detect demo doctor report respawn hook sessions wait send tasks model-stub help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -252,7 +312,7 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__help)
-            opts="run clean ps detect demo doctor report respawn hook sessions wait send help"
+            opts="run clean ps detect demo doctor report respawn hook sessions wait send tasks model-stub help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -349,6 +409,34 @@ _hyoka() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        hyoka__subcmd__help__subcmd__model__subcmd__stub)
+            opts="serve"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        hyoka__subcmd__help__subcmd__model__subcmd__stub__subcmd__serve)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         hyoka__subcmd__help__subcmd__ps)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -364,7 +452,7 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__help__subcmd__report)
-            opts="merge html compare"
+            opts="merge html compare junit markdown"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -392,6 +480,34 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__help__subcmd__report__subcmd__html)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        hyoka__subcmd__help__subcmd__report__subcmd__junit)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        hyoka__subcmd__help__subcmd__report__subcmd__markdown)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -475,6 +591,34 @@ _hyoka() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        hyoka__subcmd__help__subcmd__tasks)
+            opts="check"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        hyoka__subcmd__help__subcmd__tasks__subcmd__check)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         hyoka__subcmd__help__subcmd__wait)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -511,6 +655,88 @@ _hyoka() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        hyoka__subcmd__model__subcmd__stub)
+            opts="-v -q -h -V --verbose --quiet --help --version serve help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        hyoka__subcmd__model__subcmd__stub__subcmd__help)
+            opts="serve help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        hyoka__subcmd__model__subcmd__stub__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        hyoka__subcmd__model__subcmd__stub__subcmd__help__subcmd__serve)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        hyoka__subcmd__model__subcmd__stub__subcmd__serve)
+            opts="-v -q -h -V --script --listen --log --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --script)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         hyoka__subcmd__ps)
             opts="-v -q -h -V --reports --json --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -530,7 +756,7 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__report)
-            opts="-v -q -h -V --verbose --quiet --help --version merge html compare help"
+            opts="-v -q -h -V --verbose --quiet --help --version merge html compare junit markdown help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -558,7 +784,7 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__report__subcmd__help)
-            opts="merge html compare help"
+            opts="merge html compare junit markdown help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -613,6 +839,34 @@ _hyoka() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        hyoka__subcmd__report__subcmd__help__subcmd__junit)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        hyoka__subcmd__report__subcmd__help__subcmd__markdown)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         hyoka__subcmd__report__subcmd__help__subcmd__merge)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
@@ -628,6 +882,50 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__report__subcmd__html)
+            opts="-o -v -q -h -V --output --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --output)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        hyoka__subcmd__report__subcmd__junit)
+            opts="-o -v -q -h -V --output --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --output)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        hyoka__subcmd__report__subcmd__markdown)
             opts="-o -v -q -h -V --output --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -790,7 +1088,7 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__run)
-            opts="-v -q -h -V --run-id --reports --workspace-root --starter --keep-workspace --timeout --grace --max-turns --max-files --max-output-size --max-session-actions --max-tokens --max-cost --epochs --retries --resume --rerun-changed --fail-on --events --suite --workers --shard --file --build --build-timeout --review --review-timeout --isolate-home --pass-env --sandbox --network --json --verbose --quiet --help --version"
+            opts="-v -q -h -V --run-id --reports --workspace-root --starter --keep-workspace --timeout --grace --max-turns --max-files --max-output-size --max-session-actions --max-tokens --max-cost --max-memory --max-pids --cpus --max-disk --epochs --retries --resume --rerun-changed --allow-reshape --fail-on --events --suite --workers --shard --file --build --build-timeout --review --review-timeout --isolate-home --pass-env --sandbox --sandbox-read --network --json --tasks --agent --environment --reward-threshold --reward-key --skip-build-steps --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -845,6 +1143,22 @@ _hyoka() {
                     return 0
                     ;;
                 --max-cost)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-memory)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-pids)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cpus)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-disk)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -904,7 +1218,31 @@ _hyoka() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --sandbox-read)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --network)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tasks)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --agent)
+                    COMPREPLY=($(compgen -W "oracle nop" -- "${cur}"))
+                    return 0
+                    ;;
+                --environment)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reward-threshold)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reward-key)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -932,6 +1270,124 @@ _hyoka() {
         hyoka__subcmd__sessions)
             opts="-v -q -h -V --json --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        hyoka__subcmd__tasks)
+            opts="-v -q -h -V --verbose --quiet --help --version check help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        hyoka__subcmd__tasks__subcmd__check)
+            opts="-v -q -h -V --environment --reward-threshold --reward-key --skip-build-steps --run-id --reports --workspace-root --keep-workspace --workers --timeout --grace --sandbox-read --pass-env --json --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --environment)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reward-threshold)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reward-key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --run-id)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reports)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --workspace-root)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --keep-workspace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --workers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --grace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sandbox-read)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pass-env)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        hyoka__subcmd__tasks__subcmd__help)
+            opts="check help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        hyoka__subcmd__tasks__subcmd__help__subcmd__check)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        hyoka__subcmd__tasks__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
