@@ -99,6 +99,8 @@ pub struct Agent {
     pub(crate) adopted: bool,
     /// Whether the shim died before teardown asked it to stop.
     shim_lost: bool,
+    /// Whether the run has the cgroup layer but this eval's leaf could not be made or joined.
+    pub(crate) cgroup_lost: bool,
     /// What this agent has in the process-wide record of attributed processes (see
     /// `orphans`): its known set as of the last refresh.
     attributed: Vec<ProcRef>,
@@ -143,6 +145,7 @@ impl Agent {
             torn_down: false,
             adopted: false,
             shim_lost: false,
+            cgroup_lost: false,
             attributed: Vec::new(),
             resources: None,
         }
@@ -281,14 +284,18 @@ impl Agent {
     }
 
     /// The containment layers this agent lost before teardown: the shim, when it died on
-    /// its own (an agent may SIGKILL it). The cgroup layer is judged at teardown (see
-    /// [`TeardownReport::layers_lost`]).
+    /// its own (an agent may SIGKILL it), and the cgroup layer, when the run has it but this
+    /// eval's leaf could not be made or joined. A process escaping the leaf is judged at
+    /// teardown (see [`TeardownReport::layers_lost`]).
     pub fn layers_lost(&self) -> Vec<Layer> {
+        let mut lost = Vec::new();
         if self.shim_lost {
-            vec![Layer::Shim]
-        } else {
-            Vec::new()
+            lost.push(Layer::Shim);
         }
+        if self.cgroup_lost {
+            lost.push(Layer::Cgroup);
+        }
+        lost
     }
 
     /// Takes note of the exit status of our own child (the shim, or an agent without one): a

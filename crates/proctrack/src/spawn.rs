@@ -164,24 +164,25 @@ impl Tracker {
             });
         }
         let shared = &self.shared;
-        let leaf = shared
-            .create_leaf(eval_id)
-            .and_then(Result::ok)
-            .and_then(|leaf| {
-                let joined = leaf
-                    .procs_fd()
-                    .ok()
-                    .is_some_and(|fd| rustix::io::write(&fd, pid.to_string().as_bytes()).is_ok());
-                if joined {
-                    Some(leaf)
-                } else {
-                    shared.forget_leaf(&leaf, eval_id);
-                    None
-                }
-            });
+        let wanted = shared.create_leaf(eval_id);
+        let cgroup_lost = wanted.is_some();
+        let leaf = wanted.and_then(Result::ok).and_then(|leaf| {
+            let joined = leaf
+                .procs_fd()
+                .ok()
+                .is_some_and(|fd| rustix::io::write(&fd, pid.to_string().as_bytes()).is_ok());
+            if joined {
+                Some(leaf)
+            } else {
+                shared.forget_leaf(&leaf, eval_id);
+                None
+            }
+        });
         // Its parent (this process, usually) collects its exit status: never an orphan.
         crate::orphans::owned().insert(info.proc_ref());
+        let cgroup_lost = cgroup_lost && leaf.is_none();
         let mut agent = Agent::new(shared, eval_id, info.proc_ref(), leaf);
+        agent.cgroup_lost = cgroup_lost;
         agent.adopted = true;
         agent.refresh()?;
         Ok(agent)
@@ -202,16 +203,19 @@ impl Tracker {
             &with_launcher(&command.sandbox, shared.shim.as_ref()),
             command.cwd.as_deref(),
         )?;
-        let leaf = match shared.create_leaf(eval_id) {
-            Some(Ok(leaf)) => Some(leaf),
+        let (leaf, cgroup_lost) = match shared.create_leaf(eval_id) {
+            Some(Ok(leaf)) => (Some(leaf), false),
             Some(Err(e)) if shared.mode == CgroupMode::Required => return Err(e),
-            Some(Err(_)) | None => None,
+            // The run has the layer, this eval does not: the report says so.
+            Some(Err(_)) => (None, true),
+            None => (None, false),
         };
         let placeholder = ProcRef {
             pid: 0,
             start_ticks: 0,
         };
         let mut agent = Agent::new(shared, eval_id, placeholder, leaf);
+        agent.cgroup_lost = cgroup_lost;
         let procs_fd = agent.leaf.as_ref().map(CgroupLeaf::procs_fd).transpose()?;
         let mut limit_fds = Vec::new();
         if !command.resources.is_unlimited() {
