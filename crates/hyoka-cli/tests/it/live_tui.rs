@@ -269,6 +269,8 @@ struct Live {
     /// The turn the last prompt `send` delivered starts: until the stub reaches it, the
     /// agent works on the prompt (before the first byte).
     submitted: u64,
+    /// The text of that prompt.
+    prompt: &'static str,
 }
 
 impl Live {
@@ -338,6 +340,7 @@ impl Live {
             detect: Matrix::default(),
             busy_at: Instant::now(),
             submitted: 0,
+            prompt: "",
         }
     }
 
@@ -498,11 +501,22 @@ impl Live {
                     self.pane(false, false)
                 );
             }
+            // Between Enter and the submitted message in the transcript, Gemini CLI 0.61's
+            // screen is its idle one: `InputPrompt` clears the buffer and calls `onSubmit`,
+            // and `submitQuery` awaits `logger.logMessage` before `addItem(user)` and
+            // `setIsResponding(true)` (useGeminiStream.ts, bundle/interactiveCli-*.js). A
+            // screen alone cannot tell that frame from idle; the session's verdict, which has
+            // the process tree and the keys it typed, must, and is held to it.
+            let screen_knows = !(truth == Truth::Working
+                && after.turn < self.submitted
+                && !self.pane(false, false).contains(self.prompt));
             self.sessions.add(truth, &sample.sessions);
-            self.detect.add(truth, &sample.detect);
+            if screen_knows {
+                self.detect.add(truth, &sample.detect);
+            }
             if truth != Truth::Idle {
                 assert!(
-                    sample.sessions != "idle" && sample.detect != "idle",
+                    sample.sessions != "idle" && (sample.detect != "idle" || !screen_knows),
                     "{:?}: judged idle while {truth:?} (stub {after:?}): {sample:?}\n{}\n{}",
                     self.agent,
                     self.pane(false, false),
@@ -722,6 +736,7 @@ fn drive(agent: Agent) {
     let (code, _, err) = live.hyoka(&["send", &live.name, "explain the repo"]);
     assert_eq!(code, Some(0), "{agent:?}: send to the idle prompt: {err}");
     live.submitted = 1;
+    live.prompt = "explain the repo";
     // Working: the answer streams with a pause; nothing says idle, `send` is refused, and
     // `wait --until idle` returns only once the stub is idle.
     live.busy_at = Instant::now();
@@ -739,6 +754,7 @@ fn drive(agent: Agent) {
     let (code, _, err) = live.hyoka(&["send", &live.name, "run the command"]);
     assert_eq!(code, Some(0), "{agent:?}: send the second prompt: {err}");
     live.submitted = 2;
+    live.prompt = "run the command";
     live.busy_at = Instant::now();
     live.sample_until("the approval dialog", Phase::Free, |stub, s| {
         stub.turn >= 2 && s.sessions == "blocked"
