@@ -939,3 +939,64 @@ fn an_orphaned_tmux_session_is_listed_by_sessions_and_ps_and_removable() {
     assert!(socket_dirs.is_empty(), "left behind: {socket_dirs:?}");
     case.assert_nothing_left();
 }
+
+/// The `supervise it again` command an orphaned session is listed with works as printed: a
+/// new controller takes the session over, what the dead one left (its run directory, its
+/// hook socket directory) goes, and the session is listed as supervised, not orphaned.
+#[test]
+fn an_orphaned_tmux_session_is_supervised_again_by_the_command_it_is_listed_with() {
+    if skip_without_tmux() {
+        return;
+    }
+    let case = Case::new();
+    let reports = case.dir.path().join("reports");
+    let reports_arg = reports.display().to_string();
+    let mut running = case.start(&["--backend", "tmux", "--no-cycle"], &case.sim(&[]));
+    case.wait_for(&mut running, "start", event("started"));
+    let mut child = running.child.take().unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let (_, json, _) = hyoka_out(&case, &["sessions", "--json", "--reports", &reports_arg]);
+    let rows: Vec<Value> = serde_json::from_str(&json).unwrap();
+    let name = rows[0]["name"].as_str().unwrap().to_owned();
+    assert_eq!(
+        rows[0]["supervise"],
+        format!("hyoka respawn --tmux-session {name} --reports {reports_arg}").as_str()
+    );
+    let dead_dirs = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with(&format!("hyoka-{name}-"))
+            })
+            .map(|e| e.path())
+            .chain(
+                std::fs::read_dir(&reports)
+                    .unwrap()
+                    .flatten()
+                    .map(|e| e.path()),
+            )
+            .collect()
+    };
+    assert_eq!(dead_dirs().len(), 2, "{:?}", dead_dirs());
+    let events = case.dir.path().join("again.jsonl");
+    let mut again = case.start_logging(&events, &["--tmux-session", &name, "--no-cycle"], &[]);
+    wait_until("the session to be supervised again", || {
+        session(&case, &name).is_some_and(|s| s["orphaned"].is_null())
+    });
+    let (_, text, _) = hyoka_out(&case, &["sessions", "--reports", &reports_arg]);
+    assert!(!text.contains("orphaned"), "{text}");
+    let left: Vec<_> = dead_dirs()
+        .into_iter()
+        .filter(|d| !d.starts_with(&reports) || d.ends_with(&name))
+        .collect();
+    assert!(left.is_empty(), "the dead controller's records: {left:?}");
+    let (code, stderr) = hyoka(&case, &["respawn", "--stop", "--name", &name]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let done = case.finish(&mut again);
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    case.assert_nothing_left();
+}

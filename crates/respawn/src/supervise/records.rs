@@ -84,7 +84,12 @@ pub(super) fn announce(
         session: Some(name),
     } = backend
     {
-        let _ = forget_dead_controllers(reports, name);
+        // What they left goes, an unnamed session's socket directory included (its agent
+        // talks to this controller's from now on).
+        let temp = std::env::temp_dir();
+        for run_id in forget_dead_controllers(reports, name) {
+            super::socket_dir::SocketDir::forget_run(&temp, &run_id);
+        }
     }
     let Some(run_dir) = run_dir else { return };
     #[expect(
