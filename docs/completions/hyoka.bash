@@ -1268,12 +1268,16 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__sessions)
-            opts="-v -q -h -V --json --verbose --quiet --help --version"
+            opts="-v -q -h -V --reports --json --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --reports)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;

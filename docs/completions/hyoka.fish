@@ -223,6 +223,7 @@ complete -c hyoka -n "__fish_hyoka_using_subcommand hook" -s v -l verbose -d 'Mo
 complete -c hyoka -n "__fish_hyoka_using_subcommand hook" -s q -l quiet -d 'Only errors on stderr'
 complete -c hyoka -n "__fish_hyoka_using_subcommand hook" -s h -l help -d 'Print help'
 complete -c hyoka -n "__fish_hyoka_using_subcommand hook" -s V -l version -d 'Print version'
+complete -c hyoka -n "__fish_hyoka_using_subcommand sessions" -l reports -d 'Where the sessions\' controllers keep their records (as `hyoka respawn --reports`): a tmux session whose controller died is listed from them, as orphaned' -r -F
 complete -c hyoka -n "__fish_hyoka_using_subcommand sessions" -l json -d 'Machine-readable output on stdout'
 complete -c hyoka -n "__fish_hyoka_using_subcommand sessions" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c hyoka -n "__fish_hyoka_using_subcommand sessions" -s q -l quiet -d 'Only errors on stderr'

@@ -48,8 +48,8 @@ fn root() -> PathBuf {
 
 /// The JSON Schemas of the records hyoka writes, by file stem: `report`, `run` and
 /// `action-timeline` (`hyoka-eval`), `ledger` (the parsed `pids.txt`, as `hyoka ps --json`
-/// and `hyoka clean --json` show it) and `respawn-event` (one line of `hyoka respawn
-/// --events`).
+/// and `hyoka clean --json` show it), `respawn-event` (one line of `hyoka respawn
+/// --events`), `session` and `orphaned-session` (the rows of `hyoka sessions --json`).
 fn schemas() -> Vec<(&'static str, schemars::Schema)> {
     let mut schemas = hyoka_eval::schemas();
     schemas.push(("ledger", schemars::schema_for!(hyoka_proctrack::Ledger)));
@@ -57,6 +57,10 @@ fn schemas() -> Vec<(&'static str, schemars::Schema)> {
     schemas.push((
         "session",
         schemars::schema_for!(hyoka_respawn::SessionStatus),
+    ));
+    schemas.push((
+        "orphaned-session",
+        schemars::schema_for!(hyoka_respawn::OrphanedSession),
     ));
     schemas
 }

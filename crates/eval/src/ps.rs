@@ -76,16 +76,60 @@ pub struct LiveRun {
     /// The run's owner, ledger, evals and tracked processes.
     #[serde(flatten)]
     pub run: RunListing,
-    /// `live` (its owner runs), or `tearing_down` (its owner is gone, some of its
-    /// processes still run: a shim stopping its tree, or a run for `hyoka clean`).
+    /// `live` (its owner runs), `tearing_down` (its owner is gone, some of its processes
+    /// still run: a shim stopping its tree, or a run for `hyoka clean`), or `orphaned` (a
+    /// respawn controller that died while its tmux session runs on, supervised by nobody:
+    /// see [`LiveRun::orphaned`]).
     pub activity: &'static str,
     /// What each eval (or respawn session) is doing, by eval id, from its `status.json`.
     pub phases: BTreeMap<String, PhaseNow>,
+    /// For an orphaned session: the command that ends it and removes its records.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop: Option<String>,
+}
+
+impl LiveRun {
+    /// The run of a respawn controller that died while its tmux session runs on (which
+    /// `hyoka-respawn`'s `orphaned_sessions` proves), shown with `stop`, the command that
+    /// ends the session and removes what its controller left.
+    pub fn orphaned(run: RunListing, stop: String) -> Self {
+        let phases = phases(&run.run_dir);
+        Self {
+            run,
+            activity: "orphaned",
+            phases,
+            stop: Some(stop),
+        }
+    }
+}
+
+/// Every eval (or session) directory of a run that holds a status (a tmux session has no
+/// process in the ledger to name it), with the command its pid runs now.
+fn phases(run_dir: &Path) -> BTreeMap<String, PhaseNow> {
+    std::fs::read_dir(run_dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name().into_string().ok()?;
+            hyoka_workspace::EvalId::new(name.clone()).ok()?;
+            let mut phase = read_status(&entry.path())?;
+            phase.pid_comm = phase
+                .pid
+                .and_then(|pid| i32::try_from(pid).ok())
+                .and_then(|pid| NativeProcTable::new().process(pid))
+                .filter(|p| !p.is_gone())
+                .filter(|p| phase.pid_start_ticks.is_none_or(|t| t == p.start_ticks))
+                .map(|p| p.comm);
+            Some((name, phase))
+        })
+        .collect()
 }
 
 /// What `hyoka ps` lists under `reports`: live runs (owner lock held) and runs being torn
 /// down (owner gone, ledger not marked cleaned, some tracked process still running), each
-/// with what its evals are doing.
+/// with what its evals are doing. (Orphaned tmux sessions need tmux to be proven: the
+/// caller adds them with [`LiveRun::orphaned`].)
 ///
 /// # Errors
 /// [`EvalError::Tracker`] when `reports` is not an existing directory (bad input:
@@ -105,29 +149,12 @@ pub fn live_runs(reports: &Path) -> Result<Vec<LiveRun>, EvalError> {
                 LockState::Abandoned if run.processes.iter().any(|p| p.alive) => "tearing_down",
                 _ => return None,
             };
-            // Every eval (or session) directory of the run that holds a status: a tmux
-            // session has no process in the ledger to name it.
-            let phases = std::fs::read_dir(&run.run_dir)
-                .into_iter()
-                .flatten()
-                .flatten()
-                .filter_map(|entry| {
-                    let name = entry.file_name().into_string().ok()?;
-                    hyoka_workspace::EvalId::new(name.clone()).ok()?;
-                    let mut phase = read_status(&entry.path())?;
-                    phase.pid_comm = phase
-                        .pid
-                        .and_then(|pid| i32::try_from(pid).ok())
-                        .and_then(|pid| NativeProcTable::new().process(pid))
-                        .filter(|p| !p.is_gone())
-                        .map(|p| p.comm);
-                    Some((name, phase))
-                })
-                .collect();
+            let phases = phases(&run.run_dir);
             Some(LiveRun {
                 run,
                 activity,
                 phases,
+                stop: None,
             })
         })
         .collect())
@@ -154,6 +181,10 @@ pub fn render_live_runs(runs: &[LiveRun], now: SystemTime) -> String {
         let alive = run.processes.iter().filter(|p| p.alive).count();
         let state = match live.activity {
             "live" => format!("owner pid {owner}"),
+            "orphaned" => format!(
+                "owner pid {owner} is gone; orphaned: its tmux session runs on, supervised by \
+                 nobody"
+            ),
             _ => format!(
                 "owner pid {owner} is gone; being torn down, {alive} process(es) still running \
                  (`hyoka clean` finishes it)"
@@ -183,6 +214,9 @@ pub fn render_live_runs(runs: &[LiveRun], now: SystemTime) -> String {
             if !shown.iter().any(|p| std::ptr::eq(*p, process)) {
                 render_process(&mut out, process, "");
             }
+        }
+        if let Some(stop) = &live.stop {
+            let _ = writeln!(out, "  stop it: {stop}");
         }
     }
     out

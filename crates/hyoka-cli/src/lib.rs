@@ -108,7 +108,7 @@ async fn dispatch(command: Command, verbose: bool) -> Result<ExitStatus, Fail> {
     match command {
         Command::Run(args) => cmd::run::exec(args).await,
         Command::Clean(args) => cmd::cleanup::exec(args, verbose).await,
-        Command::Ps(args) => cmd::ps::exec(&args),
+        Command::Ps(args) => cmd::ps::exec(&args).await,
         Command::Detect(args) => cmd::detect::exec(&args),
         Command::Demo(args) => cmd::demo::exec(args).await,
         Command::Doctor(args) => cmd::doctor::exec(&args).await,

@@ -65,6 +65,10 @@ pub struct PhaseNow {
     /// A respawn session's agent (for tmux, the pane's process).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
+    /// The start time of `pid` (field 22 of `/proc/<pid>/stat`, clock ticks since boot), so
+    /// a reader can tell that the process running under that pid is still the one recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid_start_ticks: Option<u64>,
     /// The command of `pid` now, while it runs (filled by `hyoka ps` when it lists the run,
     /// never read from the file).
     #[serde(default, skip_deserializing, skip_serializing_if = "Option::is_none")]

@@ -222,8 +222,9 @@ pub use crate::registry::{
 #[cfg(feature = "schema")]
 pub use crate::schema::event_line_schema;
 pub use crate::supervise::{
-    ALERT_EVAL, Backend, CHECKER_EVAL, Driven, Finished, SESSION_EVAL, Session, SessionOptions,
-    Stopped, Supervised, forget_orphaned_session, stop_detached, stop_session, summary,
+    ALERT_EVAL, Backend, CHECKER_EVAL, Driven, Finished, OrphanedSession, SESSION_EVAL, Session,
+    SessionOptions, Stopped, Supervised, forget_orphaned_session, orphaned_sessions, stop_detached,
+    stop_session, summary,
 };
 pub use crate::terminal::{
     Exit, PtyTerminal, ReadEvent, Size, SpawnOptions, Terminal, TmuxOptions, TmuxTerminal,

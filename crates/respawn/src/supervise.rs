@@ -19,10 +19,12 @@
 //! Files by job: `session.rs` (the lifecycle: [`Session::start`], [`Session::drive`]),
 //! `backend.rs` (a PTY or a tmux session), `socket_dir.rs` (the hook socket's private
 //! directory), `records.rs` (the tracker, the ledger directory and `status.json`),
-//! `sampling.rs` (the tree and a tmux session's people, every half second) and `stopping.rs`
-//! ([`Driven::stop`], [`stop_session`], the marker sweep).
+//! `sampling.rs` (the tree and a tmux session's people, every half second), `stopping.rs`
+//! ([`Driven::stop`], [`stop_session`], the marker sweep) and `orphans.rs` (tmux sessions
+//! whose controller died: [`orphaned_sessions`]).
 
 mod backend;
+mod orphans;
 mod records;
 mod sampling;
 mod session;
@@ -32,6 +34,7 @@ mod stopping;
 mod tests;
 
 pub use self::backend::Backend;
+pub use self::orphans::{OrphanedSession, orphaned_sessions};
 pub use self::records::{ALERT_EVAL, CHECKER_EVAL, SESSION_EVAL, summary};
 pub use self::session::{Session, SessionOptions, Supervised};
 pub use self::stopping::{

@@ -27,6 +27,12 @@
 //! the calls of one reply as the reply streams; two calls of one reply whose first
 //! completes before the second starts read as two replies.)
 //!
+//! Results: a tool item's completion (once per item id) is an [`AgentEvent::ToolResult`]:
+//! a `command_execution`'s `aggregated_output` (an error when its `exit_code` is not 0 or
+//! its `status` is `failed` or `declined`), a `file_change`'s changes (`update path`, one a
+//! line; an error when its `status` is `failed`), an `mcp_tool_call`'s text `content` or its
+//! `error` `message`; cut to [`INPUT_PREVIEW_BYTES`] like Claude Code's.
+//!
 //! Spending: `turn.completed` `usage` is the thread's running total (Codex fills it from its
 //! `total_token_usage`), so it is a [`UsageEvent::Total`]. Codex's `input_tokens` include the
 //! cached ones and the cache writes (its `TokenUsage::non_cached_input` in
@@ -84,6 +90,11 @@ struct Item<'a> {
     tool: Option<&'a RawValue>,
     arguments: Option<&'a RawValue>,
     query: Option<&'a RawValue>,
+    aggregated_output: Option<&'a RawValue>,
+    exit_code: Option<&'a RawValue>,
+    status: Option<&'a RawValue>,
+    result: Option<&'a RawValue>,
+    error: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -98,6 +109,11 @@ enum Key {
     Tool,
     Arguments,
     Query,
+    AggregatedOutput,
+    ExitCode,
+    Status,
+    Result,
+    Error,
     #[serde(other)]
     Other,
 }
@@ -122,6 +138,11 @@ impl<'de: 'a, 'a> Deserialize<'de> for Item<'a> {
                         Key::Tool => &mut item.tool,
                         Key::Arguments => &mut item.arguments,
                         Key::Query => &mut item.query,
+                        Key::AggregatedOutput => &mut item.aggregated_output,
+                        Key::ExitCode => &mut item.exit_code,
+                        Key::Status => &mut item.status,
+                        Key::Result => &mut item.result,
+                        Key::Error => &mut item.error,
                         Key::Other => {
                             map.next_value::<IgnoredAny>()?;
                             continue;
@@ -200,6 +221,8 @@ const RECENT_ITEMS: usize = 64;
 pub struct CodexJsonParser {
     /// The ids of recent tool items that counted as actions.
     counted: RecentIds<RECENT_ITEMS>,
+    /// The ids of recent tool items whose result was reported.
+    answered: RecentIds<RECENT_ITEMS>,
     /// Whether a reply of the model is under way (an item of it was seen, and no tool of it
     /// completed since).
     in_reply: bool,
@@ -244,6 +267,9 @@ impl CodexJsonParser {
         if tool && completed {
             // Its result goes back to the model: what comes next is the model's next reply.
             self.in_reply = false;
+            if text(item.id).is_none_or(|id| self.answered.first_time(&id)) {
+                events.push(tool_result(&kind, item));
+            }
         }
     }
 }
@@ -277,6 +303,80 @@ fn action(kind: &str, item: &Item<'_>) -> AgentEvent {
             _ => tool_call(kind, None, object(&[("command", item.command)])),
         }
     }
+}
+
+/// The result of a completed tool item, as the model got it back: a command's
+/// `aggregated_output` (an error when it exited non-zero, failed or was declined), a patch's
+/// changes (`add path`, one a line; an error when it failed), an MCP call's text content or
+/// its `error` `message`, a collab call's status; a web search reports no text.
+fn tool_result(kind: &str, item: &Item<'_>) -> AgentEvent {
+    let status = text(item.status);
+    let failed = matches!(status.as_deref(), Some("failed" | "declined"));
+    let (output, error) = match kind {
+        "command_execution" => {
+            let code = item
+                .exit_code
+                .and_then(|raw| serde_json::from_str::<i64>(raw.get()).ok());
+            let output = text(item.aggregated_output)
+                .map(Cow::into_owned)
+                .filter(|o| !o.is_empty());
+            (output, failed || code.is_some_and(|c| c != 0))
+        }
+        "file_change" => {
+            let changes: Vec<Change<'_>> = item
+                .changes
+                .and_then(|raw| serde_json::from_str(raw.get()).ok())
+                .unwrap_or_default();
+            let lines: Vec<String> = changes
+                .iter()
+                .filter_map(|c| {
+                    let kind = c
+                        .kind
+                        .and_then(|k| serde_json::from_str::<&str>(k.get()).ok());
+                    Some(format!(
+                        "{} {}",
+                        kind.unwrap_or("change"),
+                        c.path.as_deref()?
+                    ))
+                })
+                .collect();
+            ((!lines.is_empty()).then(|| lines.join("\n")), failed)
+        }
+        "mcp_tool_call" => {
+            let message = item
+                .error
+                .and_then(|raw| serde_json::from_str::<ErrorMessage<'_>>(raw.get()).ok())
+                .and_then(|e| e.message);
+            match message {
+                Some(message) => (Some(message.into_owned()), true),
+                None => (item.result.and_then(|raw| content_text(raw.get())), failed),
+            }
+        }
+        _ => (None, failed),
+    };
+    AgentEvent::ToolResult {
+        output: output.map(|o| truncate_chars(&o, INPUT_PREVIEW_BYTES)),
+        error,
+    }
+}
+
+/// An MCP call's `error`.
+#[derive(Deserialize)]
+struct ErrorMessage<'a> {
+    #[serde(borrow, default)]
+    message: Option<Cow<'a, str>>,
+}
+
+/// The `text` of an MCP result's `content` blocks, joined by newlines; `None` without text.
+fn content_text(raw: &str) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(raw).ok()?;
+    let texts: Vec<&str> = value
+        .get("content")?
+        .as_array()?
+        .iter()
+        .filter_map(|b| b.get("text")?.as_str())
+        .collect();
+    (!texts.is_empty()).then(|| texts.join("\n"))
 }
 
 /// An API error a Codex `error` or `turn.failed` line names, if its status is transient.

@@ -23,6 +23,11 @@
 //! `read_file`) or `path` is the timeline's `path`. The `init` line names the model
 //! ([`AgentEvent::Announced`]).
 //!
+//! Results: a `tool_result` is an [`AgentEvent::ToolResult`]: its `output` (Gemini writes
+//! a tool's display text there, none for a result it shows as a diff), or for an error (its
+//! `status` is `error`) its `error`'s `message`; cut to [`INPUT_PREVIEW_BYTES`] like Claude
+//! Code's.
+//!
 //! Spending: the `result` line's `stats` are the session's totals, a [`UsageEvent::Total`],
 //! written only at the end: a session stopped earlier has no usage.
 //! Gemini's `input_tokens` are the whole prompt, cached tokens included; `input` (the part
@@ -67,6 +72,10 @@ struct Line<'a> {
     message: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     error: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    status: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    output: Option<&'a RawValue>,
 }
 
 /// The token figures of a `result` line's `stats`.
@@ -156,7 +165,10 @@ impl LineReader for GeminiStreamJsonParser {
                 model: parsed.model.as_deref().map(str::to_owned),
                 version: None,
             }),
-            Some("tool_result") => self.in_reply = false,
+            Some("tool_result") => {
+                self.in_reply = false;
+                events.push(tool_result(&parsed));
+            }
             _ => {
                 self.counts.unknown += 1;
                 return;
@@ -183,6 +195,33 @@ fn api_error(line: &Line<'_>) -> Option<AgentEvent> {
         .or_else(|| line.error.map(|raw| raw.get().to_owned()))?;
     let status = super::status_in(&message).filter(|s| super::transient_api_status(*s))?;
     Some(AgentEvent::api_error(Some(status), &message))
+}
+
+/// A `tool_result` line's result: an error (its `status` is `error`, or it carries an
+/// `error`) says its `error`'s `message` (which names what failed: Gemini's `output` is the
+/// short display text, `File not found.`), else its `output`; a success says its `output`.
+fn tool_result(line: &Line<'_>) -> AgentEvent {
+    #[derive(Deserialize)]
+    struct ToolError {
+        #[serde(default)]
+        message: Option<String>,
+    }
+    let error = line
+        .error
+        .and_then(|raw| serde_json::from_str::<ToolError>(raw.get()).ok());
+    let output = line
+        .output
+        .and_then(|raw| serde_json::from_str::<String>(raw.get()).ok())
+        .filter(|o| !o.is_empty());
+    let failed = line.status.as_deref() == Some("error") || error.is_some();
+    let text = match error.and_then(|e| e.message).filter(|m| !m.is_empty()) {
+        Some(message) => Some(message),
+        None => output,
+    };
+    AgentEvent::ToolResult {
+        output: text.map(|o| truncate_chars(&o, INPUT_PREVIEW_BYTES)),
+        error: failed,
+    }
 }
 
 impl GeminiStreamJsonParser {

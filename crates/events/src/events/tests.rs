@@ -873,3 +873,133 @@ fn tool_results_are_read_from_both_formats() {
         })
     ));
 }
+
+/// The results among `events`, as (text, error).
+fn results(events: &[AgentEvent]) -> Vec<(Option<&str>, bool)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolResult { output, error } => Some((output.as_deref(), *error)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Each result comes right after its call's events and before the next call.
+fn calls_and_results(events: &[AgentEvent]) -> String {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolCall { .. } => Some('c'),
+            AgentEvent::ToolResult { .. } => Some('r'),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn codex_tool_results_are_read_from_a_real_capture() {
+    // Codex 0.169.0 `exec --json` against `hyoka model-stub serve`: a command, a patch, a
+    // command that fails.
+    let (events, lines) = read_all(
+        EventSource::CodexJson,
+        &fixture("codex-0.169-tool-results.jsonl"),
+    );
+    assert_eq!((lines.unknown, lines.malformed), (0, 0));
+    assert_eq!(counts(&events), (4, 3));
+    assert_eq!(calls_and_results(&events), "crcrcr");
+    assert_eq!(
+        results(&events),
+        [
+            (Some("one\ntwo\n"), false),
+            (Some("add /home/dev/project/hello.txt"), false),
+            (Some("cat: missing.txt: No such file or directory\n"), true),
+        ]
+    );
+}
+
+#[test]
+fn codex_tool_results_of_every_item_kind_come_once_per_item() {
+    // A web search (no text), an MCP call's text content, a patch completed twice (one
+    // result), a failed command.
+    let (events, _) = read_all(EventSource::CodexJson, &fixture("codex-exec-tools.jsonl"));
+    assert_eq!(
+        results(&events),
+        [
+            (None, false),
+            (Some("ClientBuilder::timeout"), false),
+            (
+                Some("update /home/dev/project/src/client.rs\nupdate /home/dev/project/src/lib.rs"),
+                false
+            ),
+            (
+                Some("   Compiling client v0.1.0\ntest result: FAILED\n"),
+                true
+            ),
+        ]
+    );
+    // An MCP call's error, a declined command and a failed patch are errors; an update or a
+    // start is no result.
+    let lines = [
+        r#"{"type":"item.started","item":{"id":"m","type":"mcp_tool_call","server":"s","tool":"t","arguments":{},"result":null,"error":null,"status":"in_progress"}}"#,
+        r#"{"type":"item.completed","item":{"id":"m","type":"mcp_tool_call","server":"s","tool":"t","arguments":{},"result":null,"error":{"message":"server went away"},"status":"failed"}}"#,
+        r#"{"type":"item.updated","item":{"id":"c","type":"command_execution","command":"rm -rf /","aggregated_output":"","exit_code":null,"status":"in_progress"}}"#,
+        r#"{"type":"item.completed","item":{"id":"c","type":"command_execution","command":"rm -rf /","aggregated_output":"","exit_code":null,"status":"declined"}}"#,
+        r#"{"type":"item.completed","item":{"id":"p","type":"file_change","changes":[{"path":"a.rs","kind":"delete"}],"status":"failed"}}"#,
+    ];
+    let (events, _) = read_all(EventSource::CodexJson, &lines.join("\n"));
+    assert_eq!(
+        results(&events),
+        [
+            (Some("server went away"), true),
+            (None, true),
+            (Some("delete a.rs"), true)
+        ]
+    );
+}
+
+#[test]
+fn gemini_tool_results_are_read_from_a_real_capture() {
+    // Gemini CLI 0.61.0 `--output-format stream-json` against `hyoka model-stub serve`: a
+    // command, a write (its result is shown as a diff: no text), a read of a missing file.
+    let (events, lines) = read_all(
+        EventSource::GeminiStreamJson,
+        &fixture("gemini-0.61-tool-results.jsonl"),
+    );
+    assert_eq!((lines.unknown, lines.malformed), (0, 0));
+    assert_eq!(counts(&events), (4, 3));
+    assert_eq!(calls_and_results(&events), "crcrcr");
+    assert_eq!(
+        results(&events),
+        [
+            (Some("one\ntwo"), false),
+            (None, false),
+            (Some("File not found: /home/dev/project/missing.txt"), true),
+        ]
+    );
+}
+
+#[test]
+fn codex_and_gemini_tool_results_are_bounded_like_claudes() {
+    let long = "é".repeat(INPUT_PREVIEW_BYTES);
+    let codex = format!(
+        r#"{{"type":"item.completed","item":{{"id":"c","type":"command_execution","command":"cat big","aggregated_output":"{long}","exit_code":0,"status":"completed"}}}}"#
+    );
+    let gemini = format!(
+        r#"{{"type":"tool_result","timestamp":"t","tool_id":"x","status":"success","output":"{long}"}}"#
+    );
+    for (source, line) in [
+        (EventSource::CodexJson, codex),
+        (EventSource::GeminiStreamJson, gemini),
+    ] {
+        let (events, _) = read_all(source, &line);
+        let [(Some(text), false)] = results(&events)[..] else {
+            panic!("{source:?}: {events:?}");
+        };
+        assert!(text.ends_with('…'), "{source:?}");
+        assert!(
+            text.len() <= INPUT_PREVIEW_BYTES + '…'.len_utf8(),
+            "{source:?}"
+        );
+    }
+}

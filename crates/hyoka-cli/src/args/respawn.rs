@@ -179,6 +179,11 @@ pub struct RespawnArgs {
 /// `hyoka sessions`.
 #[derive(Debug, Args)]
 pub struct SessionsArgs {
+    /// Where the sessions' controllers keep their records (as `hyoka respawn --reports`):
+    /// a tmux session whose controller died is listed from them, as orphaned.
+    #[arg(long, value_name = "DIR", default_value = "reports")]
+    pub reports: PathBuf,
+
     /// Machine-readable output on stdout.
     #[arg(long)]
     pub json: bool,

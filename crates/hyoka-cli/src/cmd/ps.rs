@@ -1,14 +1,19 @@
-//! `hyoka ps`: the live runs (owner lock held) and the runs being torn down, what their evals
-//! and respawn sessions are doing, and their processes as they are now.
+//! `hyoka ps`: the live runs (owner lock held), the runs being torn down, and the respawn
+//! controllers that died while their tmux session runs on (orphaned, with the command that
+//! stops it), what their evals and respawn sessions are doing, and their processes as they
+//! are now.
 
-use hyoka_eval::{live_runs, render_live_runs};
+use hyoka_eval::{LiveRun, live_runs, render_live_runs};
 
 use crate::args::PsArgs;
 use crate::exit::{ExitStatus, Fail};
 use crate::out::outln;
 
-pub(crate) fn exec(args: &PsArgs) -> Result<ExitStatus, Fail> {
-    let runs = live_runs(&args.reports)?;
+pub(crate) async fn exec(args: &PsArgs) -> Result<ExitStatus, Fail> {
+    let mut runs = live_runs(&args.reports)?;
+    for orphan in hyoka_respawn::orphaned_sessions(&args.reports).await {
+        runs.push(LiveRun::orphaned(orphan.run, orphan.stop));
+    }
     if args.json {
         crate::out::json(&runs);
     } else {

@@ -1,5 +1,5 @@
 //! `hyoka sessions`, `hyoka wait` and `hyoka send`: the supervised sessions through
-//! `hyoka-respawn`'s registry, and the exit codes scripts rely on (wait: 0 reached, 124
+//! `hyoka-respawn`'s registry (and the orphaned tmux sessions its records prove), and the exit codes scripts rely on (wait: 0 reached, 124
 //! timed out; send: 0 delivered, 3 refused with nothing typed, 4 typed but not confirmed;
 //! an unknown name: 2).
 
@@ -19,8 +19,15 @@ fn failed(err: &RespawnError) -> Fail {
     }
 }
 
+/// The supervised sessions (from the registry), then the tmux sessions whose controller
+/// died (from the records under `--reports`), marked orphaned.
 pub(crate) async fn list(args: &SessionsArgs) -> Result<ExitStatus, Fail> {
     let listed = registry()?.list().await;
+    let orphans: Vec<_> = hyoka_respawn::orphaned_sessions(&args.reports)
+        .await
+        .into_iter()
+        .filter(|o| !listed.iter().any(|l| l.name == o.name))
+        .collect();
     if args.json {
         let rows: Vec<_> = listed
             .iter()
@@ -28,11 +35,12 @@ pub(crate) async fn list(args: &SessionsArgs) -> Result<ExitStatus, Fail> {
                 Ok(status) => json!(status),
                 Err(err) => json!({ "name": l.name, "error": err.to_string() }),
             })
+            .chain(orphans.iter().map(|o| json!(o)))
             .collect();
         crate::out::json(&rows);
         return Ok(ExitStatus::Success);
     }
-    if listed.is_empty() {
+    if listed.is_empty() && orphans.is_empty() {
         outln!("no supervised sessions");
     }
     for listing in &listed {
@@ -40,6 +48,9 @@ pub(crate) async fn list(args: &SessionsArgs) -> Result<ExitStatus, Fail> {
             Ok(status) => outln!("{}", status.render()),
             Err(err) => outln!("{}  not answering: {err}", listing.name),
         }
+    }
+    for orphan in &orphans {
+        outln!("{}", orphan.render());
     }
     Ok(ExitStatus::Success)
 }

@@ -389,3 +389,107 @@ evals:
         "the service's log"
     );
 }
+
+/// Issue 27, item 5: the transcript shows the tool results Codex and Gemini CLI report (their
+/// real lines, captured from Codex 0.169.0 and Gemini CLI 0.61.0 against the model stub,
+/// replayed by a stand-in), and a trial's phase logs (build, review) are on its page;
+/// Chromium renders them.
+#[test]
+fn the_page_shows_codex_and_gemini_results_and_the_phase_logs() {
+    let s = Scratch::new();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../events/tests/fixtures/events");
+    let suite = s.path().join("suite.yaml");
+    std::fs::write(
+        &suite,
+        format!(
+            r#"
+defaults: {{ timeout: 30s, grace: 1s }}
+evals:
+  - id: codex
+    command: [cat, "{codex}"]
+    events: codex-json
+    build: {{ command: [sh, -c, "echo the build says ok"], timeout: 10s }}
+    review: {{ command: [sh, -c, "echo the review looked; echo '{{\"pass\": true}}'"], timeout: 10s }}
+  - id: gemini
+    command: [cat, "{gemini}"]
+    events: gemini-stream-json
+"#,
+            codex = fixtures.join("codex-0.169-tool-results.jsonl").display(),
+            gemini = fixtures.join("gemini-0.61-tool-results.jsonl").display(),
+        ),
+    )
+    .unwrap();
+    let out = s
+        .hyoka("run")
+        .args(["--run-id", "t", "--suite"])
+        .arg(&suite)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let run_dir = s.reports().join("t");
+    let page = run_dir.join("report.html");
+    report_html(&[&run_dir], &page);
+    s.assert_no_workspaces();
+
+    let Some(chromium) = Chromium::find() else {
+        eprintln!(
+            "skipped: the browser part needs headless Chromium (apt-get install chromium, or set HYOKA_CHROMIUM)"
+        );
+        return;
+    };
+    let dom_of = |task: usize| {
+        chromium
+            .dump_dom(
+                &file_url(&page, &format!("#task={task}")),
+                Duration::from_secs(15),
+            )
+            .unwrap()
+            .stdout
+            .replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&quot;", "\"")
+            .replace("&#39;", "'")
+            .replace("&amp;", "&")
+    };
+    let section = |dom: &str, id: &str| {
+        let start = dom
+            .find(&format!("id=\"{id}\""))
+            .unwrap_or_else(|| panic!("no #{id} in the page"));
+        let end = start + dom[start..].find("</details>").unwrap();
+        dom[start..end].to_owned()
+    };
+    let codex = dom_of(0);
+    let transcript = section(&codex, "transcript");
+    for shown in [
+        "Transcript: 4 turns",
+        "<strong>command_execution</strong>",
+        "one\ntwo\n",
+        "<strong>file_change</strong>",
+        "add /home/dev/project/hello.txt",
+        "result (error)",
+        "cat: missing.txt: No such file or directory",
+    ] {
+        assert!(transcript.contains(shown), "{shown:?} in {transcript}");
+    }
+    for shown in [
+        "build.log (",
+        "the build says ok",
+        "review.log (",
+        "the review looked",
+    ] {
+        assert!(codex.contains(shown), "{shown:?} in the codex trial's page");
+    }
+    let gemini = dom_of(1);
+    let transcript = section(&gemini, "transcript");
+    for shown in [
+        "Transcript: 4 turns",
+        "<strong>run_shell_command</strong>",
+        "one\ntwo",
+        "<strong>write_file</strong>",
+        "<strong>read_file</strong>",
+        "result (error)",
+        "File not found: /home/dev/project/missing.txt",
+    ] {
+        assert!(transcript.contains(shown), "{shown:?} in {transcript}");
+    }
+}

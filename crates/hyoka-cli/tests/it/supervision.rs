@@ -794,3 +794,209 @@ fn stop_of_an_orphaned_tmux_session_removes_its_directory() {
     );
     case.assert_nothing_left();
 }
+
+/// `hyoka <args>` of the case: exit code, stdout and stderr.
+fn hyoka_out(case: &Case, args: &[&str]) -> (Option<i32>, String, String) {
+    let out = case.hyoka().args(args).output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// See: issue 27, "A tmux session whose controller was killed is listed by neither
+/// `sessions` nor `ps`". A tmux session started by `hyoka respawn --backend tmux` (no name:
+/// the run id names it) whose controller is SIGKILLed is listed by both, marked orphaned,
+/// in text and `--json`, with the command that stops it; that command ends it and removes
+/// its run directory and socket directory, and nothing of it survives in /proc.
+#[test]
+fn an_orphaned_tmux_session_is_listed_by_sessions_and_ps_and_removable() {
+    if skip_without_tmux() {
+        return;
+    }
+    let case = Case::new();
+    let reports = case.dir.path().join("reports");
+    let reports_arg = reports.display().to_string();
+    let mut running = case.start(&["--backend", "tmux", "--no-cycle"], &case.sim(&[]));
+    case.wait_for(&mut running, "start", event("started"));
+    let mut child = running.child.take().unwrap();
+    let controller = child.id();
+    // Supervised: listed as a live session, not as an orphan.
+    let (code, listed, stderr) = hyoka_out(&case, &["sessions", "--reports", &reports_arg]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!listed.contains("orphaned"), "{listed}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    // `hyoka sessions --json`: one orphaned row, with the proof and the commands.
+    let (code, json, stderr) = hyoka_out(&case, &["sessions", "--json", "--reports", &reports_arg]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let rows: Vec<Value> = serde_json::from_str(&json).unwrap();
+    assert_eq!(rows.len(), 1, "{rows:#?}");
+    let row = &rows[0];
+    assert_eq!(row["orphaned"], true, "{row:#}");
+    assert_eq!(row["backend"], "tmux", "{row:#}");
+    assert_eq!(
+        row["controller_pid"].as_u64(),
+        Some(u64::from(controller)),
+        "{row:#}"
+    );
+    let name = row["name"].as_str().unwrap().to_owned();
+    let run_id = row["run_id"].as_str().unwrap().to_owned();
+    assert_eq!(name, run_id, "an unnamed session is named after its run");
+    assert_eq!(row["tmux"]["socket"], format!("hyoka-{name}"), "{row:#}");
+    let pane = row["pid"].as_u64().and_then(|p| u32::try_from(p).ok());
+    assert!(pane.is_some_and(crate::support::pid_alive), "{row:#}");
+    let stop = format!("hyoka respawn --stop --tmux-session {name} --reports {reports_arg}");
+    assert_eq!(row["stop"], stop.as_str(), "{row:#}");
+    assert_eq!(
+        row["run_dir"],
+        reports.join(&run_id).display().to_string(),
+        "{row:#}"
+    );
+    // In text: the name, that it is orphaned, and the command that stops it.
+    let (code, text, stderr) = hyoka_out(&case, &["sessions", "--reports", &reports_arg]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        text.starts_with(&format!(
+            "{name}  orphaned: its controller (pid {controller}) is gone"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("stop it:            {stop}")),
+        "{text}"
+    );
+    // Without the records (another --reports), nothing is claimed.
+    let elsewhere = case.dir.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let (_, text, _) = hyoka_out(
+        &case,
+        &["sessions", "--reports", elsewhere.to_str().unwrap()],
+    );
+    assert_eq!(text.trim(), "no supervised sessions");
+
+    // `hyoka ps`: the run, orphaned, with its session and the command.
+    let (code, text, stderr) = hyoka_out(&case, &["ps", "--reports", &reports_arg]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        text.contains(&format!(
+            "run {run_id} (owner pid {controller} is gone; orphaned: its tmux session runs on"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("session: respawn session on tmux ({name})")),
+        "{text}"
+    );
+    assert!(text.contains(&format!("  stop it: {stop}")), "{text}");
+    let (code, json, stderr) = hyoka_out(&case, &["ps", "--json", "--reports", &reports_arg]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let runs: Vec<Value> = serde_json::from_str(&json).unwrap();
+    assert_eq!(runs.len(), 1, "{runs:#?}");
+    assert_eq!(runs[0]["run_id"], run_id.as_str());
+    assert_eq!(runs[0]["activity"], "orphaned", "{:#}", runs[0]);
+    assert_eq!(runs[0]["stop"], stop.as_str(), "{:#}", runs[0]);
+    assert_eq!(
+        runs[0]["phases"]["session"]["tmux_session"],
+        name.as_str(),
+        "{:#}",
+        runs[0]
+    );
+
+    // The command it gives removes it all.
+    let (code, out, stderr) = hyoka_out(
+        &case,
+        &[
+            "respawn",
+            "--stop",
+            "--tmux-session",
+            &name,
+            "--reports",
+            &reports_arg,
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        out.contains(&format!("stopped tmux session {name}")),
+        "{out}"
+    );
+    let (_, text, _) = hyoka_out(&case, &["sessions", "--reports", &reports_arg]);
+    assert_eq!(text.trim(), "no supervised sessions");
+    let (_, text, _) = hyoka_out(&case, &["ps", "--reports", &reports_arg]);
+    assert_eq!(text.trim(), "no live runs");
+    let socket_dirs: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(&format!("hyoka-{run_id}-"))
+        })
+        .map(|e| e.path())
+        .collect();
+    assert!(socket_dirs.is_empty(), "left behind: {socket_dirs:?}");
+    case.assert_nothing_left();
+}
+
+/// The `supervise it again` command an orphaned session is listed with works as printed: a
+/// new controller takes the session over, what the dead one left (its run directory, its
+/// hook socket directory) goes, and the session is listed as supervised, not orphaned.
+#[test]
+fn an_orphaned_tmux_session_is_supervised_again_by_the_command_it_is_listed_with() {
+    if skip_without_tmux() {
+        return;
+    }
+    let case = Case::new();
+    let reports = case.dir.path().join("reports");
+    let reports_arg = reports.display().to_string();
+    let mut running = case.start(&["--backend", "tmux", "--no-cycle"], &case.sim(&[]));
+    case.wait_for(&mut running, "start", event("started"));
+    let mut child = running.child.take().unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let (_, json, _) = hyoka_out(&case, &["sessions", "--json", "--reports", &reports_arg]);
+    let rows: Vec<Value> = serde_json::from_str(&json).unwrap();
+    let name = rows[0]["name"].as_str().unwrap().to_owned();
+    assert_eq!(
+        rows[0]["supervise"],
+        format!("hyoka respawn --tmux-session {name} --reports {reports_arg}").as_str()
+    );
+    let dead_dirs = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with(&format!("hyoka-{name}-"))
+            })
+            .map(|e| e.path())
+            .chain(
+                std::fs::read_dir(&reports)
+                    .unwrap()
+                    .flatten()
+                    .map(|e| e.path()),
+            )
+            .collect()
+    };
+    assert_eq!(dead_dirs().len(), 2, "{:?}", dead_dirs());
+    let events = case.dir.path().join("again.jsonl");
+    let mut again = case.start_logging(&events, &["--tmux-session", &name, "--no-cycle"], &[]);
+    wait_until("the session to be supervised again", || {
+        session(&case, &name).is_some_and(|s| s["orphaned"].is_null())
+    });
+    let (_, text, _) = hyoka_out(&case, &["sessions", "--reports", &reports_arg]);
+    assert!(!text.contains("orphaned"), "{text}");
+    let left: Vec<_> = dead_dirs()
+        .into_iter()
+        .filter(|d| !d.starts_with(&reports) || d.ends_with(&name))
+        .collect();
+    assert!(left.is_empty(), "the dead controller's records: {left:?}");
+    let (code, stderr) = hyoka(&case, &["respawn", "--stop", "--name", &name]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let done = case.finish(&mut again);
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    case.assert_nothing_left();
+}

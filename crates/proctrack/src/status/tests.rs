@@ -58,12 +58,13 @@ fn a_session_status_names_its_backend_and_agent_but_never_its_command() {
             backend: Some("tmux".to_owned()),
             tmux_session: Some("work".to_owned()),
             pid: Some(42),
+            pid_start_ticks: Some(7),
             pid_comm: Some("claude".to_owned()),
             ..PhaseNow::default()
         },
         &serde_json::json!({
             "phase": "session", "since": "t", "started": "t", "backend": "tmux",
-            "tmux_session": "work", "pid": 42, "pid_comm": "claude",
+            "tmux_session": "work", "pid": 42, "pid_start_ticks": 7, "pid_comm": "claude",
         }),
     );
 }

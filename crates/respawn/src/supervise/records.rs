@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use hyoka_proctrack::{
-    Agent, CgroupMode, PhaseNow, SESSION_PHASE, TeardownReport, Tracker, TrackerOptions,
+    Agent, CgroupMode, PhaseNow, ProcRef, SESSION_PHASE, TeardownReport, Tracker, TrackerOptions,
     read_status, remove_status, write_status,
 };
 
@@ -68,7 +68,9 @@ pub(super) fn trackers(
 }
 
 /// Writes `<run_dir>/session/status.json`, which `hyoka ps` shows: a respawn session, its
-/// backend (and tmux session), its agent's pid (a tmux pane's process) and since when. A
+/// backend (and tmux session), its agent's pid and start time (a tmux pane's process: what
+/// proves, once this controller is gone, that the tmux session running is still the one it
+/// drove; see [`orphaned_sessions`](super::orphaned_sessions)) and since when. A
 /// named tmux session's earlier controllers that died leave records this one takes over
 /// (see [`forget_dead_controllers`]).
 pub(super) fn announce(
@@ -76,13 +78,18 @@ pub(super) fn announce(
     run_dir: Option<&Path>,
     backend: &Backend,
     session: &str,
-    pid: Option<u32>,
+    agent: Option<ProcRef>,
 ) {
     if let Backend::Tmux {
         session: Some(name),
     } = backend
     {
-        forget_dead_controllers(reports, name);
+        // What they left goes, an unnamed session's socket directory included (its agent
+        // talks to this controller's from now on).
+        let temp = std::env::temp_dir();
+        for run_id in forget_dead_controllers(reports, name) {
+            super::socket_dir::SocketDir::forget_run(&temp, &run_id);
+        }
     }
     let Some(run_dir) = run_dir else { return };
     #[expect(
@@ -100,7 +107,8 @@ pub(super) fn announce(
         started: Some(now),
         backend: Some(backend.to_owned()),
         tmux_session,
-        pid,
+        pid: agent.and_then(|a| u32::try_from(a.pid).ok()),
+        pid_start_ticks: agent.map(|a| a.start_ticks),
         ..PhaseNow::default()
     };
     let dir = run_dir.join(SESSION_EVAL);
@@ -116,11 +124,12 @@ pub(super) fn announce(
 /// without cleaning up (SIGKILLed: their owner lock is free): the session outlived them and
 /// this controller drives it now. Only a record that provably is such a controller's is
 /// touched: an abandoned run under `reports` whose ledger tracks nothing and whose status
-/// names this tmux session.
-pub(super) fn forget_dead_controllers(reports: &Path, name: &str) {
+/// names this tmux session. Gives the run ids whose records went.
+pub(super) fn forget_dead_controllers(reports: &Path, name: &str) -> Vec<String> {
     let Ok(runs) = hyoka_proctrack::list_runs(reports) else {
-        return;
+        return Vec::new();
     };
+    let mut forgotten = Vec::new();
     for run in runs {
         let ours = run.state == hyoka_proctrack::LockState::Abandoned
             && run.refused.is_none()
@@ -131,8 +140,10 @@ pub(super) fn forget_dead_controllers(reports: &Path, name: &str) {
             });
         if ours {
             remove_ledger_dir(&run.run_dir);
+            forgotten.push(run.run_id);
         }
     }
+    forgotten
 }
 
 /// Removes a cleanly closed session's ledger directory (the ledger, the owner lock and the

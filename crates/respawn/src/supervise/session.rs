@@ -214,16 +214,10 @@ impl Session {
         // The alert commands carry the session's run marker, like the checkers.
         let marker = run_marker(&run_id, ALERT_EVAL);
         let child_pid = terminal.child_pid().and_then(|pid| i32::try_from(pid).ok());
-        announce(
-            &reports,
-            ledger_dir.as_deref(),
-            &backend,
-            &session,
-            terminal.child_pid(),
-        );
         let root = child_pid
             .and_then(|pid| NativeProcTable::new().process(pid))
             .map(|info| info.proc_ref());
+        announce(&reports, ledger_dir.as_deref(), &backend, &session, root);
         // Adopted right after the spawn: the session joins a cgroup leaf when there is one,
         // and its tree is kept in the ledger.
         let adopted = adopt(tracker, child_pid);

@@ -43,6 +43,29 @@ impl SocketDir {
         }
     }
 
+    /// Removes the socket directories of the unnamed tmux session of the dead controller
+    /// `run_id` (`hyoka-<run_id>-sock-…`): real directories of this user's, holding only the
+    /// socket, which nobody listens on.
+    pub(super) fn forget_run(temp_dir: &Path, run_id: &str) {
+        use std::os::unix::fs::MetadataExt as _;
+        if RunId::new(run_id).is_err() {
+            return;
+        }
+        let prefix = format!("hyoka-{run_id}-sock-");
+        let Ok(entries) = std::fs::read_dir(temp_dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let dir = entry.path();
+            let ours = entry.file_name().to_string_lossy().starts_with(&prefix)
+                && std::fs::symlink_metadata(&dir)
+                    .is_ok_and(|m| m.is_dir() && m.uid() == rustix::process::geteuid().as_raw());
+            if ours && Self::abandoned(&dir) {
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+        }
+    }
+
     /// Whether nobody listens on the directory's socket and it holds nothing else.
     fn abandoned(dir: &Path) -> bool {
         let listened = std::os::unix::net::UnixStream::connect(dir.join("hook.sock")).is_ok();

@@ -241,9 +241,13 @@ async fn sweep(run_id: &str, root: Option<ProcRef>, grace: Duration) -> Teardown
 /// run directories: ledger, owner lock, session status), once `--stop` ended the session
 /// without survivors: an abandoned run whose session status names this tmux session and
 /// whose ledger tracks no process. A directory holding anything else is left alone. The
-/// session's hook socket directory in the system temp directory goes too, when it is ours,
+/// session's hook socket directory in the system temp directory goes too (a named session's
+/// `hyoka-respawn-<name>`, an unnamed one's `hyoka-<run_id>-sock-…`), when it is ours,
 /// holds only the socket and nobody listens on it.
 pub fn forget_orphaned_session(reports: &std::path::Path, name: &str) {
-    super::records::forget_dead_controllers(reports, name);
-    super::socket_dir::SocketDir::forget(&std::env::temp_dir(), name);
+    let temp = std::env::temp_dir();
+    for run_id in super::records::forget_dead_controllers(reports, name) {
+        super::socket_dir::SocketDir::forget_run(&temp, &run_id);
+    }
+    super::socket_dir::SocketDir::forget(&temp, name);
 }

@@ -823,6 +823,22 @@ impl TmuxTerminal {
         Ok(u32::try_from(others).unwrap_or(u32::MAX))
     }
 
+    /// The process of `session`'s (first) pane on the private server `socket`, if the
+    /// session exists and tmux answers.
+    pub async fn pane_pid(socket: &str, session: &str) -> Option<u32> {
+        if !valid_tmux_name(session) {
+            return None;
+        }
+        let line = tmux(
+            socket,
+            &[],
+            ["display-message", "-p", "-t", session, "#{pane_pid}"],
+        )
+        .await
+        .ok()?;
+        line.trim().parse().ok()
+    }
+
     /// The value of `variable` in `session`'s environment, if set.
     pub async fn session_env(socket: &str, session: &str, variable: &str) -> Option<String> {
         let line = tmux(socket, &[], ["show-environment", "-t", session, variable])
