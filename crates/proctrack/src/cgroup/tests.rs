@@ -1,4 +1,5 @@
 //! Tests of cgroup2 mount and path discovery.
+#![allow(clippy::print_stderr, reason = "tests say on stderr why they skip")]
 
 use super::*;
 
@@ -77,7 +78,7 @@ fn sibling_leaves_made_and_removed_at_once_are_all_made() {
         eprintln!("skipping: no writable cgroup v2 here");
         return;
     };
-    let instance = crate::Instance::generate().unwrap();
+    let instance = Instance::generate().unwrap();
     let run = format!("leafrace{}", std::process::id());
     let failures = std::sync::atomic::AtomicUsize::new(0);
     std::thread::scope(|scope| {
