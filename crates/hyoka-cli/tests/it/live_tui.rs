@@ -619,6 +619,31 @@ impl Live {
         }
     }
 
+    /// `hyoka send` to a session judged idle: delivered (0), or refused with nothing typed
+    /// (3) when the verdict moved on in between (Gemini CLI's tree stays busy a while after
+    /// its restart); then it waits for idle again and sends again, as a person would.
+    #[track_caller]
+    fn send_when_idle(&mut self, text: &str) {
+        for _ in 0..5 {
+            let (code, _, err) = self.hyoka(&["send", &self.name, text]);
+            match code {
+                Some(0) => return,
+                Some(3) => {
+                    assert!(err.contains("nothing typed"), "{err}");
+                    let mut wait = self.spawn_wait("idle", "60s");
+                    assert_eq!(
+                        wait.wait().unwrap().code(),
+                        Some(0),
+                        "{:?}: wait",
+                        self.agent
+                    );
+                }
+                _ => panic!("{:?}: send {text:?}: {err}", self.agent),
+            }
+        }
+        panic!("{:?}: send {text:?} refused five times", self.agent);
+    }
+
     fn spawn_wait(&self, until: &str, timeout: &str) -> Child {
         self.case
             .hyoka()
@@ -733,8 +758,7 @@ fn drive(agent: Agent) {
     // (Gemini CLI restarts itself after the trust dialog, and its tree stays busy a while
     // behind the prompt: the start is not scored.)
     live.wait_idle_agrees(live.spawn_wait("idle", "60s"), Phase::Starting);
-    let (code, _, err) = live.hyoka(&["send", &live.name, "explain the repo"]);
-    assert_eq!(code, Some(0), "{agent:?}: send to the idle prompt: {err}");
+    live.send_when_idle("explain the repo");
     live.submitted = 1;
     live.prompt = "explain the repo";
     // Working: the answer streams with a pause; nothing says idle, `send` is refused, and
@@ -751,8 +775,7 @@ fn drive(agent: Agent) {
     });
     live.settle();
     // A shell command that asks first: blocked until the test approves it.
-    let (code, _, err) = live.hyoka(&["send", &live.name, "run the command"]);
-    assert_eq!(code, Some(0), "{agent:?}: send the second prompt: {err}");
+    live.send_when_idle("run the command");
     live.submitted = 2;
     live.prompt = "run the command";
     live.busy_at = Instant::now();
