@@ -190,7 +190,7 @@ async fn generate(shared: Arc<Shared>, method: &str, path: &str, exchange: Excha
     }
     if let Some(kind) = plan.error {
         let (status, body) = protocol::error(exchange.protocol, kind);
-        shared.log(
+        let seq = shared.log(
             method,
             path,
             Some(&exchange),
@@ -199,6 +199,7 @@ async fn generate(shared: Arc<Shared>, method: &str, path: &str, exchange: Excha
             format!("error {status}"),
         );
         shared.finish(&exchange, &plan, false);
+        shared.ended(seq);
         let mut response = json(status, &body);
         // Ask for a quick retry: a scripted error tests the agent's handling, not its
         // patience.
@@ -211,14 +212,15 @@ async fn generate(shared: Arc<Shared>, method: &str, path: &str, exchange: Excha
     let outcome = if exchange.side { "side" } else { "reply" };
     match protocol::render(&exchange, &model, &plan.turn, &ids) {
         Rendered::Whole(body) => {
-            shared.log(method, path, Some(&exchange), None, 200, outcome.to_owned());
+            let seq = shared.log(method, path, Some(&exchange), None, 200, outcome.to_owned());
             shared.finish(&exchange, &plan, true);
+            shared.ended(seq);
             json(200, &body)
         }
         Rendered::Stream(frames) => {
-            shared.log(method, path, Some(&exchange), None, 200, outcome.to_owned());
+            let seq = shared.log(method, path, Some(&exchange), None, 200, outcome.to_owned());
             let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(4);
-            tokio::spawn(pump(shared, exchange, plan, frames, tx));
+            tokio::spawn(pump(shared, exchange, plan, seq, frames, tx));
             let stream = futures_util::stream::unfold(rx, |mut rx| async move {
                 rx.recv().await.map(|b| (Ok::<_, Infallible>(b), rx))
             });
@@ -243,6 +245,7 @@ async fn pump(
     shared: Arc<Shared>,
     exchange: Exchange,
     plan: Plan,
+    seq: u64,
     frames: Vec<String>,
     tx: tokio::sync::mpsc::Sender<Bytes>,
 ) {
@@ -265,5 +268,6 @@ async fn pump(
     }
     // Finished before the body ends, so a client that saw the end reads the new state.
     shared.finish(&exchange, &plan, completed);
+    shared.ended(seq);
     drop(tx);
 }

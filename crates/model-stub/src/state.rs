@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::Write;
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use serde::Serialize;
 
@@ -70,6 +70,15 @@ pub struct LogEntry {
     pub seq: u64,
     /// Milliseconds since the stub started.
     pub at_ms: u64,
+    /// When it arrived, on the wall clock (RFC 3339, milliseconds), to compare with the
+    /// `time` of `hyoka respawn --events` lines: a keystroke dated between a request's `time`
+    /// and its `done` was typed while the model answered.
+    pub time: String,
+    /// When its answer ended (sent in full, an error, or the client gone), on the wall
+    /// clock; absent while it is being answered, and in the `--log` file (written as the
+    /// request arrives).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub done: Option<String>,
     /// The method.
     pub method: String,
     /// The path and query.
@@ -129,6 +138,8 @@ pub(crate) struct Plan {
 pub(crate) struct Shared {
     pub(crate) script: Script,
     started: Instant,
+    /// The wall clock at `started`.
+    wall: SystemTime,
     inner: Mutex<Inner>,
 }
 
@@ -147,10 +158,15 @@ struct Inner {
 }
 
 impl Shared {
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the stub dates its log; no decision is taken on the clock"
+    )]
     pub(crate) fn new(script: Script, sink: Option<Box<dyn Write + Send>>) -> Self {
         Self {
             script,
             started: Instant::now(),
+            wall: SystemTime::now(),
             inner: Mutex::new(Inner {
                 sink,
                 ..Inner::default()
@@ -247,7 +263,21 @@ impl Shared {
         self.lock().unknown += 1;
     }
 
-    /// Logs one request.
+    /// The wall clock now, as the log writes it.
+    fn wall_now(&self) -> String {
+        humantime::format_rfc3339_millis(self.wall + self.started.elapsed()).to_string()
+    }
+
+    /// Notes that the answer to the request logged as `seq` ended.
+    pub(crate) fn ended(&self, seq: u64) {
+        let done = self.wall_now();
+        let mut inner = self.lock();
+        if let Some(entry) = inner.log.iter_mut().rev().find(|e| e.seq == seq) {
+            entry.done = Some(done);
+        }
+    }
+
+    /// Logs one request; its sequence number is returned for [`Shared::ended`].
     #[allow(
         clippy::too_many_arguments,
         reason = "one call site, each argument a log field"
@@ -260,12 +290,16 @@ impl Shared {
         protocol: Option<Protocol>,
         status: u16,
         outcome: String,
-    ) {
+    ) -> u64 {
+        let time = self.wall_now();
         let mut inner = self.lock();
         inner.seq += 1;
         let entry = LogEntry {
             seq: inner.seq,
             at_ms: u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            // Only a model request is answered over time; anything else is answered now.
+            done: exchange.is_none().then(|| time.clone()),
+            time,
             method: method.to_owned(),
             path: path.to_owned(),
             protocol: exchange.map(|e| e.protocol).or(protocol),
@@ -300,7 +334,9 @@ impl Shared {
         if inner.log.len() == LOG_KEPT {
             inner.log.pop_front();
         }
+        let seq = entry.seq;
         inner.log.push_back(entry);
+        seq
     }
 
     /// The state now.

@@ -700,6 +700,18 @@ pub enum Event {
         /// The rule or signal that decided the verdict.
         rule: String,
     },
+    /// Enter after the typed text waits: the verdict taken just before it says the screen
+    /// has not settled (output a moment ago, a busy child process, a screen not judged).
+    /// Enter is pressed on a later fresh verdict that allows it, within `verify_timeout`;
+    /// otherwise the delivery is unconfirmed. Reported once per delivery.
+    EnterHeld {
+        /// The step (or `send`).
+        step: Step,
+        /// The state the verdict said.
+        state: SessionState,
+        /// The rule or signal that decided the verdict.
+        rule: String,
+    },
     /// No new turn started after the Enter and its retry: the text may sit unsubmitted in
     /// the input box. A cycle pauses.
     DeliveryUnconfirmed {

@@ -111,7 +111,9 @@
 //! recently), as a
 //! bracketed paste where the agent asked for one; Enter is a separate write (Ink reads an
 //! Enter that arrives with the text as a newline), pressed once the text shows in the box or
-//! after `text_wait`. The delivery counts only when a new turn visibly starts within
+//! after `text_wait`, and only on a settled verdict: one that shows work or cannot judge the
+//! screen holds Enter (event `enter_held`), tried again on a fresh verdict every
+//! `enter_delay` for `verify_timeout`, then the delivery is unconfirmed. The delivery counts only when a new turn visibly starts within
 //! `verify_timeout`: working output or a working verdict with evidence of work, or the text
 //! echoed in the transcript after it was seen in the box ([`Input::TextShown`]). Otherwise
 //! Enter is retried `verify_retries` times (once), then `delivery_unconfirmed`: a cycle is

@@ -73,6 +73,10 @@ pub fn narrate(event: &Event) -> Option<String> {
                 step_name(*step)
             )
         }
+        Event::EnterHeld { step, state, rule } => format!(
+            "Enter for the {} step waits for the screen to settle: the session is {state} [{rule}]",
+            step_name(*step)
+        ),
         Event::StepRetried { step, attempt } => format!(
             "no new turn after the {} step: Enter again (retry {attempt})",
             step_name(*step)

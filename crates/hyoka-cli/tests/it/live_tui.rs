@@ -275,11 +275,16 @@ struct Live {
 
 impl Live {
     fn start(agent: Agent, bin: &Path) -> Self {
+        Self::start_with(agent, bin, &agent.script(), &["--no-cycle"])
+    }
+
+    /// A live session with `script` for the stub and `flags` for `hyoka respawn`.
+    fn start_with(agent: Agent, bin: &Path, script_text: &str, flags: &[&str]) -> Self {
         let case = Case::new();
         let name = format!("live-{}-{}", agent.bin(), fastrand::u32(..));
         let dir = case.dir.path().to_owned();
         let script = dir.join("script.yaml");
-        std::fs::write(&script, agent.script()).unwrap();
+        std::fs::write(&script, script_text).unwrap();
         let mut stub = Command::new("unshare")
             .args(["-n", "sh", "-c", "ip link set lo up && exec \"$0\" \"$@\""])
             .arg(hyoka_path())
@@ -303,8 +308,14 @@ impl Live {
         let work = dir.join("work");
         std::fs::create_dir_all(&work).unwrap();
         let (argv, env) = agent.command(bin, &dir);
-        let mut defaults: Vec<&str> = FAST.iter().copied().filter(|a| !a.is_empty()).collect();
-        defaults.retain(|a| *a != "--no-output-timeout" && *a != "3s");
+        // The fast defaults, but for the no-output fallback and what `flags` sets.
+        let defaults: Vec<&str> = FAST
+            .chunks(2)
+            .filter(|pair| pair[0] != "--no-output-timeout" && !flags.contains(&pair[0]))
+            .flatten()
+            .copied()
+            .filter(|a| !a.is_empty())
+            .collect();
         let mut cmd = Command::new("nsenter");
         cmd.arg(format!("--net=/proc/{}/ns/net", stub.id()))
             .arg(hyoka_path())
@@ -314,7 +325,8 @@ impl Live {
             .arg("--events")
             .arg(case.events_path())
             .args(&defaults)
-            .args(["--backend", "tmux", "--name", &name, "--no-cycle"])
+            .args(["--backend", "tmux", "--name", &name])
+            .args(flags)
             .args(["--profile", agent.profile(), "--human-lock", "1s"])
             .arg("--")
             .args(&argv)
@@ -721,6 +733,17 @@ impl Live {
     }
 }
 
+impl Live {
+    /// After the controller exited by itself: stops the stub and proves that nothing is left.
+    fn finish_stub(mut self) {
+        if let Some(mut stub) = self.stub.take() {
+            let _ = stub.kill();
+            let _ = stub.wait();
+        }
+        self.case.assert_nothing_left();
+    }
+}
+
 impl Drop for Live {
     fn drop(&mut self) {
         if let Some(mut stub) = self.stub.take() {
@@ -814,6 +837,8 @@ fn drive(agent: Agent) {
     live.settle();
     live.stop();
 }
+
+mod cycle;
 
 #[test]
 fn claude_code_live_in_tmux() {

@@ -120,6 +120,7 @@ impl Machine {
             phase: Phase::Typed { at: now },
             saw_in_box: false,
             max_retries,
+            held_since: None,
         });
         if text.is_empty() {
             self.press_enter(now);
@@ -148,9 +149,22 @@ impl Machine {
         false
     }
 
-    /// `enter-delay` fired: Enter once the text shows in the box, or after `text_wait`.
+    /// `enter-delay` fired: Enter once the text shows in the box, or after `text_wait`, and
+    /// only on a verdict that has settled. A verdict that shows work or cannot judge the
+    /// screen (the echo of the text just typed, a child process the agent starts as the
+    /// text arrives, a redraw pending) holds Enter: it is tried again on a fresh verdict
+    /// every `enter_delay`, for `verify_timeout`, and then the delivery is unconfirmed (the
+    /// text stays in the input). If the box is empty when Enter may go (the verdict says
+    /// idle after the text was seen in it), the text left without Enter: the delivery is
+    /// unconfirmed and no Enter goes. A dialog is not waited out: the driver withholds Enter
+    /// onto it ([`Machine::may_type`]), and so does the machine when its own verdict shows one.
     pub(super) fn press_enter(&mut self, now: Instant) {
         self.note_text_in_box();
+        let unsettled = match self.verdict.state {
+            SessionState::Working => super::shows_work(&self.verdict),
+            SessionState::Unknown => true,
+            SessionState::Idle | SessionState::Blocked => false,
+        };
         let Some(delivery) = self.delivery.as_mut() else {
             return;
         };
@@ -167,6 +181,50 @@ impl Machine {
             );
             return;
         }
+        if !delivery.text.is_empty() && unsettled {
+            let first = delivery.held_since.is_none();
+            let since = *delivery.held_since.get_or_insert(now);
+            let step = delivery.purpose.step();
+            if first {
+                let rule = self
+                    .verdict
+                    .deciding()
+                    .map(|e| e.rule.clone())
+                    .unwrap_or_default();
+                self.emit(Event::EnterHeld {
+                    step,
+                    state: self.verdict.state,
+                    rule,
+                });
+            }
+            if now.saturating_duration_since(since) < self.config.verify_timeout {
+                self.arm(TimerName::EnterDelay, self.config.enter_delay, now);
+            } else {
+                self.delivery_failed(now);
+            }
+            return;
+        }
+        if delivery.held_since.is_some()
+            && delivery.saw_in_box
+            && self.verdict.state == SessionState::Idle
+        {
+            // The text was in the box, and the box emptied while Enter waited (the agent
+            // restarted, a person cleared it): nothing of ours is left to submit.
+            self.delivery_failed(now);
+            return;
+        }
+        if !delivery.text.is_empty()
+            && self.verdict.state == SessionState::Blocked
+            && self.verdict.blocked != Some(BlockedKind::Draft)
+        {
+            // A dialog opened over the text: never answered, never waited out.
+            let verdict = self.verdict.clone();
+            self.keys_withheld(&Keys::Enter, &verdict, now);
+            return;
+        }
+        let Some(delivery) = self.delivery.as_mut() else {
+            return;
+        };
         delivery.phase = Phase::Submitted { retries: 0 };
         let (purpose, text) = (delivery.purpose, delivery.text.clone());
         self.out.push(Action::Type(Keys::Enter));

@@ -53,6 +53,8 @@ pub(super) struct Delivery {
     /// Retries allowed (none for a bare Enter on a menu: a second one could confirm
     /// something else).
     pub(super) max_retries: u32,
+    /// Since when Enter after the typed text waits for a verdict that allows it.
+    pub(super) held_since: Option<Instant>,
 }
 
 /// Sends waiting for the session, oldest first.

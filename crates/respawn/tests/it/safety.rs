@@ -247,3 +247,186 @@ fn the_session_exiting_stops_the_machine() {
     assert!(sim.has(|e| *e == Event::SessionExited { code: Some(0) }));
     assert_eq!(sim.m.next_deadline(), None);
 }
+
+/// A verdict of `state` decided by `signal`'s `rule`, as the detector gives it.
+fn decided(
+    state: SessionState,
+    blocked: Option<BlockedKind>,
+    signal: &'static str,
+    rule: &str,
+) -> Input {
+    Input::Verdict(hyoka_idle_detect::Verdict {
+        state,
+        blocked,
+        evidence: vec![hyoka_idle_detect::Evidence {
+            signal,
+            points_to: state,
+            rule: rule.to_owned(),
+            detail: String::new(),
+            age_ms: 0,
+            source: String::new(),
+        }],
+    })
+}
+
+/// The update prompt is typed at 70 and shows in the box at 80 (Enter due at 130); at 100
+/// the verdict turns `working` on `rule`, as Gemini CLI 0.61's screen does just after a step
+/// is typed (a child process it starts, or the echo not settled yet).
+fn typed_then_unsettled(signal: &'static str, rule: &str) -> Sim {
+    let mut sim = Sim::started(fast());
+    sim.auto_echo = false;
+    sim.completion();
+    sim.advance_to(70);
+    assert_eq!(sim.typed().len(), 1, "{:?}", sim.events());
+    sim.advance_to(80);
+    sim.verdict(SessionState::Blocked, Some(BlockedKind::Draft));
+    sim.send(Input::TextShown);
+    sim.advance_to(100);
+    sim.send(decided(SessionState::Working, None, signal, rule));
+    sim
+}
+
+// See: issue 24 (Gemini CLI's `/init` Enter was withheld on a verdict taken just after the
+// echo, and the cycle was abandoned with a draft left).
+#[test]
+fn an_enter_held_on_an_unsettled_verdict_goes_once_the_draft_shows_again() {
+    let mut sim = typed_then_unsettled("process_activity", "process/busy-children");
+    // Due at 130: held, reported once, tried again every `enter_delay` on a fresh verdict.
+    sim.advance_to(290);
+    assert_eq!(sim.enters(), 0);
+    assert_eq!(
+        sim.when(|e| matches!(e, Event::EnterHeld { .. })),
+        Some(130)
+    );
+    assert!(sim.has(|e| *e
+        == Event::EnterHeld {
+            step: Step::Update,
+            state: SessionState::Working,
+            rule: "process/busy-children".to_owned(),
+        }));
+    assert_eq!(sim.count(|e| matches!(e, Event::EnterHeld { .. })), 1);
+    assert_eq!(sim.state(), State::SendingUpdate);
+    // The screen settles at 300 with the text in the box: Enter at the next try, 330, once.
+    sim.verdict(SessionState::Blocked, Some(BlockedKind::Draft));
+    sim.advance_to(329);
+    assert_eq!(sim.enters(), 0);
+    sim.advance_to(330);
+    assert_eq!(sim.enters(), 1);
+    assert_eq!(sim.when(|e| matches!(e, Event::StepSent { .. })), Some(330));
+    assert_eq!(sim.state(), State::WaitingUpdate);
+    sim.advance_to(400);
+    sim.working();
+    assert!(sim.has(|e| *e
+        == Event::DeliveryConfirmed {
+            step: Step::Update,
+            via: "working"
+        }));
+    sim.advance_to(5_000);
+    assert_eq!(sim.enters(), 1, "{:?}", sim.events());
+    assert!(!sim.has(|e| matches!(
+        e,
+        Event::KeysWithheld { .. } | Event::DeliveryUnconfirmed { .. } | Event::CycleAborted { .. }
+    )));
+}
+
+#[test]
+fn an_enter_held_on_an_unjudged_screen_goes_on_an_idle_verdict() {
+    // A profile that cannot see the input box: Enter is due `text_wait` after the text.
+    let mut sim = Sim::started(fast());
+    sim.auto_echo = false;
+    sim.completion();
+    sim.advance_to(70);
+    assert_eq!(sim.typed().len(), 1);
+    sim.advance_to(100);
+    sim.send(decided(
+        SessionState::Unknown,
+        None,
+        "screen_rule",
+        "resized",
+    ));
+    sim.advance_to(1_090);
+    assert_eq!(sim.enters(), 0);
+    assert_eq!(
+        sim.when(|e| matches!(e, Event::EnterHeld { .. })),
+        Some(1_070)
+    );
+    // Idle at 1 100: Enter at the try of 1 120.
+    sim.advance_to(1_100);
+    sim.verdict(SessionState::Idle, None);
+    sim.advance_to(1_120);
+    assert_eq!(sim.enters(), 1);
+    assert_eq!(
+        sim.when(|e| matches!(e, Event::StepSent { .. })),
+        Some(1_120)
+    );
+}
+
+#[test]
+fn an_enter_held_for_verify_timeout_is_given_up_with_the_text_left() {
+    let mut sim = typed_then_unsettled("silence", "stream/silence");
+    // Held from 130; `verify_timeout` (3 s) later the delivery is unconfirmed.
+    sim.advance_to(3_129);
+    assert!(!sim.has(|e| matches!(e, Event::DeliveryUnconfirmed { .. })));
+    sim.advance_to(3_130);
+    assert_eq!(
+        sim.when(|e| matches!(e, Event::DeliveryUnconfirmed { .. })),
+        Some(3_130)
+    );
+    assert!(sim.has(|e| matches!(
+        e,
+        Event::Blocked {
+            reason: BlockReason::DeliveryUnconfirmed,
+            ..
+        }
+    )));
+    assert!(sim.has(|e| matches!(e, Event::CycleAborted { .. })));
+    assert_eq!(sim.state(), State::Watching);
+    // Nothing more is typed on the machine's own initiative, however idle it looks.
+    sim.verdict(SessionState::Idle, None);
+    sim.completion();
+    sim.advance_to(20_000);
+    assert_eq!(sim.typed().len(), 1, "{:?}", sim.events());
+}
+
+#[test]
+fn a_held_enter_never_goes_onto_a_dialog() {
+    let mut sim = typed_then_unsettled("silence", "stream/silence");
+    sim.advance_to(200);
+    sim.send(decided(
+        SessionState::Blocked,
+        Some(BlockedKind::Permission),
+        "screen_rule",
+        "gemini/tool-approval",
+    ));
+    sim.advance_to(230);
+    assert!(sim.has(|e| *e
+        == Event::KeysWithheld {
+            step: Step::Update,
+            keys: "enter",
+            state: SessionState::Blocked,
+            blocked: Some(BlockedKind::Permission),
+            rule: "gemini/tool-approval".to_owned(),
+        }));
+    assert!(sim.has(|e| matches!(e, Event::DeliveryUnconfirmed { .. })));
+    // The dialog goes: still nothing.
+    sim.verdict(SessionState::Idle, None);
+    sim.advance_to(10_000);
+    assert_eq!(sim.enters(), 0, "{:?}", sim.events());
+}
+
+#[test]
+fn a_held_enter_is_not_pressed_once_the_text_left_the_box() {
+    // Gemini CLI restarts itself after its trust dialog: the text typed into the old
+    // instance is gone, and the new one shows an empty prompt.
+    let mut sim = typed_then_unsettled("process_activity", "process/busy-children");
+    sim.advance_to(200);
+    sim.verdict(SessionState::Idle, None);
+    sim.advance_to(230);
+    assert_eq!(sim.enters(), 0, "{:?}", sim.events());
+    assert_eq!(
+        sim.when(|e| matches!(e, Event::DeliveryUnconfirmed { .. })),
+        Some(230)
+    );
+    sim.advance_to(10_000);
+    assert_eq!(sim.typed().len(), 1, "{:?}", sim.events());
+}
