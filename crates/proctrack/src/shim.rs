@@ -14,7 +14,9 @@
 //! the agent in that leaf with `clone3(CLONE_INTO_CGROUP)`: the agent is born there, and no
 //! process is ever moved between cgroups, which costs a wait for an RCU grace period (often
 //! 10–20 ms) each time. The shim itself stays outside the leaf. A kernel without
-//! `clone3` (before 5.7) gets a fork and a move of the child instead.
+//! `clone3` (before 5.7) gets a fork and a move of the child instead. A sandboxed shim is
+//! not given the flag (its system-call filter refuses `clone3`): hyoka moves it into the
+//! leaf before it enters the sandbox, as without the shim.
 //!
 //! The shim leaves file descriptors 0–2 untouched, so the agent's stdin, stdout and stderr are
 //! the ones hyoka gave the shim, and it never writes to them itself. It reports on the

@@ -214,11 +214,15 @@ impl Tracker {
         let mut agent = Agent::new(shared, eval_id, placeholder, leaf);
         // With the shim, the agent is born in the leaf (`clone3(CLONE_INTO_CGROUP)`, see
         // `shim`): nothing is moved between cgroups, which waits for an RCU grace period.
-        // Without it, the child joins the leaf between fork and exec.
-        let (procs_fd, leaf_dir) = match (&agent.leaf, &shared.shim) {
-            (Some(leaf), Some(_)) => (None, Some(leaf.dir_fd()?)),
-            (Some(leaf), None) => (Some(leaf.procs_fd()?), None),
-            (None, _) => (None, None),
+        // Otherwise the child joins the leaf between fork and exec, before it enters its
+        // sandbox: the sandbox's system-call filter refuses `clone3` (it cannot read its
+        // flags) and Landlock the write to `cgroup.procs` a fallback would need.
+        let born_in_leaf =
+            shared.shim.is_some() && !command.sandbox.harden && command.sandbox.writable.is_none();
+        let (procs_fd, leaf_dir) = match &agent.leaf {
+            Some(leaf) if born_in_leaf => (None, Some(leaf.dir_fd()?)),
+            Some(leaf) => (Some(leaf.procs_fd()?), None),
+            None => (None, None),
         };
         let mut limit_fds = Vec::new();
         if !command.resources.is_unlimited() {
