@@ -406,9 +406,10 @@ impl Ledger {
             } else if raw.starts_with(b"#") {
                 parse_header(ledger, raw)
             } else {
-                parse_entry(raw, self_pid).map(|entry| match index_of.get(&entry.proc_ref()) {
-                    Some(&i) => entries[i] = Some(entry),
-                    None => {
+                parse_entry(raw, self_pid).map(|entry| {
+                    if let Some(&i) = index_of.get(&entry.proc_ref()) {
+                        entries[i] = Some(entry);
+                    } else {
                         index_of.insert(entry.proc_ref(), entries.len());
                         entries.push(Some(entry));
                     }
@@ -506,7 +507,7 @@ impl LedgerLog {
     pub(crate) fn write(&mut self, ledger: &Ledger) -> Result<(), ProcTrackError> {
         let delta = match self.state.delta(ledger) {
             Some(delta) if !self.broken => delta,
-            _ => return self.compact(ledger, ledger.render()),
+            _ => return self.compact(ledger, &ledger.render()),
         };
         if delta.bytes.is_empty() {
             return Ok(());
@@ -515,7 +516,7 @@ impl LedgerLog {
         if grown > self.compact_at {
             let rendered = ledger.render();
             if 2 * rendered.len() as u64 <= grown {
-                return self.compact(ledger, rendered);
+                return self.compact(ledger, &rendered);
             }
             // Mostly live lines (a run that keeps many workspaces): appending stays cheaper.
             self.compact_at = 2 * grown;
@@ -535,9 +536,9 @@ impl LedgerLog {
         Ok(())
     }
 
-    fn compact(&mut self, ledger: &Ledger, bytes: Vec<u8>) -> Result<(), ProcTrackError> {
+    fn compact(&mut self, ledger: &Ledger, bytes: &[u8]) -> Result<(), ProcTrackError> {
         self.broken = true;
-        write_atomic(&self.path, &bytes)?;
+        write_atomic(&self.path, bytes)?;
         self.file = open_append(&self.path)?;
         self.len = bytes.len() as u64;
         self.compact_at = COMPACT_MIN_BYTES.max(2 * self.len);

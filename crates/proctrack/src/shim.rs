@@ -297,8 +297,8 @@ fn start_agent(args: &ShimArgs) -> Result<i32, i32> {
         .collect::<Result<_, _>>()?;
     let mut argv: Vec<*const libc::c_char> = argv_owned.iter().map(|a| a.as_ptr()).collect();
     argv.push(std::ptr::null());
-    let (err_read, err_write) =
-        rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|e| e.raw_os_error())?;
+    let (err_read, err_write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+        .map_err(rustix::io::Errno::raw_os_error)?;
     // Without `clone3`, the child is forked and then moved into the leaf.
     let mut join: Option<OwnedFd> = None;
     let pid = match args.cgroup_fd {
@@ -326,7 +326,7 @@ fn start_agent(args: &ShimArgs) -> Result<i32, i32> {
                         rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::CLOEXEC,
                         rustix::fs::Mode::empty(),
                     )
-                    .map_err(|e| e.raw_os_error())?,
+                    .map_err(rustix::io::Errno::raw_os_error)?,
                 );
                 // SAFETY: a fork of a single-threaded process.
                 libc::c_long::from(unsafe { libc::fork() })

@@ -223,13 +223,16 @@ fn entry(pid: i32, eval: &str) -> LedgerEntry {
     }
 }
 
+/// One change to a ledger.
+type Step = Box<dyn Fn(&mut Ledger)>;
+
 #[test]
 fn appended_changes_read_back_as_the_ledger_they_describe() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(LEDGER_FILE);
     let mut ledger = sample();
     let mut log = LedgerLog::create(&path, &ledger).unwrap();
-    let steps: Vec<Box<dyn Fn(&mut Ledger)>> = vec![
+    let steps: Vec<Step> = vec![
         Box::new(|l| l.set_workspace("a", Path::new("/w/a")).unwrap()),
         Box::new(|l| l.entries.push(entry(5000, "a"))),
         Box::new(|l| l.set_cgroup("a", Path::new("/cg/a")).unwrap()),
