@@ -353,7 +353,12 @@ fn bare_loop(root: &Path, n: usize, workers: usize) -> Cost {
     let one = format!(
         "i=0; while [ $i -lt {per} ]; do d=$(mktemp -d) && cd \"$d\" && sh -c '{AGENT}' && sh -c '{CHECK}' && cd / && rm -rf \"$d\" || exit 1; i=$((i+1)); done"
     );
-    let script = format!("for w in $(seq {workers}); do ( {one} ) & done; wait");
+    // Each worker's status counts: a bare `wait` returns 0 whatever its children did, and a
+    // loop that failed would be timed as if it had done the work.
+    let script = format!(
+        "pids=; for w in $(seq {workers}); do ( {one} ) & pids=\"$pids $!\"; done; \
+         failed=0; for p in $pids; do wait $p || failed=1; done; exit $failed"
+    );
     let mut command = Command::new("sh");
     command
         .args(["-c", &script])
@@ -361,7 +366,10 @@ fn bare_loop(root: &Path, n: usize, workers: usize) -> Cost {
         .stdin(Stdio::null())
         .stdout(Stdio::null());
     let (cost, status) = measure(&mut command);
-    assert_eq!(status, 0, "the bare loop failed");
+    assert_eq!(
+        status, 0,
+        "the bare loop ({workers} workers) failed: not timed"
+    );
     cost
 }
 

@@ -109,6 +109,10 @@ impl Processes for RecordingProcesses {
         self.0.inner.processes.record_kept(id, path)
     }
 
+    fn forget_workspace(&self, path: &Path) -> Result<(), ProcTrackError> {
+        self.0.inner.processes.forget_workspace(path)
+    }
+
     async fn spawn(
         &self,
         id: &str,

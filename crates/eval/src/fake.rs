@@ -202,6 +202,7 @@ struct Inner {
     spawned: Mutex<Vec<(String, AgentCommand)>>,
     recorded: Mutex<Vec<(String, PathBuf)>>,
     kept: Mutex<Vec<(String, PathBuf)>>,
+    forgotten: Mutex<Vec<PathBuf>>,
     sandbox: Mutex<SandboxSupport>,
 }
 
@@ -216,6 +217,7 @@ impl FakeHost {
                 spawned: Mutex::new(Vec::new()),
                 recorded: Mutex::new(Vec::new()),
                 kept: Mutex::new(Vec::new()),
+                forgotten: Mutex::new(Vec::new()),
                 sandbox: Mutex::new(SandboxSupport {
                     landlock: Ok(hyoka_proctrack::LANDLOCK_TARGET_ABI),
                     network: NetIsolation::Direct,
@@ -276,6 +278,11 @@ impl FakeHost {
         lock(&self.inner.recorded).clone()
     }
 
+    /// The workspaces whose records were dropped once they were removed, in order.
+    pub fn forgotten(&self) -> Vec<PathBuf> {
+        lock(&self.inner.forgotten).clone()
+    }
+
     /// The workspaces recorded as kept for the user so far, as a ledger lists them: one
     /// per id.
     pub fn recorded_kept(&self) -> Vec<(String, PathBuf)> {
@@ -326,6 +333,11 @@ impl Processes for FakeHost {
         let mut kept = lock(&self.inner.kept);
         kept.retain(|(known, _)| known != id);
         kept.push((id.to_owned(), path.to_owned()));
+        Ok(())
+    }
+
+    fn forget_workspace(&self, path: &Path) -> Result<(), ProcTrackError> {
+        lock(&self.inner.forgotten).push(path.to_owned());
         Ok(())
     }
 

@@ -83,6 +83,16 @@ pub trait Processes: Send + Sync {
     /// # Errors
     /// The tracker's, when the ledger cannot be written.
     fn record_kept(&self, id: &str, path: &Path) -> Result<(), ProcTrackError>;
+    /// Drops the record of the workspace at `path` once it was removed, so the ledger (and
+    /// what the host keeps of it) stays the size of what is live, whatever the number of
+    /// evals. The default keeps the record: `clean` finds the directory gone.
+    ///
+    /// # Errors
+    /// The tracker's, when the ledger cannot be written.
+    fn forget_workspace(&self, path: &Path) -> Result<(), ProcTrackError> {
+        let _ = path;
+        Ok(())
+    }
     /// Starts `command` as `id` under the run's containment.
     ///
     /// # Errors
@@ -229,6 +239,10 @@ impl Processes for TrackedProcesses {
 
     fn record_kept(&self, id: &str, path: &Path) -> Result<(), ProcTrackError> {
         self.tracker.record_kept(id, path)
+    }
+
+    fn forget_workspace(&self, path: &Path) -> Result<(), ProcTrackError> {
+        self.tracker.forget_workspace_at(path)
     }
 
     async fn spawn(

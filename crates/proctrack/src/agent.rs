@@ -522,7 +522,12 @@ impl Agent {
         let escaped_leaf = self.leaf.is_some()
             && !self.adopted
             && report.processes.iter().any(|p| {
-                p.source != Source::Cgroup
+                // The shim starts the agent in the leaf but stays outside it.
+                Some(ProcRef {
+                    pid: p.pid,
+                    start_ticks: p.start_ticks,
+                }) != self.shim
+                    && p.source != Source::Cgroup
                     && matches!(
                         p.outcome,
                         ProcessFate::Terminated | ProcessFate::Killed | ProcessFate::Failed

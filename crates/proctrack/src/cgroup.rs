@@ -326,6 +326,17 @@ impl CgroupLeaf {
         &self.path
     }
 
+    /// Opens the leaf's directory (close-on-exec), for the shim to start the agent in it
+    /// with `clone3(CLONE_INTO_CGROUP)`.
+    pub(crate) fn dir_fd(&self) -> Result<OwnedFd, ProcTrackError> {
+        rustix::fs::open(
+            &self.path,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| ProcTrackError::io("open", &self.path, e.into()))
+    }
+
     /// Opens `cgroup.procs` for writing (close-on-exec), for a child to join in `pre_exec`.
     pub(crate) fn procs_fd(&self) -> Result<OwnedFd, ProcTrackError> {
         let path = self.path.join("cgroup.procs");

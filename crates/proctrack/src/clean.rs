@@ -690,6 +690,10 @@ fn list_one(listing: &mut RunListing, table: &dyn ProcTable) -> Result<bool, Pro
         .collect();
     listing.ledger = parsed.ledger;
     listing.problems = parsed.problems;
+    if listing.state == LockState::Live {
+        // A live owner appends to its ledger: the last line may be read half written.
+        listing.problems.retain(|p| p.reason != crate::ledger::TORN);
+    }
     Ok(true)
 }
 

@@ -11,13 +11,26 @@
 //! # cgroup-v1 <eval_id> <absolute path>
 //! # cleaned <unix seconds>
 //! <pid>\t<start_ticks>\t<pgid>\t<eval_id>\t<comm>
+//! # -workspace <eval_id> <absolute path>
+//! # -kept <eval_id> <absolute path>
+//! # -cgroup <eval_id> <absolute path>
+//! # -cgroup-v1 <eval_id> <absolute path>
+//! # -process <pid> <start_ticks>
 //! ```
 //!
-//! The file is rewritten atomically (temporary file, fsync, rename, fsync of the directory)
-//! whenever the tracked set changes, so a crash leaves either the old or the new version,
-//! never a torn one; a rewrite keeps the replaced file's owner and mode. The parser is still
-//! tolerant: it reports garbage, dangerous pids and torn lines as [`LedgerProblem`]s and
-//! never returns them as entries. It reads in one pass, in time linear in the file (a set
+//! The file is a log read from the top: a `# -…` line drops what the same line without the
+//! dash recorded earlier (a workspace removed, a process gone), a process line recorded again
+//! replaces the earlier one, the last `# cleaned` counts. The run's owner appends each change
+//! as whole lines in one `write` to the file opened `O_APPEND` (synced before the change it
+//! records happens when the line must survive a crash of the machine: a workspace, a kept
+//! workspace, the cleaned mark), and rewrites it atomically (temporary file, fsync, rename,
+//! fsync of the directory) only to compact it, rarely, or after an append failed; `clean`
+//! rewrites it too. A rewrite keeps the replaced file's owner and mode and says only what is
+//! live (no `# -…` lines). So a crash loses at most lines that name what a reboot ends, or
+//! leaves a stale line that `clean` verifies anyway (a removed workspace's, an exited
+//! process's); it never drops a record of something that still exists. The parser is
+//! tolerant: it reports garbage, dangerous pids and torn lines (an append cut short, or read
+//! while it is written) as [`LedgerProblem`]s and never returns them as entries. It reads in one pass, in time linear in the file (a set
 //! finds duplicate lines), and a file larger than
 //! [`MAX_LEDGER_BYTES`](crate::MAX_LEDGER_BYTES) is not read at all: hyoka never writes one
 //! that large, so it is reported as hostile.
@@ -36,12 +49,12 @@
 //! made in cgroup v1 hierarchies for resource limits (several per eval, one per hierarchy),
 //! recorded before they exist, so `clean` removes what a killed run left.
 //!
-//! Entries for processes that have exited are pruned at the next rewrite once they are
+//! Entries for processes that have exited are dropped (`# -process`) once they are
 //! confirmed gone (absent, a zombie, or their pid reused); an entry that is still listed when
 //! the owner dies costs `clean` one identity check, nothing more, because `clean` verifies
 //! every identity before it signals.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
 use std::io::Write as _;
 use std::os::fd::{AsFd, BorrowedFd};
@@ -64,6 +77,9 @@ pub const LEDGER_FILE: &str = "pids.txt";
 const MAX_PROBLEMS: usize = 100;
 
 const MAGIC: &str = "# hyoka-pids v1";
+
+/// Why a last line without its newline is refused.
+pub(crate) const TORN: &str = "torn line (no trailing newline)";
 
 /// One tracked process: a process line of the ledger.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -257,26 +273,89 @@ impl Ledger {
             ("cgroup-v1", &self.cgroups_v1),
         ] {
             for item in list {
-                let _ = write!(out, "# {kind} {} ", item.eval_id);
-                out.extend_from_slice(item.path.as_os_str().as_bytes());
-                out.push(b'\n');
+                render_eval_path(&mut out, kind, item);
             }
         }
         if let Some(at) = self.cleaned {
             let _ = writeln!(out, "# cleaned {at}");
         }
         for e in &self.entries {
-            let _ = writeln!(
-                out,
-                "{}\t{}\t{}\t{}\t{}",
-                e.pid,
-                e.start_ticks,
-                e.pgid,
-                e.eval_id,
-                sanitize(&e.comm)
-            );
+            render_entry(&mut out, e);
         }
         out
+    }
+
+    /// The lines to append to a ledger file that says `self` so that it says `new`: the
+    /// records `new` dropped (`# -workspace`, `# -kept`, `# -cgroup`, `# -cgroup-v1`,
+    /// `# -process`) first, then those it added or changed, and whether one of the added
+    /// lines must survive a crash of the machine (a workspace, a kept workspace, the cleaned
+    /// mark: directories on disk outlive a reboot; process lines and cgroup leaves name what
+    /// a reboot ends). `None` when appending cannot say it (another run, owner or instance, a
+    /// cleaned mark withdrawn): the file must be rewritten.
+    pub(crate) fn delta(&self, new: &Self) -> Option<Delta> {
+        if (&self.run_id, &self.owner, &self.instance) != (&new.run_id, &new.owner, &new.instance)
+            || (self.cleaned.is_some() && new.cleaned.is_none())
+        {
+            return None;
+        }
+        let mut delta = Delta::default();
+        let out = &mut delta.bytes;
+        let lists = [
+            ("workspace", &self.workspaces, &new.workspaces, true),
+            ("kept", &self.kept, &new.kept, true),
+            ("cgroup", &self.cgroups, &new.cgroups, false),
+            ("cgroup-v1", &self.cgroups_v1, &new.cgroups_v1, false),
+        ];
+        let key = |e: &'_ EvalPath| (e.eval_id.clone(), e.path.clone());
+        let mut added: Vec<(&str, &EvalPath, bool)> = Vec::new();
+        for (kind, old, now, durable) in lists {
+            if old == now {
+                continue;
+            }
+            let before: HashSet<(String, PathBuf)> = old.iter().map(key).collect();
+            let after: HashSet<(String, PathBuf)> = now.iter().map(key).collect();
+            for item in old.iter().filter(|e| !after.contains(&key(e))) {
+                render_eval_path(out, &format!("-{kind}"), item);
+            }
+            added.extend(
+                now.iter()
+                    .filter(|e| !before.contains(&key(e)))
+                    .map(|e| (kind, e, durable)),
+            );
+        }
+        let mut changed: Vec<&LedgerEntry> = Vec::new();
+        if self.entries != new.entries {
+            let after: HashMap<ProcRef, &LedgerEntry> =
+                new.entries.iter().map(|e| (e.proc_ref(), e)).collect();
+            let before: HashMap<ProcRef, &LedgerEntry> =
+                self.entries.iter().map(|e| (e.proc_ref(), e)).collect();
+            for e in self
+                .entries
+                .iter()
+                .filter(|e| !after.contains_key(&e.proc_ref()))
+            {
+                let _ = writeln!(out, "# -process {} {}", e.pid, e.start_ticks);
+            }
+            changed.extend(
+                new.entries
+                    .iter()
+                    .filter(|e| before.get(&e.proc_ref()).is_none_or(|old| old != e)),
+            );
+        }
+        for (kind, item, durable) in added {
+            render_eval_path(out, kind, item);
+            delta.durable |= durable;
+        }
+        if new.cleaned != self.cleaned
+            && let Some(at) = new.cleaned
+        {
+            let _ = writeln!(out, "# cleaned {at}");
+            delta.durable = true;
+        }
+        for e in changed {
+            render_entry(out, e);
+        }
+        Some(delta)
     }
 
     /// Parses a ledger, refusing every line that is malformed or names a pid that must never be
@@ -299,28 +378,40 @@ impl Ledger {
         }
         lines.next();
         if lines.peek().is_none() {
-            problems.push(1, MAGIC.as_bytes(), "torn line (no trailing newline)");
+            problems.push(1, MAGIC.as_bytes(), TORN);
         }
         let ledger = &mut parsed.ledger;
-        let mut seen: HashSet<ProcRef> = HashSet::new();
+        // The process lines in the order they were first recorded, `None` once a `# -process`
+        // line dropped one; an entry recorded again replaces the earlier one in place.
+        let mut entries: Vec<Option<LedgerEntry>> = Vec::new();
+        let mut index_of: HashMap<ProcRef, usize> = HashMap::new();
         while let Some((index, raw)) = lines.next() {
             let n = index + 1;
             if lines.peek().is_none() {
                 // A well-formed file ends with a newline, so the last split piece is empty.
                 if !raw.is_empty() {
-                    problems.push(n, raw, "torn line (no trailing newline)");
+                    problems.push(n, raw, TORN);
                 }
                 break;
             }
             if raw.is_empty() {
                 continue;
             }
-            let result = if raw.starts_with(b"#") {
+            let result = if let Some(gone) = raw.strip_prefix(b"# -process ") {
+                parse_gone(gone).map(|r| {
+                    if let Some(i) = index_of.remove(&r) {
+                        entries[i] = None;
+                    }
+                })
+            } else if raw.starts_with(b"#") {
                 parse_header(ledger, raw)
             } else {
                 parse_entry(raw, self_pid).map(|entry| {
-                    if seen.insert(entry.proc_ref()) {
-                        ledger.entries.push(entry);
+                    if let Some(&i) = index_of.get(&entry.proc_ref()) {
+                        entries[i] = Some(entry);
+                    } else {
+                        index_of.insert(entry.proc_ref(), entries.len());
+                        entries.push(Some(entry));
                     }
                 })
             };
@@ -328,6 +419,7 @@ impl Ledger {
                 problems.push(n, raw, reason);
             }
         }
+        ledger.entries = entries.into_iter().flatten().collect();
         if ledger.run_id.is_empty() {
             problems.push(0, b"", "no valid `# run` header");
         }
@@ -369,6 +461,129 @@ impl Ledger {
     }
 }
 
+/// Below this size the ledger file is only ever appended to.
+const COMPACT_MIN_BYTES: u64 = 64 << 10;
+
+/// The ledger file of a live run as its owner writes it: changes are appended (one `write`
+/// of whole lines to a file opened `O_APPEND`, synced when a line must survive a crash of the
+/// machine), and the file is rewritten atomically and synced, as a whole, only when it grew
+/// to more than twice what it says (and past [`COMPACT_MIN_BYTES`]), when appending cannot
+/// say the change, or after an append failed (a torn line is never appended to).
+pub(crate) struct LedgerLog {
+    path: PathBuf,
+    file: std::fs::File,
+    /// What the file says.
+    state: Ledger,
+    /// The file's length.
+    len: u64,
+    /// The length past which a compaction is considered.
+    compact_at: u64,
+    /// An append or a sync failed: the file's tail is unknown, so rewrite it.
+    broken: bool,
+}
+
+impl LedgerLog {
+    /// Writes `ledger` to `path` atomically and durably, and opens it for appending.
+    ///
+    /// # Errors
+    /// [`ProcTrackError::Io`] naming the step that failed.
+    pub(crate) fn create(path: &Path, ledger: &Ledger) -> Result<Self, ProcTrackError> {
+        let bytes = ledger.render();
+        write_atomic(path, &bytes)?;
+        Ok(Self {
+            path: path.to_owned(),
+            file: open_append(path)?,
+            state: ledger.clone(),
+            len: bytes.len() as u64,
+            compact_at: COMPACT_MIN_BYTES.max(2 * bytes.len() as u64),
+            broken: false,
+        })
+    }
+
+    /// Makes the file say `ledger`.
+    ///
+    /// # Errors
+    /// [`ProcTrackError::Io`]; the next call then rewrites the whole file.
+    pub(crate) fn write(&mut self, ledger: &Ledger) -> Result<(), ProcTrackError> {
+        let delta = match self.state.delta(ledger) {
+            Some(delta) if !self.broken => delta,
+            _ => return self.compact(ledger, &ledger.render()),
+        };
+        if delta.bytes.is_empty() {
+            return Ok(());
+        }
+        let grown = self.len + delta.bytes.len() as u64;
+        if grown > self.compact_at {
+            let rendered = ledger.render();
+            if 2 * rendered.len() as u64 <= grown {
+                return self.compact(ledger, &rendered);
+            }
+            // Mostly live lines (a run that keeps many workspaces): appending stays cheaper.
+            self.compact_at = 2 * grown;
+        }
+        self.broken = true;
+        (&self.file)
+            .write_all(&delta.bytes)
+            .map_err(|e| ProcTrackError::io("append to", &self.path, e))?;
+        self.len = grown;
+        if delta.durable {
+            self.file
+                .sync_data()
+                .map_err(|e| ProcTrackError::io("fsync", &self.path, e))?;
+        }
+        self.broken = false;
+        ledger.clone_into(&mut self.state);
+        Ok(())
+    }
+
+    fn compact(&mut self, ledger: &Ledger, bytes: &[u8]) -> Result<(), ProcTrackError> {
+        self.broken = true;
+        write_atomic(&self.path, bytes)?;
+        self.file = open_append(&self.path)?;
+        self.len = bytes.len() as u64;
+        self.compact_at = COMPACT_MIN_BYTES.max(2 * self.len);
+        self.broken = false;
+        ledger.clone_into(&mut self.state);
+        Ok(())
+    }
+}
+
+fn open_append(path: &Path) -> Result<std::fs::File, ProcTrackError> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    std::fs::OpenOptions::new()
+        .append(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| ProcTrackError::io("open", path, e))
+}
+
+/// What [`Ledger::delta`] appends.
+#[derive(Debug, Default)]
+pub(crate) struct Delta {
+    /// The lines.
+    pub(crate) bytes: Vec<u8>,
+    /// Whether they must be synced before the change they record happens.
+    pub(crate) durable: bool,
+}
+
+fn render_eval_path(out: &mut Vec<u8>, kind: &str, item: &EvalPath) {
+    let _ = write!(out, "# {kind} {} ", item.eval_id);
+    out.extend_from_slice(item.path.as_os_str().as_bytes());
+    out.push(b'\n');
+}
+
+fn render_entry(out: &mut Vec<u8>, e: &LedgerEntry) {
+    let _ = writeln!(
+        out,
+        "{}\t{}\t{}\t{}\t{}",
+        e.pid,
+        e.start_ticks,
+        e.pgid,
+        e.eval_id,
+        sanitize(&e.comm)
+    );
+}
+
 fn set_eval_path(
     list: &mut Vec<EvalPath>,
     eval_id: &str,
@@ -403,13 +618,18 @@ fn parse_header(ledger: &mut Ledger, raw: &[u8]) -> Result<(), &'static str> {
         b"instance" => {
             ledger.instance = Some(text()?.parse().map_err(|_| "invalid instance token")?);
         }
+        b"-workspace" | b"-kept" | b"-cgroup" | b"-cgroup-v1" => {
+            let (eval, path) = eval_path(value)?;
+            let list = match key {
+                b"-workspace" => &mut ledger.workspaces,
+                b"-kept" => &mut ledger.kept,
+                b"-cgroup" => &mut ledger.cgroups,
+                _ => &mut ledger.cgroups_v1,
+            };
+            list.retain(|e| !(e.eval_id == eval && e.path == path));
+        }
         b"workspace" | b"kept" | b"cgroup" | b"cgroup-v1" => {
-            let split = value
-                .iter()
-                .position(|&b| b == b' ')
-                .ok_or("expected <eval_id> <path>")?;
-            let eval = std::str::from_utf8(&value[..split]).map_err(|_| "invalid eval id")?;
-            let path = Path::new(OsStr::from_bytes(&value[split + 1..]));
+            let (eval, path) = eval_path(value)?;
             let result = match key {
                 b"workspace" => set_eval_path(&mut ledger.workspaces, eval, path),
                 b"kept" => set_eval_path(&mut ledger.kept, eval, path),
@@ -424,6 +644,28 @@ fn parse_header(ledger: &mut Ledger, raw: &[u8]) -> Result<(), &'static str> {
         _ => return Err("unknown header"),
     }
     Ok(())
+}
+
+/// The `<eval_id> <path>` of an `EvalPath` header.
+fn eval_path(value: &[u8]) -> Result<(&str, &Path), &'static str> {
+    let split = value
+        .iter()
+        .position(|&b| b == b' ')
+        .ok_or("expected <eval_id> <path>")?;
+    let eval = std::str::from_utf8(&value[..split]).map_err(|_| "invalid eval id")?;
+    Ok((eval, Path::new(OsStr::from_bytes(&value[split + 1..]))))
+}
+
+/// The `<pid> <start_ticks>` of a `# -process` line.
+fn parse_gone(value: &[u8]) -> Result<ProcRef, &'static str> {
+    let text = std::str::from_utf8(value).map_err(|_| "header is not UTF-8")?;
+    let (pid, ticks) = text
+        .split_once(' ')
+        .ok_or("expected # -process <pid> <start_ticks>")?;
+    Ok(ProcRef {
+        pid: pid.parse().map_err(|_| "pid is not a number")?,
+        start_ticks: ticks.parse().map_err(|_| "start ticks are not a number")?,
+    })
 }
 
 fn parse_entry(raw: &[u8], self_pid: i32) -> Result<LedgerEntry, &'static str> {

@@ -7,8 +7,16 @@
 //! [`shim_args`]:
 //!
 //! ```text
-//! <launcher…> --report-fd <n> --parent <pid> --grace-ms <ms> -- <program> [args…]
+//! <launcher…> [--cgroup-fd <n>] --report-fd <n> --parent <pid> --grace-ms <ms> -- <program> [args…]
 //! ```
+//!
+//! With `--cgroup-fd`, an inherited descriptor of the eval's cgroup v2 leaf, the shim starts
+//! the agent in that leaf with `clone3(CLONE_INTO_CGROUP)`: the agent is born there, and no
+//! process is ever moved between cgroups, which costs a wait for an RCU grace period (often
+//! 10–20 ms) each time. The shim itself stays outside the leaf. A kernel without
+//! `clone3` (before 5.7) gets a fork and a move of the child instead. A sandboxed shim is
+//! not given the flag (its system-call filter refuses `clone3`): hyoka moves it into the
+//! leaf before it enters the sandbox, as without the shim.
 //!
 //! The shim leaves file descriptors 0–2 untouched, so the agent's stdin, stdout and stderr are
 //! the ones hyoka gave the shim, and it never writes to them itself. It reports on the
@@ -35,7 +43,6 @@
 use std::ffi::{OsStr, OsString};
 use std::io::Write as _;
 use std::os::fd::{BorrowedFd, FromRawFd as _, OwnedFd, RawFd};
-use std::os::unix::process::CommandExt as _;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -134,6 +141,7 @@ pub(crate) fn report_lines(fd: OwnedFd) -> std::io::Result<Lines<BufReader<pipe:
 
 #[derive(Debug, PartialEq, Eq)]
 struct ShimArgs {
+    cgroup_fd: Option<RawFd>,
     report_fd: RawFd,
     parent: i32,
     grace: Duration,
@@ -144,6 +152,7 @@ struct ShimArgs {
 fn parse_args(args: impl IntoIterator<Item = OsString>) -> Option<ShimArgs> {
     let mut args = args.into_iter();
     let (mut report_fd, mut parent, mut grace) = (None, None, Duration::from_secs(5));
+    let mut cgroup_fd = None;
     loop {
         let flag = args.next()?;
         if flag == "--" {
@@ -153,6 +162,7 @@ fn parse_args(args: impl IntoIterator<Item = OsString>) -> Option<ShimArgs> {
         let value = value.to_str()?;
         match flag.to_str()? {
             "--report-fd" => report_fd = Some(value.parse().ok()?),
+            "--cgroup-fd" => cgroup_fd = Some(value.parse().ok().filter(|&fd| fd > 2)?),
             "--parent" => parent = Some(value.parse().ok()?),
             "--grace-ms" => grace = Duration::from_millis(value.parse().ok()?),
             _ => return None,
@@ -160,6 +170,7 @@ fn parse_args(args: impl IntoIterator<Item = OsString>) -> Option<ShimArgs> {
     }
     let program = args.next()?;
     Some(ShimArgs {
+        cgroup_fd,
         report_fd: report_fd.filter(|&fd| fd > 2)?,
         parent: parent.filter(|&p| p > 0)?,
         grace,
@@ -191,6 +202,14 @@ pub fn shim_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     let mut say = |line: String| {
         let _ = report.write_all(line.as_bytes());
     };
+    if let Some(fd) = args.cgroup_fd {
+        // SAFETY: `fcntl` on a descriptor number only; a closed one fails.
+        let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+        if rustix::io::fcntl_setfd(fd, FdFlags::CLOEXEC).is_err() {
+            say("shim-error bad --cgroup-fd\n".into());
+            return ExitCode::from(SHIM_FAILURE);
+        }
+    }
     if thread_count() != Some(1) {
         say("shim-error more than one thread\n".into());
         return ExitCode::from(SHIM_FAILURE);
@@ -204,26 +223,14 @@ pub fn shim_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         return ExitCode::from(SHIM_FAILURE);
     }
 
-    let mut command = std::process::Command::new(&args.program);
-    command.args(&args.args);
-    // SAFETY: `setsid`, `pthread_sigmask` and `signal` are async-signal-safe and touch no
-    // memory of the parent.
-    unsafe {
-        command.pre_exec(|| {
-            reset_signal_state();
-            rustix::process::setsid().map(drop).map_err(Into::into)
-        });
-    }
-    let child = match command.spawn() {
-        Ok(child) => child,
-        Err(e) => {
-            say(ShimReport::SpawnFailed(e.raw_os_error().unwrap_or(libc::ENOENT)).line());
+    let agent = match start_agent(&args) {
+        Ok(pid) => pid,
+        Err(errno) => {
+            say(ShimReport::SpawnFailed(errno).line());
             return ExitCode::from(127);
         }
     };
-    let agent = i32::try_from(child.id()).unwrap_or(-1);
     // The child stays ours until we reap it, so its pid cannot name anyone else yet.
-    drop(child);
     let table = NativeProcTable::new();
     let ticks = table.process(agent).map_or(0, |p| p.start_ticks);
     say(ShimReport::Started(ProcRef {
@@ -255,6 +262,126 @@ pub fn shim_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         }
     }
     ExitCode::from(exit_byte(status))
+}
+
+/// `CLONE_INTO_CGROUP` (Linux 5.7): the child starts in the cgroup `clone_args.cgroup` names.
+const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
+
+/// `struct clone_args` of `clone3` (the version with `cgroup`, `CLONE_ARGS_SIZE_VER2`).
+#[repr(C)]
+#[derive(Default)]
+struct CloneArgs {
+    flags: u64,
+    pidfd: u64,
+    child_tid: u64,
+    parent_tid: u64,
+    exit_signal: u64,
+    stack: u64,
+    stack_size: u64,
+    tls: u64,
+    set_tid: u64,
+    set_tid_size: u64,
+    cgroup: u64,
+}
+
+/// Starts the agent (in its own session, signals reset, through `PATH` like `execvp`), in
+/// the cgroup of `--cgroup-fd` when given; its pid, or the errno of what failed. The shim has
+/// one thread (checked before), so its child may run any code until it executes.
+fn start_agent(args: &ShimArgs) -> Result<i32, i32> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let cstr = |s: &OsStr| std::ffi::CString::new(s.as_bytes()).map_err(|_| libc::EINVAL);
+    let program = cstr(&args.program)?;
+    let argv_owned: Vec<std::ffi::CString> = std::iter::once(args.program.as_os_str())
+        .chain(args.args.iter().map(OsString::as_os_str))
+        .map(cstr)
+        .collect::<Result<_, _>>()?;
+    let mut argv: Vec<*const libc::c_char> = argv_owned.iter().map(|a| a.as_ptr()).collect();
+    argv.push(std::ptr::null());
+    let (err_read, err_write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+        .map_err(rustix::io::Errno::raw_os_error)?;
+    // Without `clone3`, the child is forked and then moved into the leaf.
+    let mut join: Option<OwnedFd> = None;
+    let pid = match args.cgroup_fd {
+        Some(fd) => {
+            let clone = CloneArgs {
+                flags: CLONE_INTO_CGROUP,
+                exit_signal: libc::SIGCHLD as u64,
+                cgroup: u64::try_from(fd).unwrap_or(0),
+                ..CloneArgs::default()
+            };
+            // SAFETY: `clone3` without `CLONE_VM` is a fork: the child gets a copy of this
+            // single-threaded process; `clone` is a valid `clone_args` of the size given.
+            let pid = unsafe {
+                libc::syscall(libc::SYS_clone3, &raw const clone, size_of::<CloneArgs>())
+            };
+            if pid >= 0 {
+                pid
+            } else {
+                // SAFETY: `fd` is the inherited descriptor of the leaf's directory.
+                let dir = unsafe { BorrowedFd::borrow_raw(fd) };
+                join = Some(
+                    rustix::fs::openat(
+                        dir,
+                        "cgroup.procs",
+                        rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::CLOEXEC,
+                        rustix::fs::Mode::empty(),
+                    )
+                    .map_err(rustix::io::Errno::raw_os_error)?,
+                );
+                // SAFETY: a fork of a single-threaded process.
+                libc::c_long::from(unsafe { libc::fork() })
+            }
+        }
+        // SAFETY: a fork of a single-threaded process.
+        None => libc::c_long::from(unsafe { libc::fork() }),
+    };
+    if pid < 0 {
+        return Err(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EAGAIN));
+    }
+    if pid == 0 {
+        // The child: it never returns.
+        reset_signal_state();
+        let failed = (|| -> Result<(), rustix::io::Errno> {
+            if let Some(fd) = &join {
+                rustix::io::write(fd, b"0")?;
+            }
+            rustix::process::setsid()?;
+            // SAFETY: `program` and `argv` are NUL-terminated and outlive the call, which
+            // only returns on failure.
+            unsafe { libc::execvp(program.as_ptr(), argv.as_ptr()) };
+            Err(rustix::io::Errno::from_raw_os_error(
+                std::io::Error::last_os_error()
+                    .raw_os_error()
+                    .unwrap_or(libc::ENOEXEC),
+            ))
+        })();
+        let errno = failed
+            .err()
+            .map_or(libc::ENOEXEC, rustix::io::Errno::raw_os_error);
+        let _ = rustix::io::write(&err_write, &errno.to_ne_bytes());
+        // SAFETY: ends the child without running the parent's exit handlers.
+        unsafe { libc::_exit(127) };
+    }
+    drop(err_write);
+    drop(join);
+    let pid = i32::try_from(pid).unwrap_or(-1);
+    let mut errno = [0u8; 4];
+    let mut got = 0;
+    while got < errno.len() {
+        match rustix::io::read(&err_read, &mut errno[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(_) => break,
+        }
+    }
+    if got == 0 {
+        return Ok(pid);
+    }
+    let _ = rustix::process::waitpid(rustix::process::Pid::from_raw(pid), WaitOptions::empty());
+    Err(i32::from_ne_bytes(errno))
 }
 
 fn exit_byte(status: Option<i32>) -> u8 {

@@ -216,7 +216,18 @@ impl Tracker {
         };
         let mut agent = Agent::new(shared, eval_id, placeholder, leaf);
         agent.cgroup_lost = cgroup_lost;
-        let procs_fd = agent.leaf.as_ref().map(CgroupLeaf::procs_fd).transpose()?;
+        // With the shim, the agent is born in the leaf (`clone3(CLONE_INTO_CGROUP)`, see
+        // `shim`): nothing is moved between cgroups, which waits for an RCU grace period.
+        // Otherwise the child joins the leaf between fork and exec, before it enters its
+        // sandbox: the sandbox's system-call filter refuses `clone3` (it cannot read its
+        // flags) and Landlock the write to `cgroup.procs` a fallback would need.
+        let born_in_leaf =
+            shared.shim.is_some() && !command.sandbox.harden && command.sandbox.writable.is_none();
+        let (procs_fd, leaf_dir) = match &agent.leaf {
+            Some(leaf) if born_in_leaf => (None, Some(leaf.dir_fd()?)),
+            Some(leaf) => (Some(leaf.procs_fd()?), None),
+            None => (None, None),
+        };
         let mut limit_fds = Vec::new();
         if !command.resources.is_unlimited() {
             let record = |leaf: &Path| shared.update(|l| drop(l.add_cgroup_v1(eval_id, leaf)));
@@ -249,11 +260,12 @@ impl Tracker {
             (None, None)
         };
         let parent = std::process::id();
+        let leaf_raw = leaf_dir.as_ref().map(AsRawFd::as_raw_fd);
         let (program, mut cmd) = build_command(
             shared,
             eval_id,
             &command,
-            report_write.as_ref().map(AsRawFd::as_raw_fd),
+            (report_write.as_ref().map(AsRawFd::as_raw_fd), leaf_raw),
             parent,
         );
         let procs_raw = procs_fd.as_ref().map(AsRawFd::as_raw_fd);
@@ -270,7 +282,7 @@ impl Tracker {
                     // SAFETY: the parent holds these descriptors open until spawn returns.
                     rustix::io::write(BorrowedFd::borrow_raw(fd), b"0")?;
                 }
-                pre_exec(procs_raw, report_raw, parent)?;
+                pre_exec(procs_raw, [report_raw, leaf_raw], parent)?;
                 sandbox.enter()
             });
         }
@@ -291,6 +303,7 @@ impl Tracker {
         .await?;
         drop(report_write);
         drop(procs_fd);
+        drop(leaf_dir);
         drop(limit_fds);
         drop(kept);
         let mut child = match spawned {
@@ -348,12 +361,16 @@ fn build_command(
     shared: &Shared,
     eval_id: &str,
     command: &AgentCommand,
-    report_fd: Option<i32>,
+    (report_fd, leaf_fd): (Option<i32>, Option<i32>),
     parent: u32,
 ) -> (PathBuf, tokio::process::Command) {
     let (program, mut cmd) = if let Some(launcher) = &shared.shim {
         let mut cmd = tokio::process::Command::new(&launcher.program);
-        cmd.args(&launcher.args).args(shim_args(
+        cmd.args(&launcher.args);
+        if let Some(fd) = leaf_fd {
+            cmd.args(["--cgroup-fd", &fd.to_string()]);
+        }
+        cmd.args(shim_args(
             report_fd.unwrap_or(-1),
             i32::try_from(parent).unwrap_or(0),
             shared.shim_grace,
@@ -427,7 +444,7 @@ async fn handshake(
     Err(error)
 }
 
-fn pre_exec(procs: Option<i32>, report: Option<i32>, parent: u32) -> std::io::Result<()> {
+fn pre_exec(procs: Option<i32>, inherit: [Option<i32>; 2], parent: u32) -> std::io::Result<()> {
     reset_signal_state();
     if let Some(fd) = procs {
         // SAFETY: the parent holds this descriptor open until spawn returns.
@@ -440,7 +457,7 @@ fn pre_exec(procs: Option<i32>, report: Option<i32>, parent: u32) -> std::io::Re
     if u32::try_from(ppid).ok() != Some(parent) {
         return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
     }
-    if let Some(fd) = report {
+    for fd in inherit.into_iter().flatten() {
         // SAFETY: the parent holds this descriptor open until spawn returns.
         let fd = unsafe { BorrowedFd::borrow_raw(fd) };
         rustix::io::fcntl_setfd(fd, FdFlags::empty())?;

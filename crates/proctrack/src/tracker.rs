@@ -15,7 +15,7 @@ use crate::clock::{SystemClock, unix_now};
 use crate::env_vars::marker_env;
 use crate::identity::{Identity, validate_id};
 use crate::instance::Instance;
-use crate::ledger::{LEDGER_FILE, Ledger};
+use crate::ledger::{LEDGER_FILE, Ledger, LedgerLog};
 use crate::lock::{LOCK_FILE, OwnerLock};
 
 /// Whether to use the cgroup v2 layer.
@@ -85,8 +85,8 @@ pub(crate) struct Shared {
     pub(crate) owner: Identity,
     pub(crate) lock: Mutex<Option<OwnerLock>>,
     pub(crate) ledger: Mutex<Ledger>,
-    /// The ledger as last written (locked after `ledger`, never before).
-    pub(crate) written: Mutex<Vec<u8>>,
+    /// The ledger file (locked after `ledger`, never before).
+    pub(crate) log: Mutex<LedgerLog>,
     pub(crate) cgroup: Option<CgroupRoot>,
     pub(crate) cgroup_unavailable: Option<String>,
     pub(crate) mode: CgroupMode,
@@ -107,36 +107,11 @@ impl Shared {
         self.resources.get_or_init(crate::ResourceSupport::detect)
     }
 
-    /// Rewrites the ledger (called with its lock held), atomically always, but only when its
-    /// content changed, and synced only when it gained a line that must survive a crash of
-    /// the machine: a workspace or a kept workspace (directories on disk outlive a reboot)
-    /// or the cleaned mark. Process lines and cgroup leaves name what a reboot ends (a
-    /// process's identity includes the boot id; cgroups live in memory), and a removal can
-    /// only leave `clean` a stale line it verifies anyway: neither is worth a journal
-    /// commit per change, which is what made the ledger most of a trial's fsyncs.
+    /// Makes the ledger file say `ledger` (called with its lock held): the change is
+    /// appended, and synced only when it gained a line that must survive a crash of the
+    /// machine (a workspace, a kept workspace, the cleaned mark); see [`LedgerLog`].
     pub(crate) fn write_ledger(&self, ledger: &Ledger) -> Result<(), ProcTrackError> {
-        let bytes = ledger.render();
-        let mut written = lock(&self.written);
-        if *written == bytes {
-            return Ok(());
-        }
-        // One pass over each version: the ledger keeps a line per workspace of the run.
-        let old: std::collections::HashSet<&[u8]> = written.split(|&b| b == b'\n').collect();
-        let durable = bytes
-            .split(|&b| b == b'\n')
-            .filter(|line| {
-                [&b"# workspace "[..], b"# kept ", b"# cleaned"]
-                    .iter()
-                    .any(|p| line.starts_with(p))
-            })
-            .any(|line| !old.contains(line));
-        if durable {
-            crate::ledger::write_atomic(&self.ledger_path, &bytes)?;
-        } else {
-            crate::ledger::write_atomic_unsynced(&self.ledger_path, &bytes)?;
-        }
-        *written = bytes;
-        Ok(())
+        lock(&self.log).write(ledger)
     }
 
     pub(crate) fn update(&self, f: impl FnOnce(&mut Ledger)) -> Result<(), ProcTrackError> {
@@ -241,8 +216,7 @@ impl Tracker {
         };
         let mut ledger = Ledger::new(&options.run_id, owner.clone())?;
         ledger.instance = Some(instance.clone());
-        let written = ledger.render();
-        crate::ledger::write_atomic(&ledger_path, &written)?;
+        let log = LedgerLog::create(&ledger_path, &ledger)?;
         Ok(Self {
             shared: Arc::new(Shared {
                 run_id: options.run_id,
@@ -253,7 +227,7 @@ impl Tracker {
                 owner,
                 lock: Mutex::new(Some(owner_lock)),
                 ledger: Mutex::new(ledger),
-                written: Mutex::new(written),
+                log: Mutex::new(log),
                 cgroup,
                 cgroup_unavailable,
                 mode: options.cgroup,
@@ -366,6 +340,17 @@ impl Tracker {
     pub fn forget_workspace(&self, eval_id: &str) -> Result<(), ProcTrackError> {
         self.shared
             .update(|l| l.workspaces.retain(|w| w.eval_id != eval_id))
+    }
+
+    /// Drops the `# workspace` record of the workspace at `path`, once it is removed: the
+    /// ledger (and the tracker's memory) then holds only what a crash could still leave,
+    /// however many evals the run has. A record of another path, or a `# kept` one, stays.
+    ///
+    /// # Errors
+    /// [`ProcTrackError::Io`] when the ledger cannot be written.
+    pub fn forget_workspace_at(&self, path: &Path) -> Result<(), ProcTrackError> {
+        self.shared
+            .update(|l| l.workspaces.retain(|w| w.path != path))
     }
 
     /// Ends the run: marks the ledger cleaned when every agent was torn down without

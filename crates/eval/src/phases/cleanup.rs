@@ -5,7 +5,7 @@
 use hyoka_proctrack::{Layers, TeardownReport};
 
 use super::{PhaseClock, RunContext};
-use crate::host::{EvalWorkspace, WorkspaceEnd};
+use crate::host::{EvalWorkspace, Processes, WorkspaceEnd};
 use crate::report::{Cleanup, PhaseRecord, PhaseStatus, Status};
 
 /// Runs the cleanup phase. The workspace is closed with `status`, the status decided so far
@@ -27,8 +27,10 @@ pub(crate) fn cleanup(
     cleanup.workspace_leftovers.extend(leftovers);
     for (what, dir) in dirs {
         let Some(dir) = dir else { continue };
+        let path = dir.path().to_owned();
         match dir.close(Status::Passed) {
-            WorkspaceEnd::Removed | WorkspaceEnd::Kept(_) => {}
+            WorkspaceEnd::Removed => forget(&*ctx.harness.processes, &path),
+            WorkspaceEnd::Kept(_) => {}
             WorkspaceEnd::Incomplete(leftovers) => {
                 tracing::error!("cannot remove the {what} completely");
                 cleanup.workspace_leftovers.extend(leftovers);
@@ -107,8 +109,12 @@ pub(crate) fn close_workspace(
     status: Status,
 ) -> Cleanup {
     let mut cleanup = Cleanup::default();
+    let path = workspace.path().to_owned();
     match workspace.close(status) {
-        WorkspaceEnd::Removed => cleanup.workspace_removed = true,
+        WorkspaceEnd::Removed => {
+            cleanup.workspace_removed = true;
+            forget(&*ctx.harness.processes, &path);
+        }
         WorkspaceEnd::Kept(path) => {
             if let Err(err) = ctx.harness.processes.record_kept(eval_id, &path) {
                 // Its marker still says kept.
@@ -120,4 +126,13 @@ pub(crate) fn close_workspace(
         WorkspaceEnd::Failed(err) => tracing::error!(error = %err, "cannot remove the workspace"),
     }
     cleanup
+}
+
+/// Drops the ledger's record of a workspace (or a marked directory) that is gone: a run of
+/// any number of evals keeps a ledger the size of what is live. Failing leaves a stale line
+/// `clean` finds nothing behind.
+pub(crate) fn forget(processes: &dyn Processes, path: &std::path::Path) {
+    if let Err(err) = processes.forget_workspace(path) {
+        tracing::debug!(error = %err, "cannot drop the removed workspace from the ledger");
+    }
 }

@@ -10,7 +10,7 @@ use hyoka_workspace::{EvalId, KeepPolicy, WorkspaceOptions};
 
 use super::{PhaseClock, PhaseEnv, RunContext};
 use crate::error::EvalError;
-use crate::host::EvalWorkspace;
+use crate::host::{EvalWorkspace, WorkspaceEnd};
 use crate::report::{PhaseRecord, PhaseStatus, Status};
 use crate::sandbox::{
     SandboxDecision, SandboxMode, SandboxRecord, View, Writable, decide, hidden_dirs,
@@ -238,7 +238,10 @@ fn discard(
 ) {
     let _ = super::cleanup::close_workspace(ctx, process_id.as_str(), workspace, Status::Error);
     for dir in dirs.into_iter().flatten() {
-        let _ = dir.close(Status::Error);
+        let path = dir.path().to_owned();
+        if dir.close(Status::Error) == WorkspaceEnd::Removed {
+            super::cleanup::forget(&*ctx.harness.processes, &path);
+        }
     }
 }
 

@@ -232,6 +232,8 @@ pub(crate) struct TaskFiles {
     tests: Option<Box<dyn EvalWorkspace>>,
     /// The trial's process id, which the directories' ids extend.
     id: EvalId,
+    /// Where the directories are recorded, to drop each record once it is removed.
+    processes: std::sync::Arc<dyn crate::host::Processes>,
     /// What `report.json` says.
     pub(crate) record: TaskRecord,
 }
@@ -261,6 +263,7 @@ impl TaskFiles {
             root: None,
             tests: None,
             id: id.clone(),
+            processes: std::sync::Arc::clone(&ctx.harness.processes),
             record: TaskRecord::new(task),
         };
         let filled = (|| {
@@ -504,8 +507,10 @@ impl TaskFiles {
             .chain(self.root)
             .chain(self.tests);
         for dir in dirs {
+            let path = dir.path().to_owned();
             match dir.close(Status::Passed) {
-                WorkspaceEnd::Removed | WorkspaceEnd::Kept(_) => {}
+                WorkspaceEnd::Removed => crate::phases::cleanup::forget(&*self.processes, &path),
+                WorkspaceEnd::Kept(_) => {}
                 WorkspaceEnd::Incomplete(more) => leftovers.extend(more),
                 WorkspaceEnd::Failed(err) => leftovers.push(err),
             }

@@ -80,5 +80,33 @@ async fn kept_workspaces_are_recorded_where_no_agent_writes() {
             .map(|p| ("e".to_owned(), p.into()))
             .collect();
         assert_eq!(recorded, expected, "{keep:?} {program}");
+        // A removed workspace's record is dropped; a kept one's stays.
+        let workspace = case.host.recorded()[0].1.clone();
+        assert_eq!(
+            case.host.forgotten().contains(&workspace),
+            !kept,
+            "{keep:?} {program}"
+        );
     }
+}
+
+/// Issue 29: a run kept a ledger line per removed workspace (and per isolated home), so the
+/// ledger and the owner's memory grew with the number of evals. Every directory removed is
+/// dropped from the ledger once it is gone.
+#[tokio::test(start_paused = true)]
+async fn removed_directories_are_dropped_from_the_ledger() {
+    let case = Case::new();
+    case.program("agent", FakeProgram::new().exits(0));
+    let mut specs = vec![eval("a", "agent"), eval("b", "agent")];
+    specs[1].phases.isolate_home = true;
+    let outcome = case.run(specs).await;
+    assert!(outcome.reports.iter().all(|r| r.cleanup.workspace_removed));
+    let mut recorded: Vec<std::path::PathBuf> =
+        case.host.recorded().into_iter().map(|(_, p)| p).collect();
+    let mut forgotten = case.host.forgotten();
+    recorded.sort();
+    forgotten.sort();
+    assert_eq!(recorded.len(), 3, "two workspaces and a home: {recorded:?}");
+    assert_eq!(forgotten, recorded);
+    case.assert_nothing_left();
 }

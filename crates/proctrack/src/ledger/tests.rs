@@ -200,3 +200,154 @@ fn reading_refuses_links_and_special_files() {
         Err(ProcTrackError::Untrusted { .. })
     ));
 }
+
+/// What a ledger says, whatever the order its lines were written in.
+fn said(ledger: &Ledger) -> (Vec<String>, Option<u64>) {
+    let mut lines: Vec<String> = String::from_utf8(ledger.render())
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with("# cleaned"))
+        .map(str::to_owned)
+        .collect();
+    lines.sort();
+    (lines, ledger.cleaned)
+}
+
+fn entry(pid: i32, eval: &str) -> LedgerEntry {
+    LedgerEntry {
+        pid,
+        start_ticks: 7,
+        pgid: pid,
+        eval_id: eval.into(),
+        comm: "sh".into(),
+    }
+}
+
+/// One change to a ledger.
+type Step = Box<dyn Fn(&mut Ledger)>;
+
+#[test]
+fn appended_changes_read_back_as_the_ledger_they_describe() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(LEDGER_FILE);
+    let mut ledger = sample();
+    let mut log = LedgerLog::create(&path, &ledger).unwrap();
+    let steps: Vec<Step> = vec![
+        Box::new(|l| l.set_workspace("a", Path::new("/w/a")).unwrap()),
+        Box::new(|l| l.entries.push(entry(5000, "a"))),
+        Box::new(|l| l.set_cgroup("a", Path::new("/cg/a")).unwrap()),
+        Box::new(|l| l.entries[1].comm = "renamed".into()),
+        Box::new(|l| l.entries.retain(|e| e.pid != 4242)),
+        Box::new(|l| l.set_workspace("a", Path::new("/w/a2")).unwrap()),
+        Box::new(|l| l.workspaces.retain(|w| w.eval_id != "main")),
+        Box::new(|l| l.cgroups.clear()),
+        Box::new(|l| l.cgroups_v1.truncate(1)),
+        Box::new(|l| l.kept.clear()),
+        Box::new(|l| l.cleaned = Some(77)),
+    ];
+    for step in steps {
+        step(&mut ledger);
+        log.write(&ledger).unwrap();
+        let parsed = Ledger::read(&path, SELF_PID).unwrap();
+        assert!(parsed.problems.is_empty(), "{:?}", parsed.problems);
+        assert_eq!(said(&parsed.ledger), said(&ledger));
+    }
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        text.starts_with(&String::from_utf8(sample().render()).unwrap()),
+        "{text}"
+    );
+    for line in [
+        "# -process 4242 99\n",
+        "# -workspace main /tmp/hyoka-run-1-abc def\n",
+        "# -workspace a /w/a\n",
+        "# -cgroup a /cg/a\n",
+        "5000\t7\t5000\ta\trenamed\n",
+    ] {
+        assert!(text.contains(line), "{line:?} in {text}");
+    }
+}
+
+#[test]
+fn only_lines_that_outlive_a_reboot_are_synced() {
+    let old = sample();
+    let durable = |f: &dyn Fn(&mut Ledger)| {
+        let mut new = old.clone();
+        f(&mut new);
+        old.delta(&new).unwrap().durable
+    };
+    assert!(durable(&|l| l
+        .set_workspace("b", Path::new("/w/b"))
+        .unwrap()));
+    assert!(durable(&|l| l.set_kept("b", Path::new("/w/b")).unwrap()));
+    assert!(durable(&|l| l.cleaned = Some(1)));
+    assert!(!durable(&|l| l.workspaces.clear()));
+    assert!(!durable(&|l| l.entries.push(entry(5001, "main"))));
+    assert!(!durable(&|l| l.entries.clear()));
+    assert!(!durable(&|l| l
+        .set_cgroup("b", Path::new("/cg/b"))
+        .unwrap()));
+    assert!(old.delta(&old).unwrap().bytes.is_empty());
+    let mut other = old.clone();
+    other.run_id = "run-2".into();
+    assert!(old.delta(&other).is_none(), "another run is a rewrite");
+}
+
+#[test]
+fn a_long_run_keeps_a_ledger_the_size_of_what_is_live() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(LEDGER_FILE);
+    let mut ledger = Ledger::new("run-1", format!("777 12345 {BOOT}").parse().unwrap()).unwrap();
+    let mut log = LedgerLog::create(&path, &ledger).unwrap();
+    let mut largest = 0;
+    for i in 0..5000 {
+        let eval = format!("t{i:05}");
+        let ws = PathBuf::from(format!("/tmp/ws/hyoka-run-1-{eval}-abcdef"));
+        ledger.set_workspace(&eval, &ws).unwrap();
+        log.write(&ledger).unwrap();
+        ledger.entries.push(entry(10_000 + i, &eval));
+        log.write(&ledger).unwrap();
+        ledger.entries.clear();
+        log.write(&ledger).unwrap();
+        ledger.workspaces.clear();
+        log.write(&ledger).unwrap();
+        largest = largest.max(std::fs::metadata(&path).unwrap().len());
+    }
+    assert!(largest <= 2 * COMPACT_MIN_BYTES, "{largest} bytes");
+    let parsed = Ledger::read(&path, SELF_PID).unwrap();
+    assert!(parsed.problems.is_empty(), "{:?}", parsed.problems);
+    assert_eq!(said(&parsed.ledger), said(&ledger));
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        names,
+        [std::ffi::OsString::from(LEDGER_FILE)],
+        "no temporary file left"
+    );
+}
+
+#[test]
+fn a_later_record_replaces_and_a_dropped_one_is_gone() {
+    let text = "# hyoka-pids v1\n# run r\n9\t1\t9\tmain\ta\n10\t1\t10\tmain\tb\n9\t1\t9\tmain\tc\n\
+                # -process 10 1\n# -process 11 1\n# workspace e /w/1\n# -workspace e /w/2\n\
+                # workspace f /w/3\n# -workspace f /w/3\n# -process x\n";
+    let parsed = Ledger::parse(text.as_bytes(), SELF_PID);
+    let got: Vec<(i32, &str)> = parsed
+        .ledger
+        .entries
+        .iter()
+        .map(|e| (e.pid, e.comm.as_str()))
+        .collect();
+    assert_eq!(got, [(9, "c")]);
+    let ws: Vec<&str> = parsed
+        .ledger
+        .workspaces
+        .iter()
+        .map(|w| w.eval_id.as_str())
+        .collect();
+    assert_eq!(ws, ["e"], "a drop of another path leaves the record");
+    let lines: Vec<usize> = parsed.problems.iter().map(|p| p.line).collect();
+    assert_eq!(lines, [12], "{:?}", parsed.problems);
+}

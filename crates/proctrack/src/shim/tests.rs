@@ -5,7 +5,12 @@ use super::*;
 #[track_caller]
 fn check(args: &[&str], expected: Option<(RawFd, i32, u64, &str, &[&str])>) {
     let got = parse_args(args.iter().map(OsString::from));
+    let cgroup_fd = args
+        .iter()
+        .position(|a| *a == "--cgroup-fd")
+        .map(|i| args[i + 1].parse().unwrap());
     let expected = expected.map(|(report_fd, parent, ms, program, rest)| ShimArgs {
+        cgroup_fd,
         report_fd,
         parent,
         grace: Duration::from_millis(ms),
@@ -52,6 +57,36 @@ fn refuses_incomplete_or_dangerous_arguments() {
         None,
     );
     check(&["--report-fd", "nine", "--parent", "3", "--", "x"], None);
+    check(
+        &[
+            "--cgroup-fd",
+            "2",
+            "--report-fd",
+            "9",
+            "--parent",
+            "3",
+            "--",
+            "x",
+        ],
+        None,
+    );
+}
+
+#[test]
+fn takes_the_leaf_to_start_the_agent_in() {
+    check(
+        &[
+            "--cgroup-fd",
+            "7",
+            "--report-fd",
+            "9",
+            "--parent",
+            "3",
+            "--",
+            "x",
+        ],
+        Some((9, 3, 5000, "x", &[])),
+    );
 }
 
 #[test]
