@@ -20,6 +20,10 @@
 //!   reply 0, answered at once, Codex's `Worked for <1s`; the update of the second cycle gets
 //!   reply 1, which thinks, waits, streams for a while and pauses in the middle).
 //!
+//! Claude Code runs with `--install-claude-hooks`: each of those turns is announced by its
+//! `UserPromptSubmit` hook and ended by its `Stop` hook, which the detector fuses with the
+//! screen.
+//!
 //! Skips as the other live tests do; every wait is bounded and polls the controller or the
 //! registry, and the test proves that nothing it started is left.
 
@@ -76,12 +80,13 @@ fn cycle(agent: Agent) {
     let Some(bin) = installed(agent) else {
         return;
     };
-    let mut live = Live::start_with(
-        agent,
-        &bin,
-        SCRIPT,
-        &["--max-cycles", "2", "--no-output-timeout", "5s"],
-    );
+    let mut flags = vec!["--max-cycles", "2", "--no-output-timeout", "5s"];
+    if agent == Agent::Claude {
+        // Claude Code's own word on its turns (Stop, UserPromptSubmit, Notification hooks)
+        // is fused with the screen.
+        flags.push("--install-claude-hooks");
+    }
+    let mut live = Live::start_with(agent, &bin, SCRIPT, &flags);
     // The start dialog is a person's to answer, once it is drawn and still: judged blocked,
     // and the pane the same twice in a row (the agent reads keys by then).
     let started = Instant::now();
@@ -224,6 +229,26 @@ fn cycle(agent: Agent) {
             at(step["time"].as_str().unwrap()) >= at(done),
             "{agent:?}: {step} before the answer ended ({request:?}):\n{}",
             report()
+        );
+    }
+    if agent == Agent::Claude {
+        // Every turn the model answered was announced and ended by Claude Code's hooks (a
+        // Stop during a cycle is noted, not acted on: the cycle waits for its own step).
+        let hooks = |name: &str| {
+            named("hook_received")
+                .iter()
+                .filter(|e| e["hook"] == name)
+                .count()
+        };
+        assert!(
+            hooks("prompt_submitted") >= asked.len() && hooks("stop") >= asked.len(),
+            "{agent:?}: hooks: {}",
+            report()
+        );
+        eprintln!(
+            "{agent:?} hooks: {} prompt_submitted, {} stop",
+            hooks("prompt_submitted"),
+            hooks("stop")
         );
     }
     let long = asked[2];
