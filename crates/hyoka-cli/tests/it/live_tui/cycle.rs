@@ -106,9 +106,19 @@ fn cycle(agent: Agent) {
     }
     live.keys(agent.answer_start());
     // Two cycles, then the controller stops the session and exits.
-    let child = live.controller.child.as_mut().unwrap();
+    // The turn-end lines the agent drew, for the report (Codex: `Worked for <1s`).
+    let mut ends = std::collections::BTreeSet::new();
     let started = Instant::now();
     let status = loop {
+        for line in live.pane(false, false).lines() {
+            if line.contains("Worked for") || line.contains("Cooked for") {
+                ends.insert(
+                    line.trim_matches(|c: char| c.is_whitespace() || c == '─')
+                        .to_owned(),
+                );
+            }
+        }
+        let child = live.controller.child.as_mut().unwrap();
         if let Some(status) = child.try_wait().unwrap() {
             break status;
         }
@@ -257,7 +267,9 @@ fn cycle(agent: Agent) {
         .filter(|r| r.tools.len() <= 1)
         .flat_map(|r| r.tools.iter().map(String::as_str))
         .collect();
-    eprintln!("{agent:?} requests beside the conversation offered {beside:?}");
+    eprintln!(
+        "{agent:?} requests beside the conversation offered {beside:?}; turn ends drawn {ends:?}"
+    );
     eprintln!(
         "{agent:?} cycles: 2 completed in {:.0} s; steps sent {sent:?}; Enters {} and {} retried; Enters held {}; step requests at turns {turns:?} of {} requests; long turn {} .. {}",
         took.as_secs_f64(),
