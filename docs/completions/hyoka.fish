@@ -209,7 +209,7 @@ complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l no-clear -d 'Do 
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l no-init -d 'Do not send the init step (/init where the agent has one)'
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l no-auto-accept -d 'Never press Enter on a plan-approval menu'
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l dry-run -d 'Decide and log, never type'
-complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l install-claude-hooks -d 'Write Claude Code hook entries (Stop, Notification) into ./.claude/settings.local.json before starting'
+complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l install-claude-hooks -d 'Write Claude Code hook entries (Stop, UserPromptSubmit, Notification) into ./.claude/settings.local.json before starting'
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -l json -d 'When the session ends, print a JSON summary on stdout (outcome, cycles, exit, teardown). Needs --headless: otherwise stdout is the session\'s screen'
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c hyoka -n "__fish_hyoka_using_subcommand respawn" -s q -l quiet -d 'Only errors on stderr'

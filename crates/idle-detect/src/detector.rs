@@ -41,6 +41,9 @@ pub struct DetectorConfig {
     /// How long an AI verdict stays valid when nothing else happens (10 min); any
     /// substantial output or user input after it makes it stale at once.
     pub ai_verdict_ttl: Duration,
+    /// How long a `UserPromptSubmit` hook with no `Stop` after it says the agent works (5
+    /// min): where it and the screen disagree, the verdict is not idle.
+    pub prompt_hook_ttl: Duration,
     /// Bytes of raw output kept (48 KiB): the screen is rebuilt from them when more arrived
     /// between two decisions, and the AI checkers' context is stripped from them.
     pub raw_bytes: usize,
@@ -57,6 +60,7 @@ impl Default for DetectorConfig {
             busy_ticks_per_sec: 10,
             process_sample_ttl: Duration::from_secs(10),
             ai_verdict_ttl: Duration::from_mins(10),
+            prompt_hook_ttl: Duration::from_mins(5),
             raw_bytes: 48 * 1024,
         }
     }
@@ -423,7 +427,8 @@ impl Detector {
 
     /// Fuses every signal into one verdict. The order of the checks is the precedence:
     /// blocked (screen, hook, AI plan check) beats an idle hook, which beats working
-    /// evidence (process tree, screen, stream, AI), which beats idle evidence (screen after
+    /// evidence (a `UserPromptSubmit` hook with no `Stop` since, process tree, screen,
+    /// stream, AI), which beats idle evidence (screen after
     /// settling, AI, completion plus silence).
     fn arbitrate(&mut self, now: Instant) -> Verdict {
         self.refresh_screen();
@@ -442,6 +447,7 @@ impl Detector {
         let hook_idle = hook.filter(|&(e, t)| {
             matches!(e, HookEvent::Stop | HookEvent::IdlePrompt) && !after(self.last_working, t)
         });
+        let hook_working = self.prompt_hook(hook, now);
         let ai = self.ai.filter(|&(_, t)| {
             !after(self.last_substantial, t)
                 && !after(self.user_input, t)
@@ -490,6 +496,9 @@ impl Detector {
                 // show work: where the two disagree, the verdict is not idle.
                 evidence.push(self.hook_evidence(now, e, t));
                 (SessionState::Idle, None)
+            } else if let Some((e, t)) = hook_working {
+                evidence.push(self.hook_evidence(now, e, t));
+                (SessionState::Working, None)
             } else if busy {
                 evidence.push(self.process_evidence(now));
                 (SessionState::Working, None)
@@ -641,9 +650,24 @@ impl Detector {
         }
     }
 
+    /// A turn that started by the agent's own word (`UserPromptSubmit`) and has not ended by
+    /// it (`hook` is the latest hook, still fresh): the screen alone may look idle (a quiet
+    /// tool, a redraw the profile does not know).
+    fn prompt_hook(
+        &self,
+        hook: Option<(HookEvent, Instant)>,
+        now: Instant,
+    ) -> Option<(HookEvent, Instant)> {
+        hook.filter(|&(e, t)| {
+            e == HookEvent::PromptSubmitted
+                && now.saturating_duration_since(t) < self.config.prompt_hook_ttl
+        })
+    }
+
     fn hook_evidence(&self, now: Instant, event: HookEvent, at: Instant) -> Evidence {
         let (points_to, name) = match event {
             HookEvent::Stop => (SessionState::Idle, "Stop"),
+            HookEvent::PromptSubmitted => (SessionState::Working, "UserPromptSubmit"),
             HookEvent::IdlePrompt => (SessionState::Idle, "Notification idle_prompt"),
             HookEvent::PermissionPrompt => {
                 (SessionState::Blocked, "Notification permission_prompt")

@@ -47,6 +47,12 @@ pub enum BlockedKind {
 pub enum HookEvent {
     /// `Stop`: the agent finished its turn.
     Stop,
+    /// `UserPromptSubmit` ("When the user submits a prompt", Claude Code 2.1.328's hook
+    /// list): a turn started, and it lasts until the `Stop` hook. Claude Code runs no `Stop`
+    /// for a turn a person interrupts, so it holds for
+    /// [`DetectorConfig::prompt_hook_ttl`](crate::DetectorConfig::prompt_hook_ttl) at most,
+    /// and until the person types.
+    PromptSubmitted,
     /// `Notification` with `idle_prompt`: the prompt has been idle for a while.
     IdlePrompt,
     /// `Notification` with `permission_prompt`: a tool needs permission.

@@ -10,6 +10,7 @@ use crate::error::RespawnError;
 /// The hooks installed: (Claude Code event, matcher, `hyoka hook` argument).
 const HOOKS: &[(&str, Option<&str>, &str)] = &[
     ("Stop", None, "stop"),
+    ("UserPromptSubmit", None, "user_prompt_submit"),
     ("Notification", Some("idle_prompt"), "idle_prompt"),
     (
         "Notification",

@@ -73,6 +73,7 @@ fn parse_event_name(name: &str) -> Option<Parsed> {
     let name = name.trim().to_ascii_lowercase().replace('-', "_");
     Some(match name.as_str() {
         "stop" => Parsed::Event(HookEvent::Stop),
+        "user_prompt_submit" | "userpromptsubmit" => Parsed::Event(HookEvent::PromptSubmitted),
         "idle_prompt" => Parsed::Event(HookEvent::IdlePrompt),
         "permission_prompt" => Parsed::Event(HookEvent::PermissionPrompt),
         "elicitation_dialog" => Parsed::Event(HookEvent::ElicitationDialog),
@@ -89,6 +90,7 @@ pub fn is_hook_event_name(name: &str) -> bool {
 /// The names `hyoka hook` accepts.
 pub const HOOK_EVENT_NAMES: &[&str] = &[
     "stop",
+    "user_prompt_submit",
     "idle_prompt",
     "permission_prompt",
     "elicitation_dialog",

@@ -160,7 +160,7 @@ pub struct RespawnArgs {
     #[arg(long, value_name = "NAME", value_parser = parse_name, conflicts_with = "name")]
     pub tmux_session: Option<String>,
 
-    /// Write Claude Code hook entries (Stop, Notification) into
+    /// Write Claude Code hook entries (Stop, UserPromptSubmit, Notification) into
     /// ./.claude/settings.local.json before starting.
     #[arg(long)]
     pub install_claude_hooks: bool,

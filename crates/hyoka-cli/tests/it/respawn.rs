@@ -772,6 +772,12 @@ fn installing_hooks_merges_and_never_clobbers() {
             .unwrap()
             .ends_with("hook stop")
     );
+    assert!(
+        value["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+            .as_str()
+            .unwrap()
+            .ends_with("hook user_prompt_submit")
+    );
     let matchers: Vec<_> = value["hooks"]["Notification"]
         .as_array()
         .unwrap()
@@ -791,7 +797,7 @@ fn installing_hooks_merges_and_never_clobbers() {
     assert_eq!(out.status.code(), Some(0));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["added"], 0, "{report:#}");
-    assert_eq!(report["present"], 4, "{report:#}");
+    assert_eq!(report["present"], 5, "{report:#}");
     assert_eq!(report["path"], settings.display().to_string());
     assert_eq!(std::fs::read_to_string(&settings).unwrap(), first);
     // --json belongs to the install; a forwarded hook prints nothing.

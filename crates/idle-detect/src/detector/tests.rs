@@ -144,6 +144,55 @@ fn a_stop_hook_is_idle_only_where_the_screen_shows_no_work() {
     check(&mut d, &c, 200, SessionState::Working, None, "screen_rule");
 }
 
+// See: issue 24 (a structured signal fused with the screen: a turn Claude Code says it
+// started is not idle until it says it stopped, whatever the screen shows).
+#[test]
+fn a_prompt_submit_hook_keeps_an_idle_screen_working_until_the_stop_hook() {
+    let c = Clock::new();
+    let mut d = detector("claude-code");
+    draw(&mut d, &c, 0, IDLE_SCREEN);
+    check(&mut d, &c, 2_000, SessionState::Idle, None, "screen_rule");
+    d.hook(c.at(2_100), HookEvent::PromptSubmitted);
+    // The screen still shows the last turn's end, settled: the hook says otherwise.
+    check(&mut d, &c, 2_100, SessionState::Working, None, "hook");
+    check(&mut d, &c, 60_000, SessionState::Working, None, "hook");
+    d.hook(c.at(61_000), HookEvent::Stop);
+    check(&mut d, &c, 61_000, SessionState::Idle, None, "hook");
+    // A turn a person interrupts runs no Stop: the hook holds for `prompt_hook_ttl`, or
+    // until the person types.
+    d.hook(c.at(70_000), HookEvent::PromptSubmitted);
+    check(
+        &mut d,
+        &c,
+        70_000 + 299_999,
+        SessionState::Working,
+        None,
+        "hook",
+    );
+    check(
+        &mut d,
+        &c,
+        70_000 + 300_000,
+        SessionState::Idle,
+        None,
+        "screen_rule",
+    );
+    d.hook(c.at(400_000), HookEvent::PromptSubmitted);
+    d.user_input(c.at(401_000));
+    check(&mut d, &c, 403_000, SessionState::Idle, None, "screen_rule");
+    // A dialog still beats it.
+    d.hook(c.at(404_000), HookEvent::PromptSubmitted);
+    draw(&mut d, &c, 404_100, PERMISSION_SCREEN);
+    check(
+        &mut d,
+        &c,
+        406_000,
+        SessionState::Blocked,
+        Some(BlockedKind::Permission),
+        "screen_rule",
+    );
+}
+
 #[test]
 fn permission_and_elicitation_hooks_block_until_answered() {
     let c = Clock::new();

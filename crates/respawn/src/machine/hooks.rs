@@ -45,6 +45,16 @@ impl Machine {
                 self.cancel(TimerName::NoOutputFallback, "idle_prompt hook");
                 self.on_idle_confirmed("idle_prompt hook", now);
             }
+            HookEvent::PromptSubmitted => {
+                // A turn started: a Stop that waited for its confirmation was an earlier
+                // turn's. The detector keeps the verdict working until the next Stop.
+                self.emit(Event::HookReceived {
+                    hook,
+                    accepted: true,
+                });
+                self.stop_hook_at = None;
+                self.cancel(TimerName::HookConfirm, "prompt submitted");
+            }
             HookEvent::ElicitationDialog => {
                 self.emit(Event::HookReceived {
                     hook,

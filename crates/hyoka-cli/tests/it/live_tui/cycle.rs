@@ -20,6 +20,10 @@
 //!   reply 0, answered at once, Codex's `Worked for <1s`; the update of the second cycle gets
 //!   reply 1, which thinks, waits, streams for a while and pauses in the middle).
 //!
+//! Claude Code runs with `--install-claude-hooks`: each of those turns is announced by its
+//! `UserPromptSubmit` hook and ended by its `Stop` hook, which the detector fuses with the
+//! screen.
+//!
 //! Skips as the other live tests do; every wait is bounded and polls the controller or the
 //! registry, and the test proves that nothing it started is left.
 
@@ -76,12 +80,13 @@ fn cycle(agent: Agent) {
     let Some(bin) = installed(agent) else {
         return;
     };
-    let mut live = Live::start_with(
-        agent,
-        &bin,
-        SCRIPT,
-        &["--max-cycles", "2", "--no-output-timeout", "5s"],
-    );
+    let mut flags = vec!["--max-cycles", "2", "--no-output-timeout", "5s"];
+    if agent == Agent::Claude {
+        // Claude Code's own word on its turns (Stop, UserPromptSubmit, Notification hooks)
+        // is fused with the screen.
+        flags.push("--install-claude-hooks");
+    }
+    let mut live = Live::start_with(agent, &bin, SCRIPT, &flags);
     // The start dialog is a person's to answer, once it is drawn and still: judged blocked,
     // and the pane the same twice in a row (the agent reads keys by then).
     let started = Instant::now();
@@ -101,9 +106,19 @@ fn cycle(agent: Agent) {
     }
     live.keys(agent.answer_start());
     // Two cycles, then the controller stops the session and exits.
-    let child = live.controller.child.as_mut().unwrap();
+    // The turn-end lines the agent drew, for the report (Codex: `Worked for <1s`).
+    let mut ends = std::collections::BTreeSet::new();
     let started = Instant::now();
     let status = loop {
+        for line in live.pane(false, false).lines() {
+            if line.contains("Worked for") || line.contains("Cooked for") {
+                ends.insert(
+                    line.trim_matches(|c: char| c.is_whitespace() || c == '─')
+                        .to_owned(),
+                );
+            }
+        }
+        let child = live.controller.child.as_mut().unwrap();
         if let Some(status) = child.try_wait().unwrap() {
             break status;
         }
@@ -226,13 +241,35 @@ fn cycle(agent: Agent) {
             report()
         );
     }
+    if agent == Agent::Claude {
+        // Every turn the model answered was announced and ended by Claude Code's hooks (a
+        // Stop during a cycle is noted, not acted on: the cycle waits for its own step).
+        let hooks = |name: &str| {
+            named("hook_received")
+                .iter()
+                .filter(|e| e["hook"] == name)
+                .count()
+        };
+        assert!(
+            hooks("prompt_submitted") >= asked.len() && hooks("stop") >= asked.len(),
+            "{agent:?}: hooks: {}",
+            report()
+        );
+        eprintln!(
+            "{agent:?} hooks: {} prompt_submitted, {} stop",
+            hooks("prompt_submitted"),
+            hooks("stop")
+        );
+    }
     let long = asked[2];
     let beside: std::collections::BTreeSet<&str> = requests
         .iter()
         .filter(|r| r.tools.len() <= 1)
         .flat_map(|r| r.tools.iter().map(String::as_str))
         .collect();
-    eprintln!("{agent:?} requests beside the conversation offered {beside:?}");
+    eprintln!(
+        "{agent:?} requests beside the conversation offered {beside:?}; turn ends drawn {ends:?}"
+    );
     eprintln!(
         "{agent:?} cycles: 2 completed in {:.0} s; steps sent {sent:?}; Enters {} and {} retried; Enters held {}; step requests at turns {turns:?} of {} requests; long turn {} .. {}",
         took.as_secs_f64(),
