@@ -91,3 +91,47 @@ fn real_screens_get_their_truth_at_every_width() {
     assert_eq!(by_agent.len(), 3, "captures of all three agents");
     assert!(misses.is_empty(), "{misses:#?}");
 }
+
+/// See: issue 24, the frame Gemini CLI 0.61 may draw between adding the submitted message
+/// and `setIsResponding(true)` (`useGeminiStream.ts`): the real before-first-byte captures
+/// with their loading indicator blanked out, leaving the message, blank rows and the
+/// composer's idle rows. The turn has started: working, at every width. The same frame with
+/// a slash command echoed instead (which may end with nothing under it) is not held to be
+/// work, and neither is a submitted message with the reply under it.
+#[test]
+fn gemini_turn_started_before_its_loading_indicator_is_working() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/real/gemini");
+    let profile = Profile::builtin("gemini").expect("built-in profile");
+    let spinner = regex::bytes::Regex::new(
+        r"\x1b\[38;5;\d+m[\x{2801}-\x{28FF}]\x1b\[39m \x1b\[3m\x1b\[38;5;\d+mThinking\.\.\.\x1b\[0m\x1b\[39m\x1b\[49m \x1b\[38;5;\d+m\(esc to cancel, \d+s\)\x1b\[39m",
+    )
+    .unwrap();
+    for width in [80, 120, 200] {
+        let bytes = std::fs::read(root.join(format!("{width}-before-first-byte.ans"))).unwrap();
+        assert!(
+            spinner.is_match(&bytes),
+            "{width}: the capture's loading indicator"
+        );
+        let blank = spinner.replace(&bytes, &b" ".repeat(34)[..]).into_owned();
+        let verdict = classify_screen(&profile, &blank);
+        assert_eq!(verdict.state, SessionState::Working, "{width}: {verdict:?}");
+        assert_eq!(verdict.evidence[0].rule, "gemini/turn-started", "{width}");
+        let text = String::from_utf8_lossy(&blank);
+        assert!(
+            text.contains("explain the repo"),
+            "{width}: the submitted message"
+        );
+        let command = text.replace("explain the repo", "/theme");
+        let verdict = classify_screen(&profile, command.as_bytes());
+        assert_ne!(
+            verdict.evidence[0].rule, "gemini/turn-started",
+            "{width}: a slash command"
+        );
+        let ended = std::fs::read(root.join(format!("{width}-turn-ended.ans"))).unwrap();
+        assert_eq!(
+            classify_screen(&profile, &ended).state,
+            SessionState::Idle,
+            "{width}"
+        );
+    }
+}
