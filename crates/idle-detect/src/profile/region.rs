@@ -271,12 +271,21 @@ impl<'s> Analysis<'s> {
             box_bottom = Some(b + 1);
         }
         if prompt.is_none() && layout.boxed_input {
-            // A single line enclosed by two rules near the bottom is the input box.
-            let bottom: Vec<usize> = (0..lines.len())
+            // A single line enclosed by two rules near the bottom is the input box, unless a
+            // `stop` line (a dialog's selected option or footer) is below it: then it is the
+            // dialog's own box, such as Claude Code's command preview between `╌` rules, seen
+            // alone when a shrinking window cuts the dialog's options off.
+            let mut bottom: Vec<usize> = (0..lines.len())
                 .rev()
                 .filter(|&i| !is_blank(&lines[i]))
                 .take(5)
                 .collect();
+            if let Some(stop) = bottom
+                .iter()
+                .position(|&i| matches(layout.stop.as_ref(), &lines[i]))
+            {
+                bottom.truncate(stop);
+            }
             for w in bottom.windows(3) {
                 let (r2, x, r1) = (w[0], w[1], w[2]);
                 if matches(layout.rule.as_ref(), &lines[r2])
