@@ -160,6 +160,21 @@ impl Agent {
     }
 }
 
+/// Environment variables by which CI services say they are one, read by the agents'
+/// terminal libraries and start-up checks.
+const CI_MARKERS: [&str; 10] = [
+    "CI",
+    "CONTINUOUS_INTEGRATION",
+    "GITHUB_ACTIONS",
+    "GITLAB_CI",
+    "BUILDKITE",
+    "CIRCLECI",
+    "TRAVIS",
+    "TEAMCITY_VERSION",
+    "TF_BUILD",
+    "JENKINS_URL",
+];
+
 /// The agent's binary, or `None` (with a message) when the test must skip.
 fn installed(agent: Agent) -> Option<PathBuf> {
     let Some(dir) = std::env::var_os("HYOKA_AGENTS_DIR") else {
@@ -317,6 +332,15 @@ impl Live {
             .filter(|a| !a.is_empty())
             .collect();
         let mut cmd = Command::new("nsenter");
+        // The agents draw as in a person's terminal, wherever the tests run. A CI marker
+        // makes Gemini CLI 0.61 headless even on a terminal (`isHeadlessMode`,
+        // packages/core/src/utils/headless.ts: `CI=true` or `GITHUB_ACTIONS=true`), and in a
+        // fresh folder it then exits 55 instead of asking for trust; Claude Code draws
+        // without colours (supports-color). The tmux server, and so the agent, inherits
+        // this environment.
+        for marker in CI_MARKERS {
+            cmd.env_remove(marker);
+        }
         cmd.arg(format!("--net=/proc/{}/ns/net", stub.id()))
             .arg(hyoka_path())
             .arg("respawn")
@@ -506,11 +530,15 @@ impl Live {
                     .append(true)
                     .open(Path::new(&dump).join(format!("{:?}.txt", self.agent)))
                     .unwrap();
+                // The screen `detect` judged, with its attributes, as it read it.
+                let judged =
+                    std::fs::read(self.case.dir.path().join("screen.ans")).unwrap_or_default();
                 let _ = writeln!(
                     file,
-                    "=== truth {truth:?} stub {after:?} {sample:?}\n{}\n{}",
+                    "=== truth {truth:?} stub {after:?} {sample:?}\n{}\n{}\n--- judged (capture-pane -e) ---\n{}",
                     status["evidence"],
-                    self.pane(false, false)
+                    self.pane(false, false),
+                    String::from_utf8_lossy(&judged)
                 );
             }
             // Between Enter and the submitted message in the transcript, Gemini CLI 0.61's
