@@ -270,35 +270,14 @@ impl<'s> Analysis<'s> {
         {
             box_bottom = Some(b + 1);
         }
-        if prompt.is_none() && layout.boxed_input {
-            // A single line enclosed by two rules near the bottom is the input box, unless a
-            // `stop` line (a dialog's selected option or footer) is below it: then it is the
-            // dialog's own box, such as Claude Code's command preview between `╌` rules, seen
-            // alone when a shrinking window cuts the dialog's options off.
-            let mut bottom: Vec<usize> = (0..lines.len())
-                .rev()
-                .filter(|&i| !is_blank(&lines[i]))
-                .take(5)
-                .collect();
-            if let Some(stop) = bottom
-                .iter()
-                .position(|&i| matches(layout.stop.as_ref(), &lines[i]))
-            {
-                bottom.truncate(stop);
-            }
-            for w in bottom.windows(3) {
-                let (r2, x, r1) = (w[0], w[1], w[2]);
-                if matches(layout.rule.as_ref(), &lines[r2])
-                    && matches(layout.rule.as_ref(), &lines[r1])
-                    && !matches(layout.rule.as_ref(), &lines[x])
-                {
-                    prompt = Some(x);
-                    prompt_text_at = 0;
-                    box_top = Some(r1);
-                    box_bottom = Some(r2);
-                    break;
-                }
-            }
+        if prompt.is_none()
+            && layout.boxed_input
+            && let Some((x, top, bottom)) = find_boxed_input(layout, lines)
+        {
+            prompt = Some(x);
+            prompt_text_at = 0;
+            box_top = Some(top);
+            box_bottom = Some(bottom);
         }
         let status = prompt.and_then(|p| {
             let start = box_top.unwrap_or(p);
@@ -502,6 +481,30 @@ fn find_prompt(layout: &Layout, lines: &[String]) -> (Option<usize>, usize) {
         }
     }
     (None, 0)
+}
+
+/// A single line enclosed by two rules near the bottom, taken for the input box when no
+/// prompt line is found: its row, the top rule's and the bottom rule's. Not a box with a
+/// `stop` line (a dialog's selected option or footer) below it: that is the dialog's own box,
+/// such as Claude Code's command preview between `╌` rules, seen alone when a shrinking
+/// window cuts the dialog's options off.
+fn find_boxed_input(layout: &Layout, lines: &[String]) -> Option<(usize, usize, usize)> {
+    let is_rule = |i: usize| matches(layout.rule.as_ref(), &lines[i]);
+    let mut bottom: Vec<usize> = (0..lines.len())
+        .rev()
+        .filter(|&i| !is_blank(&lines[i]))
+        .take(5)
+        .collect();
+    if let Some(stop) = bottom
+        .iter()
+        .position(|&i| matches(layout.stop.as_ref(), &lines[i]))
+    {
+        bottom.truncate(stop);
+    }
+    bottom.windows(3).find_map(|w| {
+        let (r2, x, r1) = (w[0], w[1], w[2]);
+        (is_rule(r2) && is_rule(r1) && !is_rule(x)).then_some((x, r1, r2))
+    })
 }
 
 /// Ink word-wraps a long status line and indents the rest under its text: walks up over such
