@@ -1254,12 +1254,16 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__send)
-            opts="-v -q -h -V --queue --verbose --quiet --help --version"
+            opts="-v -q -h -V --reports --queue --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --reports)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -1404,12 +1408,16 @@ _hyoka() {
             return 0
             ;;
         hyoka__subcmd__wait)
-            opts="-v -q -h -V --until --timeout --json --verbose --quiet --help --version"
+            opts="-v -q -h -V --reports --until --timeout --json --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --reports)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --until)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

@@ -229,6 +229,7 @@ complete -c hyoka -n "__fish_hyoka_using_subcommand sessions" -s v -l verbose -d
 complete -c hyoka -n "__fish_hyoka_using_subcommand sessions" -s q -l quiet -d 'Only errors on stderr'
 complete -c hyoka -n "__fish_hyoka_using_subcommand sessions" -s h -l help -d 'Print help'
 complete -c hyoka -n "__fish_hyoka_using_subcommand sessions" -s V -l version -d 'Print version'
+complete -c hyoka -n "__fish_hyoka_using_subcommand wait" -l reports -d 'Where the sessions\' controllers keep their records (as `hyoka respawn --reports`): a name with no live controller that is a tmux session whose controller died is said to be orphaned, with the commands that supervise or stop it' -r -F
 complete -c hyoka -n "__fish_hyoka_using_subcommand wait" -l until -d 'The state to wait for: idle, working or blocked' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand wait" -l timeout -d 'Give up after this long (exit 124). Default: wait as long as it takes' -r
 complete -c hyoka -n "__fish_hyoka_using_subcommand wait" -l json -d 'Print the session\'s status as JSON on stdout when the wait ends'
@@ -236,6 +237,7 @@ complete -c hyoka -n "__fish_hyoka_using_subcommand wait" -s v -l verbose -d 'Mo
 complete -c hyoka -n "__fish_hyoka_using_subcommand wait" -s q -l quiet -d 'Only errors on stderr'
 complete -c hyoka -n "__fish_hyoka_using_subcommand wait" -s h -l help -d 'Print help'
 complete -c hyoka -n "__fish_hyoka_using_subcommand wait" -s V -l version -d 'Print version'
+complete -c hyoka -n "__fish_hyoka_using_subcommand send" -l reports -d 'Where the sessions\' controllers keep their records (as `hyoka respawn --reports`): a name with no live controller that is a tmux session whose controller died is said to be orphaned, with the commands that supervise or stop it' -r -F
 complete -c hyoka -n "__fish_hyoka_using_subcommand send" -l queue -d 'Wait until the session is idle and nobody is at it, instead of refusing'
 complete -c hyoka -n "__fish_hyoka_using_subcommand send" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c hyoka -n "__fish_hyoka_using_subcommand send" -s q -l quiet -d 'Only errors on stderr'

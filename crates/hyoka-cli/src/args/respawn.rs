@@ -196,6 +196,12 @@ pub struct WaitArgs {
     #[arg(value_name = "NAME", value_parser = parse_name)]
     pub name: String,
 
+    /// Where the sessions' controllers keep their records (as `hyoka respawn --reports`): a
+    /// name with no live controller that is a tmux session whose controller died is said to
+    /// be orphaned, with the commands that supervise or stop it.
+    #[arg(long, value_name = "DIR", default_value = "reports")]
+    pub reports: PathBuf,
+
     /// The state to wait for: idle, working or blocked.
     #[arg(long, value_name = "STATE", value_parser = parse_state)]
     pub until: hyoka_idle_detect::SessionState,
@@ -215,6 +221,12 @@ pub struct SendArgs {
     /// The session's name.
     #[arg(value_name = "NAME", value_parser = parse_name)]
     pub name: String,
+
+    /// Where the sessions' controllers keep their records (as `hyoka respawn --reports`): a
+    /// name with no live controller that is a tmux session whose controller died is said to
+    /// be orphaned, with the commands that supervise or stop it.
+    #[arg(long, value_name = "DIR", default_value = "reports")]
+    pub reports: PathBuf,
 
     /// The text to type (newlines become spaces).
     #[arg(value_name = "TEXT")]

@@ -3,6 +3,8 @@
 //! timed out; send: 0 delivered, 3 refused with nothing typed, 4 typed but not confirmed;
 //! an unknown name: 2).
 
+use std::path::Path;
+
 use hyoka_respawn::{RespawnError, SendOutcome, WaitOutcome};
 use serde_json::json;
 
@@ -17,6 +19,25 @@ fn failed(err: &RespawnError) -> Fail {
     } else {
         Fail::failure(err.to_string())
     }
+}
+
+/// [`failed`], but a name no controller answers for that is an orphaned tmux session under
+/// `reports` says so, with the commands that supervise or stop it (still exit 2: no session
+/// can be waited for or typed into without a controller).
+async fn failed_for(err: &RespawnError, name: &str, reports: &Path) -> Fail {
+    if matches!(err, RespawnError::UnknownSession { .. })
+        && let Some(orphan) = hyoka_respawn::orphaned_sessions(reports)
+            .await
+            .into_iter()
+            .find(|o| o.name == name)
+    {
+        return Fail::usage(format!(
+            "session {name:?} is orphaned: its controller (pid {}) died and nobody supervises \
+             it; supervise it again with `{}`, or stop it with `{}`",
+            orphan.controller_pid, orphan.supervise, orphan.stop
+        ));
+    }
+    failed(err)
 }
 
 /// The supervised sessions (from the registry), then the tmux sessions whose controller
@@ -57,10 +78,10 @@ pub(crate) async fn list(args: &SessionsArgs) -> Result<ExitStatus, Fail> {
 
 pub(crate) async fn wait(args: &WaitArgs) -> Result<ExitStatus, Fail> {
     let until = args.until;
-    let outcome = registry()?
-        .wait(&args.name, until, args.timeout)
-        .await
-        .map_err(|e| failed(&e))?;
+    let outcome = match registry()?.wait(&args.name, until, args.timeout).await {
+        Ok(outcome) => outcome,
+        Err(err) => return Err(failed_for(&err, &args.name, &args.reports).await),
+    };
     let (reached, last) = match outcome {
         WaitOutcome::Reached(status) => (true, status),
         WaitOutcome::TimedOut(status) => (false, status),
@@ -87,10 +108,10 @@ pub(crate) async fn send(args: &SendArgs) -> Result<ExitStatus, Fail> {
     if args.text.trim().is_empty() {
         return Err(Fail::usage("the text to send is empty"));
     }
-    let outcome = registry()?
-        .send(&args.name, &args.text, args.queue)
-        .await
-        .map_err(|e| failed(&e))?;
+    let outcome = match registry()?.send(&args.name, &args.text, args.queue).await {
+        Ok(outcome) => outcome,
+        Err(err) => return Err(failed_for(&err, &args.name, &args.reports).await),
+    };
     match outcome {
         SendOutcome::Delivered => {
             outln!("delivered to {}: a new turn started", args.name);

@@ -868,9 +868,37 @@ fn an_orphaned_tmux_session_is_listed_by_sessions_and_ps_and_removable() {
         text.contains(&format!("stop it:            {stop}")),
         "{text}"
     );
+    // `wait` and `send` to it: exit 2, nothing typed, and they say why and what to do.
+    for args in [
+        vec!["wait", &name, "--until", "idle", "--timeout", "1s"],
+        vec!["send", &name, "hello"],
+    ] {
+        let mut args = args;
+        args.extend(["--reports", &reports_arg]);
+        let (code, out, stderr) = hyoka_out(&case, &args);
+        assert_eq!(code, Some(2), "{args:?}: {out}{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "session {name:?} is orphaned: its controller (pid {controller}) died"
+            )) && stderr.contains(&format!("stop it with `{stop}`")),
+            "{args:?}: {stderr}"
+        );
+    }
     // Without the records (another --reports), nothing is claimed.
     let elsewhere = case.dir.path().join("elsewhere");
     std::fs::create_dir(&elsewhere).unwrap();
+    let (code, _, stderr) = hyoka_out(
+        &case,
+        &[
+            "send",
+            &name,
+            "hello",
+            "--reports",
+            elsewhere.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("no session named"), "{stderr}");
     let (_, text, _) = hyoka_out(
         &case,
         &["sessions", "--reports", elsewhere.to_str().unwrap()],
