@@ -13,7 +13,7 @@ use crate::eval::{not_started, run_eval};
 use crate::host::Harness;
 use crate::phases::RunContext;
 use crate::records::{millis, rfc3339, write_json};
-use crate::report::{Attempt, Report, RunInfo, RunSummary, Termination};
+use crate::report::{Attempt, EvalSummary, Report, RunInfo, RunSummary, Termination};
 use crate::sandbox::decide;
 use crate::settings::{DEFAULT_GRACE, EvalSpec};
 use crate::shard::Shard;
@@ -56,6 +56,11 @@ pub struct RunPlan {
     pub suite: Option<String>,
     /// The shard of the suite this run is, recorded in `run.json`.
     pub shard: Option<Shard>,
+    /// Whether [`RunOutcome::reports`] holds every trial's report (the default). A long
+    /// run sets it false: it then keeps only each trial's line of `run.json` in memory, so
+    /// its memory does not grow with its trials' reports (they are on disk, in
+    /// `<trial>/report.json`).
+    pub keep_reports: bool,
 }
 
 impl RunPlan {
@@ -79,6 +84,7 @@ impl RunPlan {
             resume: None,
             suite: None,
             shard: None,
+            keep_reports: true,
         }
     }
 
@@ -137,8 +143,11 @@ impl Observer for NoObserver {}
 /// `run.json`.
 #[derive(Debug, Clone)]
 pub struct RunOutcome {
-    /// Each trial's `report.json`.
+    /// Each trial's `report.json`, in plan order; empty unless [`RunPlan::keep_reports`].
     pub reports: Vec<Report>,
+    /// The workspaces kept (`--keep-workspace`), in plan order: the eval's id and the
+    /// workspace's path.
+    pub kept_workspaces: Vec<(String, String)>,
     /// `run.json`.
     pub summary: RunSummary,
     /// `<reports>/<run_id>`.
@@ -221,10 +230,54 @@ pub async fn run(
     run_trials(plan, trials, harness, stop, observer).await
 }
 
-/// A trial's place in the results: kept from an earlier run, or running.
-enum Slot {
-    Kept(Box<Report>),
-    Running(tokio::task::JoinHandle<Result<Report, EvalError>>),
+/// What the run keeps of its trials as they end: each one's line of `run.json` (and, with
+/// [`RunPlan::keep_reports`], its whole report), in plan order. A trial's task is joined as
+/// soon as it ends, so a finished trial holds no task and no report in memory.
+struct Results {
+    lines: Vec<Option<EvalSummary>>,
+    reports: Option<Vec<Option<Report>>>,
+    kept_workspaces: Vec<Option<(String, String)>>,
+    first_error: Option<EvalError>,
+}
+
+impl Results {
+    fn new(trials: usize, keep_reports: bool) -> Self {
+        fn none<T>(trials: usize) -> Vec<Option<T>> {
+            std::iter::repeat_with(|| None).take(trials).collect()
+        }
+        Self {
+            lines: none(trials),
+            reports: keep_reports.then(|| none(trials)),
+            kept_workspaces: none(trials),
+            first_error: None,
+        }
+    }
+
+    fn add(&mut self, index: usize, report: Report) {
+        self.lines[index] = Some(EvalSummary::of(&report));
+        if let Some(path) = &report.cleanup.workspace_kept_at {
+            self.kept_workspaces[index] = Some((report.eval_id.clone(), path.clone()));
+        }
+        if let Some(reports) = &mut self.reports {
+            reports[index] = Some(report);
+        }
+    }
+
+    /// A joined trial task: its report, or the first error of the run.
+    fn settle(
+        &mut self,
+        joined: Result<(usize, Result<Report, EvalError>), tokio::task::JoinError>,
+    ) {
+        match joined {
+            Ok((index, Ok(report))) => self.add(index, report),
+            Ok((_, Err(err))) => {
+                self.first_error.get_or_insert(err);
+            }
+            Err(source) => {
+                self.first_error.get_or_insert(EvalError::Task { source });
+            }
+        }
+    }
 }
 
 async fn run_trials(
@@ -255,14 +308,19 @@ async fn run_trials(
     let semaphore = Arc::new(tokio::sync::Semaphore::new(plan.workers.max(1)));
     // Set by the first trial that cannot record: the trials after it are skipped.
     let fatal: Arc<OnceLock<String>> = Arc::new(OnceLock::new());
-    let mut slots = Vec::with_capacity(trials.len());
+    let mut results = Results::new(trials.len(), plan.keep_reports);
+    let mut tasks = tokio::task::JoinSet::new();
     let mut kept = 0;
-    for planned in trials {
+    for (index, planned) in trials.into_iter().enumerate() {
         if let Some(report) = planned.kept {
             observer.eval_kept(&report);
             kept += 1;
-            slots.push(Slot::Kept(Box::new(report)));
+            results.add(index, report);
             continue;
+        }
+        // The trials that ended are joined before the next starts: none waits in memory.
+        while let Some(joined) = tasks.try_join_next() {
+            results.settle(joined);
         }
         // Permits are taken here, in plan order, so trials start in the order the plan
         // lists them (tasks would otherwise race for permits on a multi-threaded runtime).
@@ -276,36 +334,30 @@ async fn run_trials(
             stop.clone(),
             Arc::clone(&fatal),
         );
-        slots.push(Slot::Running(tokio::spawn(async move {
+        tasks.spawn(async move {
             let _permit = permit;
             let eval_id = planned.trial.id.to_string();
             let result = trial_task(&ctx, &planned, stop, &fatal, &*observer).await;
-            result.map_err(|source| {
+            let result = result.map_err(|source| {
                 let _ = fatal.set(format!("trial {eval_id} could not record: {source}"));
                 EvalError::Eval {
                     eval_id,
                     source: Box::new(source),
                 }
-            })
-        })));
+            });
+            (index, result)
+        });
     }
-    let mut reports = Vec::with_capacity(slots.len());
-    let mut first_error = None;
-    for slot in slots {
-        match slot {
-            Slot::Kept(report) => reports.push(*report),
-            Slot::Running(task) => match task.await {
-                Ok(Ok(report)) => reports.push(report),
-                Ok(Err(err)) => {
-                    first_error.get_or_insert(err);
-                }
-                Err(source) => {
-                    first_error.get_or_insert(EvalError::Task { source });
-                }
-            },
-        }
+    while let Some(joined) = tasks.join_next().await {
+        results.settle(joined);
     }
-    let summary = RunSummary::from_reports(
+    let Results {
+        lines,
+        reports,
+        kept_workspaces,
+        first_error,
+    } = results;
+    let summary = RunSummary::from_evals(
         RunInfo {
             run_id: ctx.run_id.to_string(),
             started_at: rfc3339(started_at),
@@ -314,7 +366,7 @@ async fn run_trials(
             suite: plan.suite.clone(),
             shard: plan.shard.map(|s| format!("{}/{}", s.index, s.count)),
         },
-        &reports,
+        lines.into_iter().flatten().collect(),
     );
     write_json(&run_dir.join("run.json"), &summary)?;
     observer.run_finished(&summary);
@@ -322,7 +374,8 @@ async fn run_trials(
         return Err(err);
     }
     Ok(RunOutcome {
-        reports,
+        reports: reports.into_iter().flatten().flatten().collect(),
+        kept_workspaces: kept_workspaces.into_iter().flatten().collect(),
         summary,
         run_dir,
         kept,

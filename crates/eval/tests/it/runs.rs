@@ -110,3 +110,55 @@ async fn removed_directories_are_dropped_from_the_ledger() {
     assert_eq!(forgotten, recorded);
     case.assert_nothing_left();
 }
+
+/// Issue 29: the runner kept every trial's whole report (and its finished task) until the
+/// run ended, so a run's memory grew with its trials. Without `keep_reports` the outcome
+/// holds no report, yet `run.json` lists every trial in plan order and the kept workspaces
+/// are still named.
+#[tokio::test(start_paused = true)]
+async fn a_run_that_keeps_no_reports_still_sums_up_every_trial() {
+    use hyoka_workspace::KeepPolicy;
+    let case = Case::new();
+    case.program("passes", FakeProgram::new().sleeps(ms(30)).exits(0))
+        .program("fails", FakeProgram::new().sleeps(ms(10)).exits(1));
+    let mut plan = case.plan(vec![
+        eval("a", "passes"),
+        eval("b", "fails"),
+        eval("c", "passes"),
+    ]);
+    plan.workers = 3;
+    plan.keep = KeepPolicy::OnFailure;
+    plan.keep_reports = false;
+    let outcome = case.run_plan(&plan, Stop::never()).await;
+    assert!(outcome.reports.is_empty());
+    // `b` ends first, yet the lines keep the plan's order.
+    let ids: Vec<&str> = outcome
+        .summary
+        .evals
+        .iter()
+        .map(|e| e.eval_id.as_str())
+        .collect();
+    assert_eq!(ids, ["a", "b", "c"]);
+    assert_eq!(
+        (outcome.summary.totals.passed, outcome.summary.totals.failed),
+        (2, 1)
+    );
+    let kept: Vec<&str> = outcome
+        .kept_workspaces
+        .iter()
+        .map(|(id, _)| id.as_str())
+        .collect();
+    assert_eq!(kept, ["b"]);
+    let report: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(case.reports.path().join("case/b/report.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        report["cleanup"]["workspace_kept_at"].as_str(),
+        Some(outcome.kept_workspaces[0].1.as_str())
+    );
+    let run_json: RunSummary =
+        serde_json::from_slice(&std::fs::read(case.reports.path().join("case/run.json")).unwrap())
+            .unwrap();
+    assert_eq!(run_json.evals, outcome.summary.evals);
+}

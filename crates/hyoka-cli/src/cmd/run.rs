@@ -40,10 +40,8 @@ pub(crate) async fn exec(args: RunArgs) -> Result<ExitStatus, Fail> {
             &outcome.summary,
             &outcome.run_dir,
         ));
-        for report in &outcome.reports {
-            if let Some(path) = &report.cleanup.workspace_kept_at {
-                outln!("kept workspace ({}): {path}", report.eval_id);
-            }
+        for (eval_id, path) in &outcome.kept_workspaces {
+            outln!("kept workspace ({eval_id}): {path}");
         }
     }
     Ok(match stop.reason() {
@@ -152,6 +150,8 @@ fn plan(args: &RunArgs) -> Result<RunPlan, Fail> {
         }),
         suite: Some(suite.map_err(|e| Fail::usage(e.to_string()))?),
         shard: args.shard,
+        // The reports are on disk; a run of many trials keeps only their lines.
+        keep_reports: false,
         ..RunPlan::new(run_id, &args.reports, workspace_root, evals)
     })
 }
