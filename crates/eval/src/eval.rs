@@ -16,7 +16,7 @@ use crate::phases::services::{Started, services, stop_services};
 use crate::phases::setup::{Prepared, setup};
 use crate::phases::{PhaseContext, RunContext, skipped};
 use crate::ps::LiveStatus;
-use crate::records::{millis, rfc3339, write_json};
+use crate::records::{millis, rfc3339, write_json_before_report};
 use crate::report::{
     Cleanup, Counts, ErrorKind, Limits, PhaseRecord, PhaseStatus, Report, ResourcesRecord, Status,
     Termination,
@@ -178,7 +178,7 @@ pub(crate) async fn run_eval(
         identity,
         started: clock.now(),
         started_at,
-        live: LiveStatus::new(&eval_dir, started_at),
+        live: LiveStatus::start(&eval_dir, started_at),
         eval_dir,
     };
     attempt.live.phase("setup", clock.wall());
@@ -186,7 +186,7 @@ pub(crate) async fn run_eval(
         Ok(prepared) => attempt.run(&process_id, prepared, stop).await,
         Err((record, why)) => {
             // The workspace or the home could not be made: the machine's fault, retried.
-            hyoka_proctrack::remove_status(&attempt.eval_dir);
+            attempt.live.close();
             Ok(Report {
                 termination: Termination::SetupFailed,
                 error_kind: Some(ErrorKind::Infra),
@@ -210,7 +210,7 @@ struct Attempt<'a> {
     started_at: SystemTime,
     started: Instant,
     /// Its `status.json`.
-    live: LiveStatus,
+    live: std::sync::Arc<LiveStatus>,
 }
 
 /// How an attempt's phases ended, for its report.
@@ -236,7 +236,7 @@ impl Attempt<'_> {
         prepared: Prepared,
         stop: Stop,
     ) -> Result<Report, EvalError> {
-        let (ctx, spec, live) = (self.ctx, &*self.trial.spec, &self.live);
+        let (ctx, spec, live) = (self.ctx, &*self.trial.spec, &*self.live);
         let clock = &*ctx.harness.clock;
         let Prepared {
             mut workspace,
@@ -392,8 +392,8 @@ impl Attempt<'_> {
             ),
             ..base
         };
-        write_json(&self.eval_dir.join("action_timeline.json"), &timeline)?;
-        hyoka_proctrack::remove_status(&self.eval_dir);
+        write_json_before_report(&self.eval_dir.join("action_timeline.json"), &timeline)?;
+        self.live.close();
         Ok(report)
     }
 }

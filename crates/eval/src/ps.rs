@@ -19,53 +19,110 @@ use crate::records::rfc3339;
 
 /// `<eval_dir>/status.json` of a live eval: the phase it is in and since when, when it
 /// started, and its counts while the agent runs (`{"phase", "since", "started", "counts"}`),
-/// which is what `hyoka ps` shows of it. Written atomically at each phase and, while the
-/// agent runs, when the counts changed (the caller's half-second refresh); removed when the
-/// eval's records are written.
+/// which is what `hyoka ps` shows of it. Kept in memory and written atomically by a task of
+/// its own, [`STATUS_PERIOD`] after the eval started and then each period when it changed,
+/// so a trial shorter than a period writes no status at all and a long one at most one a
+/// period; removed by [`LiveStatus::close`] when the eval's records are written.
 pub(crate) struct LiveStatus {
     dir: PathBuf,
-    now: std::sync::Mutex<PhaseNow>,
+    state: std::sync::Mutex<StatusState>,
+}
+
+/// How often a live eval's `status.json` is brought up to date, and how long after the
+/// eval's start it is first written: `hyoka ps` shows an eval at most this late.
+pub(crate) const STATUS_PERIOD: Duration = Duration::from_millis(250);
+
+struct StatusState {
+    now: PhaseNow,
+    /// Changed since it was last written.
+    dirty: bool,
+    /// `status.json` exists.
+    written: bool,
+    /// The eval is over: nothing is written any more.
+    closed: bool,
 }
 
 impl LiveStatus {
-    /// The status of the eval whose directory is `eval_dir`, started at `started`.
-    pub(crate) fn new(eval_dir: &Path, started: SystemTime) -> Self {
-        Self {
+    /// The status of the eval whose directory is `eval_dir`, started at `started`, with the
+    /// task that writes it (on the current Tokio runtime; it ends with the status).
+    pub(crate) fn start(eval_dir: &Path, started: SystemTime) -> std::sync::Arc<Self> {
+        let live = std::sync::Arc::new(Self {
             dir: eval_dir.to_owned(),
-            now: std::sync::Mutex::new(PhaseNow {
-                started: Some(rfc3339(started)),
-                ..PhaseNow::default()
+            state: std::sync::Mutex::new(StatusState {
+                now: PhaseNow {
+                    started: Some(rfc3339(started)),
+                    ..PhaseNow::default()
+                },
+                dirty: true,
+                written: false,
+                closed: false,
             }),
-        }
+        });
+        let weak = std::sync::Arc::downgrade(&live);
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(STATUS_PERIOD).await;
+                match weak.upgrade() {
+                    Some(live) if live.flush() => {}
+                    _ => break,
+                }
+            }
+        });
+        live
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, StatusState> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The eval entered `phase` at `now`.
     pub(crate) fn phase(&self, phase: &str, now: SystemTime) {
-        let mut status = self
-            .now
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        phase.clone_into(&mut status.phase);
-        status.since = rfc3339(now);
-        self.write(&status);
+        let mut state = self.lock();
+        phase.clone_into(&mut state.now.phase);
+        state.now.since = rfc3339(now);
+        state.dirty = true;
     }
 
-    /// The agent's counts are `counts` now (written only when they changed).
+    /// The agent's counts are `counts` now.
     pub(crate) fn counts(&self, counts: Counts) {
-        let mut status = self
-            .now
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if status.counts != Some(counts) {
-            status.counts = Some(counts);
-            self.write(&status);
+        let mut state = self.lock();
+        if state.now.counts != Some(counts) {
+            state.now.counts = Some(counts);
+            state.dirty = true;
         }
     }
 
-    fn write(&self, status: &PhaseNow) {
-        if let Err(err) = write_status(&self.dir, status) {
-            tracing::debug!(error = %err, "cannot record the eval's status");
+    /// Writes the status if it changed; `false` once the eval is over.
+    fn flush(&self) -> bool {
+        let mut state = self.lock();
+        if state.closed {
+            return false;
         }
+        if state.dirty {
+            state.dirty = false;
+            state.written = true;
+            if let Err(err) = write_status(&self.dir, &state.now) {
+                tracing::debug!(error = %err, "cannot record the eval's status");
+            }
+        }
+        true
+    }
+
+    /// The eval is over: its `status.json` is removed, and never written again.
+    pub(crate) fn close(&self) {
+        let mut state = self.lock();
+        state.closed = true;
+        if std::mem::take(&mut state.written) {
+            hyoka_proctrack::remove_status(&self.dir);
+        }
+    }
+}
+
+impl Drop for LiveStatus {
+    fn drop(&mut self) {
+        self.close();
     }
 }
 
@@ -274,4 +331,65 @@ fn render_process(out: &mut String, process: &ListedProcess, eval: &str) {
         "    process {} {command} (pgid {}){under}: {state}",
         entry.pid, entry.pgid
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn on_disk(dir: &Path) -> Option<PhaseNow> {
+        read_status(dir)
+    }
+
+    /// Issue 29: each phase of every trial rewrote `status.json` (a new file and a rename),
+    /// four times for a trial of a few milliseconds. The status is written a period after the
+    /// start, then only when it changed, and never after the eval is over.
+    #[tokio::test(start_paused = true)]
+    async fn the_status_is_written_a_period_late_only_when_it_changed_and_never_after_close() {
+        let dir = tempfile::tempdir().unwrap();
+        let started = SystemTime::UNIX_EPOCH + Duration::from_hours(500_000);
+        let live = LiveStatus::start(dir.path(), started);
+        live.phase("setup", started);
+        live.phase("agent", started);
+        tokio::task::yield_now().await;
+        assert!(on_disk(dir.path()).is_none(), "nothing before a period");
+        tokio::time::sleep(STATUS_PERIOD).await;
+        tokio::task::yield_now().await;
+        let first = on_disk(dir.path()).expect("written after a period");
+        assert_eq!(first.phase, "agent");
+        // Unchanged: the next tick writes nothing (the file removed behind its back stays
+        // removed).
+        std::fs::remove_file(dir.path().join(hyoka_proctrack::STATUS_FILE)).unwrap();
+        tokio::time::sleep(STATUS_PERIOD).await;
+        tokio::task::yield_now().await;
+        assert!(on_disk(dir.path()).is_none());
+        live.counts(Counts {
+            turns: 2,
+            ..Counts::default()
+        });
+        tokio::time::sleep(STATUS_PERIOD).await;
+        tokio::task::yield_now().await;
+        assert_eq!(on_disk(dir.path()).unwrap().counts.unwrap().turns, 2);
+        live.close();
+        assert!(on_disk(dir.path()).is_none(), "removed at close");
+        live.phase("cleanup", started);
+        tokio::time::sleep(STATUS_PERIOD * 4).await;
+        tokio::task::yield_now().await;
+        assert!(on_disk(dir.path()).is_none(), "never written after close");
+    }
+
+    /// A trial shorter than a period never writes its status.
+    #[tokio::test(start_paused = true)]
+    async fn a_short_eval_writes_no_status() {
+        let dir = tempfile::tempdir().unwrap();
+        let started = SystemTime::UNIX_EPOCH;
+        let live = LiveStatus::start(dir.path(), started);
+        live.phase("agent", started);
+        tokio::time::sleep(STATUS_PERIOD / 2).await;
+        drop(live);
+        tokio::time::sleep(STATUS_PERIOD * 4).await;
+        tokio::task::yield_now().await;
+        assert!(on_disk(dir.path()).is_none());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
 }
