@@ -1,11 +1,13 @@
-//! Records on disk: `report.json`, `run.json`, `action_timeline.json` (and `status.json`,
-//! `hyoka-proctrack`'s, through `ps.rs`), always written atomically through `hyoka-proctrack`'s [`write_atomic`] (temp file in the
-//! same directory, fsync, rename, fsync of the directory), the helper the ledger uses too.
+//! Records on disk: `report.json`, `run.json`, `action_timeline.json`, `changes.json` (and
+//! `status.json`, `hyoka-proctrack`'s, through `ps.rs`), always written atomically through
+//! `hyoka-proctrack`'s [`write_atomic`] (temp file in the same directory, fsync, rename, fsync
+//! of the directory), the helper the ledger uses too. A trial's records before its
+//! `report.json` leave the directory's fsync to the report's write, which covers them all.
 
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-use hyoka_proctrack::write_atomic;
+use hyoka_proctrack::{write_atomic, write_atomic_file_synced};
 use serde::Serialize;
 
 use crate::error::EvalError;
@@ -16,13 +18,35 @@ use crate::error::EvalError;
 /// [`EvalError::Record`] (or [`EvalError::Io`] for a value that cannot be serialized)
 /// naming the file.
 pub fn write_json(path: &Path, value: &impl Serialize) -> Result<(), EvalError> {
-    let mut bytes =
-        serde_json::to_vec_pretty(value).map_err(|e| EvalError::io("serialize", path, e.into()))?;
-    bytes.push(b'\n');
-    write_atomic(path, &bytes).map_err(|source| EvalError::Record {
+    write_atomic(path, &to_json(path, value)?).map_err(|source| EvalError::Record {
         path: path.to_owned(),
         source,
     })
+}
+
+/// [`write_json`] for a trial's record that its `report.json`, written after it in the same
+/// directory, makes count: the file is synced before its name appears, and the directory
+/// once, by the report's write (a crash before it leaves no report, and the trial runs
+/// again on resume).
+///
+/// # Errors
+/// As [`write_json`].
+pub(crate) fn write_json_before_report(
+    path: &Path,
+    value: &impl Serialize,
+) -> Result<(), EvalError> {
+    write_atomic_file_synced(path, &to_json(path, value)?).map_err(|source| EvalError::Record {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// `value` as pretty JSON with a trailing newline.
+fn to_json(path: &Path, value: &impl Serialize) -> Result<Vec<u8>, EvalError> {
+    let mut bytes =
+        serde_json::to_vec_pretty(value).map_err(|e| EvalError::io("serialize", path, e.into()))?;
+    bytes.push(b'\n');
+    Ok(bytes)
 }
 
 /// A wall-clock instant rendered as RFC 3339 with milliseconds, in UTC.

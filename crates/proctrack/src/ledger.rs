@@ -757,11 +757,24 @@ pub fn write_atomic_unsynced(path: &Path, bytes: &[u8]) -> Result<(), ProcTrackE
     write_atomic_path(path, bytes, Durability::Unsynced)
 }
 
+/// [`write_atomic`] with the file synced but not its directory: the new version's data is on
+/// disk before its name appears, and the name becomes durable with the directory's next
+/// sync. For a file that a later [`write_atomic`] in the same directory makes count (a
+/// trial's records before its `report.json`): one directory sync covers them all.
+///
+/// # Errors
+/// As [`write_atomic`].
+pub fn write_atomic_file_synced(path: &Path, bytes: &[u8]) -> Result<(), ProcTrackError> {
+    write_atomic_path(path, bytes, Durability::FileSynced)
+}
+
 /// Whether an atomic write is also made durable (fsync of the file and of its directory).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Durability {
     /// Synced: the new version survives a crash of the machine once the call returns.
     Synced,
+    /// The file's data synced before the rename, the directory left to a later sync.
+    FileSynced,
     /// Atomic only.
     Unsynced,
 }
@@ -834,14 +847,13 @@ pub(crate) fn write_atomic_at(
             rustix::fs::fchmod(&file, Mode::from_raw_mode(old.st_mode & 0o7777))
                 .map_err(|e| ProcTrackError::io("keep the mode of", &path, e.into()))?;
         }
-        let synced = durability == Durability::Synced;
-        if synced {
+        if durability != Durability::Unsynced {
             file.sync_all()
                 .map_err(|e| ProcTrackError::io("fsync", &tmp, e))?;
         }
         rustix::fs::renameat(dir, tmp_name.as_str(), dir, name)
             .map_err(|e| ProcTrackError::io("rename", &path, e.into()))?;
-        if !synced {
+        if durability != Durability::Synced {
             return Ok(());
         }
         rustix::fs::fsync(dir).map_err(|e| ProcTrackError::io("fsync", dir_path, e.into()))

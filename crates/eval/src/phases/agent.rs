@@ -20,7 +20,7 @@ use crate::changes::{CHANGES_FILE, MAX_CHANGES_LISTED, record_changes};
 use crate::host::{EvalWorkspace, Process};
 use crate::limits::Monitor;
 use crate::ps::LiveStatus;
-use crate::records::write_json;
+use crate::records::write_json_before_report;
 use crate::report::{
     Counts, EventsRecord, PhaseRecord, PhaseStatus, ResourceFigure, ResourcesRecord, Termination,
 };
@@ -435,7 +435,9 @@ impl Running {
                 if !changes.is_empty() {
                     let record =
                         record_changes(workspace.path(), spec.starter.as_deref(), &usage, &changes);
-                    if let Err(err) = write_json(&pcx.eval_dir.join(CHANGES_FILE), &record) {
+                    if let Err(err) =
+                        write_json_before_report(&pcx.eval_dir.join(CHANGES_FILE), &record)
+                    {
                         tracing::warn!(error = %err, "cannot record the workspace's changes");
                     }
                 }
