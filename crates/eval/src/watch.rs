@@ -4,8 +4,13 @@
 //! that into current usage in O(1) per file event. Removed or renamed directories and lost
 //! events trigger a full rescan. Where no watcher can be placed (inotify limits), a poller
 //! rescans twice a second instead. Either way the run ends with a final scan.
+//!
+//! One watcher (one inotify instance and its thread) serves every workspace of the process:
+//! each workspace adds its root to it and routes the events below that root to its own
+//! tracker, so a trial starts no thread and opens no instance of its own.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use hyoka_workspace::{Snapshot, Usage, UsageTracker};
@@ -36,7 +41,8 @@ pub struct WatchUpdate {
 
 /// A running watcher; dropping it stops watching.
 pub(crate) struct WorkspaceWatcher {
-    _watcher: Option<RecommendedWatcher>,
+    /// The root watched through the shared watcher.
+    watched: Option<PathBuf>,
     poller: Option<tokio::task::JoinHandle<()>>,
 }
 
@@ -45,7 +51,106 @@ impl Drop for WorkspaceWatcher {
         if let Some(poller) = self.poller.take() {
             poller.abort();
         }
+        if let Some(root) = self.watched.take() {
+            shared_remove(&root);
+        }
     }
+}
+
+/// What a workspace does with the events below its root.
+type Handler = Box<dyn FnMut(notify::Result<notify::Event>) + Send>;
+
+/// The process's one watcher, and the workspaces it routes events to.
+struct Shared {
+    watcher: Mutex<RecommendedWatcher>,
+    routes: Arc<Mutex<Vec<(PathBuf, Handler)>>>,
+}
+
+/// The shared watcher, started on first use; `None` when no inotify instance can be had.
+fn shared() -> Option<&'static Shared> {
+    static SHARED: OnceLock<Option<Shared>> = OnceLock::new();
+    SHARED
+        .get_or_init(|| {
+            let routes: Arc<Mutex<Vec<(PathBuf, Handler)>>> = Arc::default();
+            let to_route = Arc::clone(&routes);
+            let watcher =
+                notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+                    route(&to_route, event);
+                });
+            match watcher {
+                Ok(watcher) => Some(Shared {
+                    watcher: Mutex::new(watcher),
+                    routes,
+                }),
+                Err(err) => {
+                    tracing::warn!(error = %err, "cannot start a workspace watcher");
+                    None
+                }
+            }
+        })
+        .as_ref()
+}
+
+/// Hands `event` to the workspace whose root holds its first path; an event with no path
+/// (lost events: the queue overflowed) goes to every workspace, which rescans.
+fn route(routes: &Mutex<Vec<(PathBuf, Handler)>>, event: notify::Result<notify::Event>) {
+    let mut routes = routes.lock().unwrap_or_else(PoisonError::into_inner);
+    let path = event.as_ref().ok().and_then(|e| e.paths.first()).cloned();
+    match path {
+        Some(path) => {
+            if let Some((_, handler)) = routes.iter_mut().find(|(root, _)| path.starts_with(root)) {
+                handler(event);
+            }
+        }
+        None => {
+            for (_, handler) in routes.iter_mut() {
+                handler(Err(notify::Error::generic("events were lost")));
+            }
+        }
+    }
+}
+
+/// Watches `root` through the shared watcher, its events going to `handler`.
+fn shared_add(root: &Path, handler: Handler) -> notify::Result<()> {
+    let Some(shared) = shared() else {
+        return Err(notify::Error::generic("no workspace watcher"));
+    };
+    shared
+        .routes
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push((root.to_owned(), handler));
+    let watched = shared
+        .watcher
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .watch(root, RecursiveMode::Recursive);
+    if watched.is_err() {
+        drop_route(shared, root);
+    }
+    watched
+}
+
+/// Stops watching `root`. The route goes first, so no event of it is handled once this
+/// returns (the watcher's thread takes the routes' lock for each event, never this one).
+fn shared_remove(root: &Path) {
+    let Some(shared) = shared() else {
+        return;
+    };
+    drop_route(shared, root);
+    let _ = shared
+        .watcher
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .unwatch(root);
+}
+
+fn drop_route(shared: &Shared, root: &Path) {
+    shared
+        .routes
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .retain(|(r, _)| r != root);
 }
 
 /// Starts watching `root`, sending every usage change to `tx`.
@@ -103,18 +208,15 @@ pub(crate) fn watch(
             }
         }
     };
-    match notify::recommended_watcher(handler).and_then(|mut watcher| {
-        watcher.watch(root, RecursiveMode::Recursive)?;
-        Ok(watcher)
-    }) {
-        Ok(watcher) => WorkspaceWatcher {
-            _watcher: Some(watcher),
+    match shared_add(root, Box::new(handler)) {
+        Ok(()) => WorkspaceWatcher {
+            watched: Some(root.to_owned()),
             poller: None,
         },
         Err(err) => {
             tracing::warn!(error = %err, "cannot watch the workspace; polling instead");
             WorkspaceWatcher {
-                _watcher: None,
+                watched: None,
                 poller: Some(tokio::spawn(poll(root.to_owned(), snapshot, tx))),
             }
         }
