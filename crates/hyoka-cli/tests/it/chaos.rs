@@ -78,7 +78,8 @@ fn shims_killed_at_random_moments_leave_no_survivor() {
     }
 }
 
-/// The shims among `parent`'s children (`hyoka __shim …`), with their start ticks.
+/// The shims among `parent`'s children (`hyoka-shim …` or `hyoka __shim …`), with their
+/// start ticks.
 fn shims_of(parent: u32) -> Vec<hyoka_proctrack::ProcRef> {
     use hyoka_proctrack::ProcTable as _;
     let table = hyoka_proctrack::NativeProcTable::new();
@@ -89,10 +90,18 @@ fn shims_of(parent: u32) -> Vec<hyoka_proctrack::ProcRef> {
         .filter(|p| i64::from(p.ppid) == i64::from(parent) && !p.is_gone())
         .filter(|p| {
             std::fs::read(format!("/proc/{}/cmdline", p.pid))
-                .is_ok_and(|c| c.split(|&b| b == 0).any(|arg| arg == b"__shim"))
+                .is_ok_and(|c| is_shim_command_line(&c))
         })
         .map(|p| p.proc_ref())
         .collect()
+}
+
+/// Whether a `/proc/<pid>/cmdline` is a shim's: the small `hyoka-shim` binary or `hyoka __shim`.
+fn is_shim_command_line(cmdline: &[u8]) -> bool {
+    let mut args = cmdline.split(|&b| b == 0);
+    let program = args.next().unwrap_or_default();
+    program.rsplit(|&b| b == b'/').next() == Some(b"hyoka-shim".as_slice())
+        || args.any(|arg| arg == b"__shim")
 }
 
 fn shim_round(rng: &mut fastrand::Rng, round: u32) {
