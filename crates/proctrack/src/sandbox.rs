@@ -583,6 +583,15 @@ impl Prepared {
     ///
     /// Runs in the child between fork and exec: system calls only, on memory prepared before
     /// the fork, nothing allocated.
+    /// Whether [`Prepared::enter`] would change nothing but the working directory (which
+    /// the spawn sets anyway): no namespace, mount, Landlock ruleset or filter.
+    pub(crate) fn is_inert(&self) -> bool {
+        self.ruleset.is_none()
+            && self.network.is_none()
+            && self.mounts.is_none()
+            && self.filters.is_none()
+    }
+
     pub(crate) fn enter(&self) -> io::Result<()> {
         let mount_flag = if self.mounts.is_some() {
             libc::CLONE_NEWNS

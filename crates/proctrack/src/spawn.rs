@@ -270,21 +270,37 @@ impl Tracker {
         );
         let procs_raw = procs_fd.as_ref().map(AsRawFd::as_raw_fd);
         let report_raw = report_write.as_ref().map(AsRawFd::as_raw_fd);
+        // The shim does itself what a child of a plain fork would do before exec (see
+        // `shim_main`): with nothing left to do between fork and exec, the standard library
+        // spawns with `posix_spawn`, which shares this process's memory until the exec
+        // instead of copying its page tables, a cost that grows with hyoka's size.
+        let direct = report_raw.is_some() && procs_raw.is_none() && limit_raw.is_empty();
+        let direct = direct && sandbox.is_inert();
+        let inherit: Vec<i32> = [report_raw, leaf_raw].into_iter().flatten().collect();
         let sandbox = std::sync::Arc::new(sandbox);
         let kept = std::sync::Arc::clone(&sandbox);
-        // SAFETY: the closure runs between fork and exec and only makes async-signal-safe
-        // system calls (write, setsid, prctl, getppid, fcntl, and the sandbox's unshare, open,
-        // ioctl and landlock calls) on descriptors and memory the parent keeps until `spawn`
-        // returns; it allocates nothing on success.
-        unsafe {
-            cmd.as_std_mut().pre_exec(move || {
-                for &fd in &limit_raw {
-                    // SAFETY: the parent holds these descriptors open until spawn returns.
-                    rustix::io::write(BorrowedFd::borrow_raw(fd), b"0")?;
-                }
-                pre_exec(procs_raw, [report_raw, leaf_raw], parent)?;
-                sandbox.enter()
-            });
+        if direct {
+            // Its own process group: outside hyoka's, so a terminal's signals reach hyoka
+            // alone, and the shim makes the agent's session.
+            cmd.process_group(0);
+        } else {
+            // SAFETY: the closure runs between fork and exec and only makes async-signal-safe
+            // system calls (write, setsid, prctl, getppid, fcntl, and the sandbox's unshare,
+            // open, ioctl and landlock calls) on descriptors and memory the parent keeps until
+            // `spawn` returns; it allocates nothing on success.
+            unsafe {
+                cmd.as_std_mut().pre_exec(move || {
+                    for &fd in &limit_raw {
+                        // SAFETY: the parent holds these descriptors open until spawn returns.
+                        rustix::io::write(BorrowedFd::borrow_raw(fd), b"0")?;
+                    }
+                    pre_exec(procs_raw, [report_raw, leaf_raw], parent)?;
+                    sandbox.enter()
+                });
+            }
+        }
+        if report_raw.is_some() {
+            agent.born_after = crate::proc_table::PidMark::now();
         }
         let handle = tokio::runtime::Handle::try_current().map_err(|e| ProcTrackError::Task {
             reason: e.to_string(),
@@ -294,6 +310,17 @@ impl Tracker {
             // The record of owned children is held across the fork, so a scan for adopted
             // orphans never takes this child for one (see `orphans`).
             let mut owned = crate::orphans::owned();
+            if direct {
+                // Inheritable only here, for this spawn: every spawn of this crate runs on
+                // this thread, so no other child of ours can inherit them meanwhile.
+                for &fd in &inherit {
+                    // SAFETY: the descriptors are held open by the caller until spawn returns.
+                    let _ = rustix::io::fcntl_setfd(
+                        unsafe { BorrowedFd::borrow_raw(fd) },
+                        FdFlags::empty(),
+                    );
+                }
+            }
             let spawned = cmd.spawn();
             if let Some(pid) = spawned.as_ref().ok().and_then(tokio::process::Child::id) {
                 crate::orphans::own(&mut owned, i32::try_from(pid).unwrap_or(0));
