@@ -15,9 +15,9 @@ use crate::caps::{Layer, Layers};
 use crate::cgroup::CgroupLeaf;
 use crate::clock::SystemClock;
 use crate::discover::{Marker, Scope, Source, discover};
-use crate::identity::ProcRef;
+use crate::identity::{ProcInfo, ProcRef};
 use crate::ledger::{Ledger, LedgerEntry};
-use crate::proc_table::{NativeProcTable, ProcTable};
+use crate::proc_table::{NativeProcTable, PidMark, ProcTable};
 use crate::sampling::{TreeSample, cgroup_usage_usec, sample_processes};
 use crate::shim::{ShimReport, parse_report};
 use crate::signal::NativeSignaller;
@@ -58,6 +58,13 @@ impl AgentExit {
         self == Self::Code(0)
     }
 }
+
+/// How long a teardown waits for the shim to say that the tree is gone (it says so right
+/// after the agent's exit) before it scans for what is left.
+const SETTLE_WAIT: Duration = Duration::from_millis(25);
+
+/// Up to how many pids given out since a spawn the settled teardown reads one by one.
+const YOUNG_PIDS_READ: usize = 64;
 
 /// What one [`Agent::refresh`] changed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -106,6 +113,11 @@ pub struct Agent {
     attributed: Vec<ProcRef>,
     /// The leaves holding its resource limits, when it has any.
     pub(crate) resources: Option<crate::resources::ResourceLeaves>,
+    /// The kernel's pid allocation just before the spawn: every process of the tree has a
+    /// pid given out after it.
+    pub(crate) born_after: Option<PidMark>,
+    /// Whether the shim reported that it reaped its last child ([`ShimReport::Empty`]).
+    tree_empty: bool,
 }
 
 impl std::fmt::Debug for Agent {
@@ -148,6 +160,8 @@ impl Agent {
             cgroup_lost: false,
             attributed: Vec::new(),
             resources: None,
+            born_after: None,
+            tree_empty: false,
         }
     }
 
@@ -253,6 +267,10 @@ impl Agent {
                 let exit = match parse_report(&line) {
                     Some(ShimReport::Exited(code)) => AgentExit::Code(code),
                     Some(ShimReport::Signaled(signal)) => AgentExit::Signal(signal),
+                    Some(ShimReport::Empty) => {
+                        self.tree_empty = true;
+                        continue;
+                    }
                     _ => continue,
                 };
                 self.exit = Some(exit);
@@ -476,6 +494,14 @@ impl Agent {
             return Ok(TeardownReport::default());
         }
         self.poll_child();
+        if let Some(mut report) = self.settled().await {
+            self.complete(&mut report);
+            self.judge_layers(&mut report);
+            self.torn_down = true;
+            self.reap().await;
+            self.finish(&report)?;
+            return Ok(report);
+        }
         let scope = self.scope();
         let leaves: Vec<CgroupLeaf> = self.leaf.iter().cloned().collect();
         let mut report = tokio::task::spawn_blocking(move || {
@@ -504,6 +530,98 @@ impl Agent {
         self.exit_from(&report);
         self.finish(&report)?;
         Ok(report)
+    }
+
+    /// The teardown of a tree that is provably gone, without a scan of the whole of `/proc`:
+    /// `None` unless every layer holds and says so.
+    ///
+    /// - The shim reported the agent's exit and then that it reaped its last child
+    ///   ([`ShimReport::Empty`]). A subreaper without children has no living descendant:
+    ///   everything the agent started, however it detached (`setsid`, double forks,
+    ///   daemons, a move out of the cgroup leaf), stays below the shim while it lives. A tree
+    ///   that still runs never says so: the shim is waited for only briefly.
+    /// - The cgroup leaf, if any, holds nobody (no process was moved into it from outside).
+    /// - Every process recorded for the eval (a refresh may have found some by their marker)
+    ///   is gone.
+    /// - No process created since the spawn carries the eval's marker: what another program
+    ///   outside the tree started for the agent (a job scheduler that copies the environment).
+    ///   Only pids given out since the spawn are read ([`PidMark`]); when the allocator may
+    ///   have gone round `pid_max` in between, the full teardown runs instead.
+    ///
+    /// What a full teardown's scan would find, this finds: the cgroup members, the roots and
+    /// their descendants and groups (none, by the shim's word), the recorded processes, and
+    /// the marker among processes younger than the spawn (older ones cannot carry it).
+    async fn settled(&mut self) -> Option<TeardownReport> {
+        let clock = SystemClock;
+        let start = crate::Clock::now(&clock);
+        if self.shim.is_none() || self.shim_lost || self.adopted || self.resources.is_some() {
+            return None;
+        }
+        if !matches!(self.exit, Some(AgentExit::Code(_) | AgentExit::Signal(_))) {
+            return None;
+        }
+        if !self.tree_empty {
+            let lines = self.report.as_mut()?;
+            // Written the moment the shim reaps its last child, right after the agent.
+            let next = tokio::time::timeout(SETTLE_WAIT, lines.next_line()).await;
+            match next {
+                Ok(Ok(Some(line))) if parse_report(&line) == Some(ShimReport::Empty) => {
+                    self.tree_empty = true;
+                }
+                _ => return None,
+            }
+        }
+        if self.leaf.as_ref().is_some_and(|leaf| !leaf.members().is_empty()) {
+            return None;
+        }
+        let table = NativeProcTable::new();
+        let alive = |pid: i32, ticks: u64| {
+            table
+                .process(pid)
+                .is_some_and(|p| p.start_ticks == ticks && !p.is_gone())
+        };
+        let shim = self.shim;
+        if self
+            .known
+            .iter()
+            .any(|e| Some(e.proc_ref()) != shim && alive(e.pid, e.start_ticks))
+        {
+            return None;
+        }
+        let (before, now) = (self.born_after?, PidMark::now()?);
+        // A short-lived tree leaves few new pids: each is read directly; many, and `/proc` is
+        // listed instead.
+        let young: Vec<ProcInfo> = match before.pids_since(now, YOUNG_PIDS_READ) {
+            Some(pids) => pids.into_iter().filter_map(|p| table.process(p)).collect(),
+            None => NativeProcTable::snapshot_where(before.created_since(now)?)
+                .ok()?
+                .0,
+        };
+        let mut scope = self.scope();
+        scope.known.clear();
+        // A process still inside `execve` shows an empty environment for a moment (the
+        // new stack is not set up yet): one that may carry the marker but cannot be read
+        // sends the teardown the long way, which signals and scans again.
+        let unreadable = young.iter().any(|p| {
+            p.pid != table.self_pid()
+                && Some(p.proc_ref()) != shim
+                && !p.is_gone()
+                && table.environ(p.pid).is_none_or(|e| e.is_empty())
+        });
+        if unreadable {
+            return None;
+        }
+        if !discover(&young, &[], &scope, &table)
+            .iter()
+            .all(|f| Some(f.info.proc_ref()) == shim)
+        {
+            return None;
+        }
+        Some(TeardownReport {
+            elapsed: crate::Clock::now(&clock).saturating_duration_since(start),
+            settled: true,
+            ..TeardownReport::default()
+        })
     }
 
     /// Fills in the layers lost and whether the survivor count is proof.

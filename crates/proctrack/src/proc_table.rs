@@ -81,6 +81,142 @@ impl NativeProcTable {
     pub fn new() -> Self {
         Self { _private: () }
     }
+
+    /// The processes whose pid `keep` accepts, each `stat` read only for them (the listing of
+    /// `/proc` is cheap; reading a process's `stat` is what costs); and how many processes the
+    /// listing named in all.
+    pub(crate) fn snapshot_where(
+        keep: impl Fn(i32) -> bool,
+    ) -> Result<(Vec<ProcInfo>, usize), ProcTrackError> {
+        let proc_dir = open_proc()?;
+        let map = |e: rustix::io::Errno| ProcTrackError::ProcTable {
+            path: "/proc".into(),
+            source: e.into(),
+        };
+        let mut dir = Dir::read_from(&proc_dir).map_err(map)?;
+        let mut buf = [0u8; STAT_BUF];
+        let mut out = Vec::with_capacity(256);
+        let mut listed = 0;
+        while let Some(entry) = dir.read() {
+            let entry = entry.map_err(map)?;
+            let Some(pid) = std::str::from_utf8(entry.file_name().to_bytes())
+                .ok()
+                .and_then(|name| name.parse::<i32>().ok())
+            else {
+                continue;
+            };
+            listed += 1;
+            if keep(pid)
+                && let Some(info) = read_stat_at(&proc_dir, pid, &mut buf)
+            {
+                out.push(info);
+            }
+        }
+        Ok((out, listed))
+    }
+}
+
+/// Where the kernel's pid allocation stood at one moment: the last pid it gave out
+/// (`/proc/loadavg`) and how many processes and threads were created since boot
+/// (`processes` in `/proc/stat`). Two marks bound the pids given out between them: they lie
+/// after the first mark's pid, up to the second's, around the wrap at `pid_max` (see
+/// [`PidMark::created_since`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PidMark {
+    last_pid: i32,
+    forks: u64,
+    /// Processes and threads that exist (`/proc/loadavg`'s total).
+    tasks: u64,
+}
+
+impl PidMark {
+    /// The mark now, or `None` when `/proc` does not say.
+    pub(crate) fn now() -> Option<Self> {
+        let loadavg = std::fs::read_to_string("/proc/loadavg").ok()?;
+        let mut fields = loadavg.split_ascii_whitespace().skip(3);
+        let tasks = fields.next()?.split_once('/')?.1.parse().ok()?;
+        let last_pid = fields.next()?.parse().ok()?;
+        let stat = std::fs::read_to_string("/proc/stat").ok()?;
+        let forks = stat
+            .lines()
+            .find_map(|l| l.strip_prefix("processes "))?
+            .trim()
+            .parse()
+            .ok()?;
+        Some(Self {
+            last_pid,
+            forks,
+            tasks,
+        })
+    }
+
+    /// A test for "this pid may have been given out after `self` and up to `later`", or
+    /// `None` when the allocator may have gone all the way round in between (then any pid
+    /// may be new): that takes `pid_max` allocations less the pids in use, and fewer than
+    /// half of `pid_max` allocations (`forks` counts threads too) with fewer than half of
+    /// the pids in use cannot.
+    pub(crate) fn created_since(self, later: Self) -> Option<impl Fn(i32) -> bool> {
+        window(self, later, pid_max()?)
+    }
+
+    /// The pids given out after `self` and up to `later`, in order, when they are at most
+    /// `limit` (each of them is then worth reading directly instead of listing `/proc`).
+    /// Thread ids are among them: `/proc/<tid>/stat` answers for a thread too.
+    pub(crate) fn pids_since(self, later: Self, limit: usize) -> Option<Vec<i32>> {
+        span(self, later, pid_max()?, limit)
+    }
+}
+
+/// [`PidMark::pids_since`] for a given `pid_max` (pids run from 1 to `pid_max - 1`; after a
+/// wrap they restart above the kernel's reserved ones, and counting from 1 over-covers,
+/// which is harmless).
+fn span(before: PidMark, later: PidMark, pid_max: i32, limit: usize) -> Option<Vec<i32>> {
+    let _bounded = window(before, later, pid_max)?;
+    let count = if later.last_pid >= before.last_pid {
+        later.last_pid - before.last_pid
+    } else {
+        (pid_max - 1 - before.last_pid) + later.last_pid
+    };
+    if usize::try_from(count).ok()? > limit {
+        return None;
+    }
+    let pids = (1..=count)
+        .map(|i| {
+            let pid = before.last_pid + i;
+            if pid >= pid_max { pid - pid_max + 1 } else { pid }
+        })
+        .collect();
+    Some(pids)
+}
+
+/// [`PidMark::created_since`] for a given `pid_max`.
+fn window(before: PidMark, later: PidMark, pid_max: i32) -> Option<impl Fn(i32) -> bool> {
+    let made = later.forks.checked_sub(before.forks)?;
+    let half = u64::try_from(pid_max / 2).ok()?;
+    if made >= half || later.tasks >= half {
+        return None;
+    }
+    let (after, upto) = (before.last_pid, later.last_pid);
+    Some(move |pid: i32| {
+        if after <= upto {
+            pid > after && pid <= upto
+        } else {
+            // Wrapped: the allocator went on past `after` to `pid_max` and started again.
+            pid > after || pid <= upto
+        }
+    })
+}
+
+/// `/proc/sys/kernel/pid_max`, read once.
+fn pid_max() -> Option<i32> {
+    static PID_MAX: OnceLock<Option<i32>> = OnceLock::new();
+    *PID_MAX.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/pid_max")
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    })
 }
 
 const STAT_BUF: usize = 1024;
@@ -151,27 +287,7 @@ impl ProcTable for NativeProcTable {
     }
 
     fn snapshot(&self) -> Result<Vec<ProcInfo>, ProcTrackError> {
-        let proc_dir = open_proc()?;
-        let map = |e: rustix::io::Errno| ProcTrackError::ProcTable {
-            path: "/proc".into(),
-            source: e.into(),
-        };
-        let mut dir = Dir::read_from(&proc_dir).map_err(map)?;
-        let mut buf = [0u8; STAT_BUF];
-        let mut out = Vec::with_capacity(256);
-        while let Some(entry) = dir.read() {
-            let entry = entry.map_err(map)?;
-            let Some(pid) = std::str::from_utf8(entry.file_name().to_bytes())
-                .ok()
-                .and_then(|name| name.parse::<i32>().ok())
-            else {
-                continue;
-            };
-            if let Some(info) = read_stat_at(&proc_dir, pid, &mut buf) {
-                out.push(info);
-            }
-        }
-        Ok(out)
+        Self::snapshot_where(|_| true).map(|(all, _)| all)
     }
 
     fn process(&self, pid: i32) -> Option<ProcInfo> {
@@ -223,4 +339,56 @@ impl ProcTable for NativeProcTable {
 /// Whether the NUL-separated environment block `environ` holds exactly the entry `entry`.
 pub(crate) fn environ_has(environ: &[u8], entry: &[u8]) -> bool {
     environ.split(|&b| b == 0).any(|e| e == entry)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{PidMark, span, window};
+
+    fn mark(last_pid: i32, forks: u64, tasks: u64) -> PidMark {
+        PidMark {
+            last_pid,
+            forks,
+            tasks,
+        }
+    }
+
+    #[test]
+    fn pids_given_out_between_two_marks_are_the_ones_after_the_first_up_to_the_second() {
+        let young = window(mark(1000, 50, 100), mark(1010, 60, 100), 32_768).expect("bounded");
+        assert!(!young(1000), "the first mark's own pid is older");
+        assert!(young(1001) && young(1010));
+        assert!(!young(1011) && !young(999) && !young(300));
+    }
+
+    #[test]
+    fn a_window_across_pid_max_wraps_round() {
+        let young = window(mark(32_760, 50, 100), mark(310, 70, 100), 32_768).expect("bounded");
+        assert!(young(32_761) && young(32_767) && young(300) && young(310));
+        assert!(!young(32_760) && !young(311) && !young(20_000));
+    }
+
+    #[test]
+    fn a_short_window_lists_its_pids_and_a_long_one_does_not() {
+        assert_eq!(
+            span(mark(1000, 50, 100), mark(1004, 54, 100), 32_768, 16),
+            Some(vec![1001, 1002, 1003, 1004])
+        );
+        assert_eq!(
+            span(mark(32_766, 50, 100), mark(2, 54, 100), 32_768, 16),
+            Some(vec![32_767, 1, 2])
+        );
+        assert_eq!(span(mark(1000, 50, 100), mark(1100, 54, 100), 32_768, 16), None);
+        assert_eq!(span(mark(1000, 50, 100), mark(1000, 50, 100), 32_768, 16), Some(vec![]));
+    }
+
+    #[test]
+    fn no_window_when_the_allocator_may_have_gone_all_the_way_round() {
+        // Half of pid_max allocations could have lapped the pids in use.
+        assert!(window(mark(1000, 50, 100), mark(1010, 50 + 16_384, 100), 32_768).is_none());
+        // So could fewer, with most pids in use.
+        assert!(window(mark(1000, 50, 100), mark(1010, 60, 16_384), 32_768).is_none());
+        // A counter that went back (another boot, a forged file) proves nothing.
+        assert!(window(mark(1000, 50, 100), mark(1010, 40, 100), 32_768).is_none());
+    }
 }

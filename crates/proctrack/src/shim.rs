@@ -100,6 +100,10 @@ pub(crate) enum ShimReport {
     Exited(i32),
     /// `signaled <signal>`: a signal ended the agent, which was reaped.
     Signaled(i32),
+    /// `empty 0`: after the agent, the shim reaped its last child and exits. A subreaper
+    /// with no child has no living descendant: whatever the tree started (a daemon re-parented
+    /// to the shim included) is gone.
+    Empty,
 }
 
 impl ShimReport {
@@ -110,6 +114,7 @@ impl ShimReport {
             Self::SpawnFailed(errno) => format!("spawn-failed {errno}\n"),
             Self::Exited(code) => format!("exited {code}\n"),
             Self::Signaled(signal) => format!("signaled {signal}\n"),
+            Self::Empty => "empty 0\n".to_owned(),
         }
     }
 }
@@ -128,6 +133,7 @@ pub(crate) fn parse_report(line: &str) -> Option<ShimReport> {
         "spawn-failed" => ShimReport::SpawnFailed(int(a)?),
         "exited" => ShimReport::Exited(int(a)?),
         "signaled" => ShimReport::Signaled(int(a)?),
+        "empty" if a == 0 => ShimReport::Empty,
         _ => return None,
     };
     words.next().is_none().then_some(report)
@@ -244,6 +250,9 @@ pub fn shim_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         match wait_signal(&set, Duration::from_secs(1)) {
             Some(libc::SIGCHLD) | None => {
                 if reap(agent, &mut status, &mut say) {
+                    if status.is_some() && no_children() {
+                        say(ShimReport::Empty.line());
+                    }
                     break;
                 }
             }

@@ -156,6 +156,11 @@ pub struct TeardownReport {
     /// How long teardown took.
     #[serde(serialize_with = "millis")]
     pub elapsed: Duration,
+    /// Whether the tree was proven gone without a scan of `/proc` (the shim had reaped its
+    /// last child, the leaf was empty, no young process carried the marker), so nothing
+    /// was signalled. Filled in by [`Agent::teardown`](crate::Agent::teardown).
+    #[serde(skip)]
+    pub settled: bool,
 }
 
 fn millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {

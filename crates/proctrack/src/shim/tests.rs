@@ -106,6 +106,7 @@ fn report_lines_round_trip_and_refuse_garbage() {
         ShimReport::SpawnFailed(libc::ENOENT),
         ShimReport::Exited(3),
         ShimReport::Signaled(libc::SIGKILL),
+        ShimReport::Empty,
     ] {
         let line = report.line();
         assert_eq!(parse_report(line.trim_end()), Some(report), "{line:?}");

@@ -1,6 +1,7 @@
 //! The agent's streams and exit status, with and without the shim; spawn failures; the owner
 //! lock is never inherited.
 
+use std::os::unix::process::CommandExt as _;
 use std::time::Duration;
 
 use hyoka_proctrack::{AgentCommand, AgentExit, ProcTrackError, StdioMode, TeardownOptions};
@@ -34,7 +35,119 @@ pub(crate) const TESTS: &[Test] = &[
         "shim::the_agent_is_born_in_the_leaf",
         the_agent_is_born_in_the_leaf,
     ),
+    (
+        "shim::a_tree_that_is_gone_is_torn_down_without_a_scan",
+        a_tree_that_is_gone_is_torn_down_without_a_scan,
+    ),
+    (
+        "shim::a_young_marked_process_outside_the_tree_is_still_stopped",
+        a_young_marked_process_outside_the_tree_is_still_stopped,
+    ),
 ];
+
+/// The shim configurations, with the cgroup layer where the machine has it.
+fn shimmed() -> Vec<Config> {
+    let mut configs = vec![Config {
+        cgroup: false,
+        shim: true,
+    }];
+    if crate::support::cgroup_available() {
+        configs.push(Config {
+            cgroup: true,
+            shim: true,
+        });
+    }
+    configs
+}
+
+/// Issue 29: when the shim has reaped its last child after the agent, the tree is provably
+/// gone, and teardown says so without reading every process of the machine.
+///
+/// Another test's process caught inside `execve` (its environment not readable yet) rightly
+/// sends a teardown the long way, so of a few agents in a row one must settle, and none may
+/// leave anything.
+fn a_tree_that_is_gone_is_torn_down_without_a_scan() {
+    for config in shimmed() {
+        let _pool = crate::support::orphan_pool(config);
+        let sandbox = Sandbox::new();
+        let run_id = sandbox.run_id("g");
+        let settled = runtime().block_on(async {
+            let tracker = tracker(&sandbox.reports(), &run_id, config);
+            let mut settled = 0;
+            for attempt in 0..8 {
+                let mut command = role_command("echo", &["3"]);
+                command.stdin = StdioMode::Null;
+                command.stdout = StdioMode::Null;
+                command.stderr = StdioMode::Null;
+                let eval = format!("main{attempt}");
+                let mut agent = tracker.spawn(&eval, command).await.unwrap();
+                let exit = tokio::time::timeout(Duration::from_secs(20), agent.wait())
+                    .await
+                    .unwrap()
+                    .unwrap();
+                assert_eq!(exit, AgentExit::Code(3), "under {config}");
+                // The shim says the tree is gone just before it exits: once it is a zombie,
+                // that line waits in the pipe, whatever the machine's load.
+                let shim = agent.shim().expect("the shim");
+                let left =
+                    crate::support::wait_gone(&[("shim".into(), shim)], Duration::from_secs(20));
+                assert!(left.is_empty(), "under {config}: the shim did not end");
+                let report = agent.teardown(TeardownOptions::default()).await.unwrap();
+                assert_eq!(report.survivors, 0, "under {config}");
+                assert_eq!(report.processes_killed, 0, "under {config}");
+                assert!(report.layers_lost.is_empty(), "under {config}");
+                if report.settled {
+                    settled += 1;
+                    break;
+                }
+            }
+            tracker.close().unwrap();
+            settled
+        });
+        assert_eq!(settled, 1, "under {config}: no teardown of a finished tree settled");
+        assert_nothing_left(&run_id, &[], "settled");
+    }
+}
+
+/// The settled teardown still looks for the marker among processes started since the spawn:
+/// one another program started with the agent's environment, outside its tree (a job
+/// scheduler would), is stopped like a full teardown would stop it.
+fn a_young_marked_process_outside_the_tree_is_still_stopped() {
+    for config in shimmed() {
+        let _pool = crate::support::orphan_pool(config);
+        let sandbox = Sandbox::new();
+        let run_id = sandbox.run_id("y");
+        let (report, outsider) = runtime().block_on(async {
+            let tracker = tracker(&sandbox.reports(), &run_id, config);
+            let mut command = role_command("echo", &["0"]);
+            command.stdin = StdioMode::Null;
+            command.stdout = StdioMode::Null;
+            command.stderr = StdioMode::Null;
+            let mut agent = tracker.spawn("main", command).await.unwrap();
+            let mut outsider = std::process::Command::new("sleep")
+                .arg("300")
+                .envs(tracker.marker_env("main"))
+                .process_group(0)
+                .spawn()
+                .expect("spawn the outsider");
+            tokio::time::timeout(Duration::from_secs(20), agent.wait())
+                .await
+                .unwrap()
+                .unwrap();
+            let report = agent.teardown(TeardownOptions::default()).await.unwrap();
+            let status = outsider.wait().expect("reap the outsider");
+            tracker.close().unwrap();
+            (report, status)
+        });
+        assert!(!report.settled, "under {config}: {report:#?}");
+        assert_eq!(report.survivors, 0, "under {config}");
+        assert!(
+            !outsider.success(),
+            "under {config}: the outsider was stopped, not left to finish"
+        );
+        assert_nothing_left(&run_id, &[], "outsider");
+    }
+}
 
 /// The cgroup v2 path of `pid` (`/proc/<pid>/cgroup`'s `0::` line).
 fn cgroup_of(pid: i32) -> String {
