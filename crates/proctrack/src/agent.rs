@@ -571,7 +571,11 @@ impl Agent {
                 _ => return None,
             }
         }
-        if self.leaf.as_ref().is_some_and(|leaf| !leaf.members().is_empty()) {
+        if self
+            .leaf
+            .as_ref()
+            .is_some_and(|leaf| !leaf.members().is_empty())
+        {
             return None;
         }
         let table = NativeProcTable::new();
@@ -593,9 +597,11 @@ impl Agent {
         // listed instead.
         let young: Vec<ProcInfo> = match before.pids_since(now, YOUNG_PIDS_READ) {
             Some(pids) => pids.into_iter().filter_map(|p| table.process(p)).collect(),
-            None => NativeProcTable::snapshot_where(before.created_since(now)?)
-                .ok()?
-                .0,
+            None => {
+                NativeProcTable::snapshot_where(before.created_since(now)?)
+                    .ok()?
+                    .0
+            }
         };
         let mut scope = self.scope();
         scope.known.clear();

@@ -183,7 +183,11 @@ fn span(before: PidMark, later: PidMark, pid_max: i32, limit: usize) -> Option<V
     let pids = (1..=count)
         .map(|i| {
             let pid = before.last_pid + i;
-            if pid >= pid_max { pid - pid_max + 1 } else { pid }
+            if pid >= pid_max {
+                pid - pid_max + 1
+            } else {
+                pid
+            }
         })
         .collect();
     Some(pids)
@@ -378,8 +382,14 @@ mod tests {
             span(mark(32_766, 50, 100), mark(2, 54, 100), 32_768, 16),
             Some(vec![32_767, 1, 2])
         );
-        assert_eq!(span(mark(1000, 50, 100), mark(1100, 54, 100), 32_768, 16), None);
-        assert_eq!(span(mark(1000, 50, 100), mark(1000, 50, 100), 32_768, 16), Some(vec![]));
+        assert_eq!(
+            span(mark(1000, 50, 100), mark(1100, 54, 100), 32_768, 16),
+            None
+        );
+        assert_eq!(
+            span(mark(1000, 50, 100), mark(1000, 50, 100), 32_768, 16),
+            Some(vec![])
+        );
     }
 
     #[test]

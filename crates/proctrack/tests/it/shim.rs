@@ -104,7 +104,10 @@ fn a_tree_that_is_gone_is_torn_down_without_a_scan() {
             tracker.close().unwrap();
             settled
         });
-        assert_eq!(settled, 1, "under {config}: no teardown of a finished tree settled");
+        assert_eq!(
+            settled, 1,
+            "under {config}: no teardown of a finished tree settled"
+        );
         assert_nothing_left(&run_id, &[], "settled");
     }
 }
