@@ -741,7 +741,7 @@ impl Problems {
 /// [`ProcTrackError::Io`] naming the step that failed; `path` is then unchanged and the
 /// temporary file is removed.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ProcTrackError> {
-    write_atomic_path(path, bytes, Durability::Synced)
+    write_atomic_path(path, &mut |file| file.write_all(bytes), Durability::Synced)
 }
 
 /// [`write_atomic`] without the two fsyncs: readers still see the old file or the new one,
@@ -754,7 +754,11 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ProcTrackError> {
 /// # Errors
 /// As [`write_atomic`].
 pub fn write_atomic_unsynced(path: &Path, bytes: &[u8]) -> Result<(), ProcTrackError> {
-    write_atomic_path(path, bytes, Durability::Unsynced)
+    write_atomic_path(
+        path,
+        &mut |file| file.write_all(bytes),
+        Durability::Unsynced,
+    )
 }
 
 /// [`write_atomic`] with the file synced but not its directory: the new version's data is on
@@ -765,7 +769,11 @@ pub fn write_atomic_unsynced(path: &Path, bytes: &[u8]) -> Result<(), ProcTrackE
 /// # Errors
 /// As [`write_atomic`].
 pub fn write_atomic_file_synced(path: &Path, bytes: &[u8]) -> Result<(), ProcTrackError> {
-    write_atomic_path(path, bytes, Durability::FileSynced)
+    write_atomic_path(
+        path,
+        &mut |file| file.write_all(bytes),
+        Durability::FileSynced,
+    )
 }
 
 /// Whether an atomic write is also made durable (fsync of the file and of its directory).
@@ -779,9 +787,37 @@ pub(crate) enum Durability {
     Unsynced,
 }
 
+/// [`write_atomic`] of what `write` writes into the new file, through a buffer: a large
+/// record (a long run's `run.json`) is serialized straight into the file instead of into
+/// memory first. `write`'s error is reported as a failed write, and the temporary file is
+/// removed.
+///
+/// # Errors
+/// As [`write_atomic`].
+pub fn write_atomic_with(
+    path: &Path,
+    write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<(), ProcTrackError> {
+    let mut write = Some(write);
+    write_atomic_path(
+        path,
+        &mut |file| {
+            let mut buffered = std::io::BufWriter::new(file);
+            if let Some(write) = write.take() {
+                write(&mut buffered)?;
+            }
+            buffered.flush()
+        },
+        Durability::Synced,
+    )
+}
+
+/// What an atomic write puts in the new file.
+type Content<'a> = &'a mut dyn FnMut(&mut std::fs::File) -> std::io::Result<()>;
+
 fn write_atomic_path(
     path: &Path,
-    bytes: &[u8],
+    content: Content<'_>,
     durability: Durability,
 ) -> Result<(), ProcTrackError> {
     let dir = path.parent().unwrap_or(Path::new("."));
@@ -797,7 +833,7 @@ fn write_atomic_path(
         Mode::empty(),
     )
     .map_err(|e| ProcTrackError::io("open", dir, e.into()))?;
-    write_atomic_at(dir_fd.as_fd(), dir, Path::new(name), bytes, durability)
+    write_atomic_at(dir_fd.as_fd(), dir, Path::new(name), content, durability)
 }
 
 /// [`write_atomic`] relative to an open directory: nothing is resolved through a path that
@@ -806,7 +842,7 @@ pub(crate) fn write_atomic_at(
     dir: BorrowedFd<'_>,
     dir_path: &Path,
     name: &Path,
-    bytes: &[u8],
+    content: Content<'_>,
     durability: Durability,
 ) -> Result<(), ProcTrackError> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -831,8 +867,7 @@ pub(crate) fn write_atomic_at(
         )
         .map_err(|e| ProcTrackError::io("create", &tmp, e.into()))?;
         let mut file = std::fs::File::from(fd);
-        file.write_all(bytes)
-            .map_err(|e| ProcTrackError::io("write", &tmp, e))?;
+        content(&mut file).map_err(|e| ProcTrackError::io("write", &tmp, e))?;
         if let Some(old) = &keep {
             let (uid, gid) = (
                 rustix::fs::Uid::from_raw(old.st_uid),

@@ -181,7 +181,7 @@ pub use crate::identity::{BootId, Identity, ProcInfo, ProcRef, owner_running, pa
 pub use crate::instance::Instance;
 pub use crate::ledger::{
     EvalPath, LEDGER_FILE, Ledger, LedgerEntry, LedgerProblem, ParsedLedger, write_atomic,
-    write_atomic_file_synced, write_atomic_unsynced,
+    write_atomic_file_synced, write_atomic_unsynced, write_atomic_with,
 };
 pub use crate::lock::{LOCK_FILE, LockState, OwnerLock};
 pub use crate::mounts::{Mount, MountPlan};

@@ -146,6 +146,37 @@ fn atomic_write_replaces_and_leaves_no_temp_files() {
 }
 
 #[test]
+fn a_streamed_write_lands_whole_or_not_at_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.json");
+    // Larger than the write buffer, so the content reaches the file in several writes.
+    let big = "x".repeat(100_000);
+    write_atomic_with(&path, |out| out.write_all(big.as_bytes())).unwrap();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), big);
+    let err = write_atomic_with(&path, |out| {
+        out.write_all(b"torn")?;
+        Err(std::io::Error::other("the value cannot be serialized"))
+    })
+    .unwrap_err();
+    let cause = std::error::Error::source(&err).map(ToString::to_string);
+    assert_eq!(
+        cause.as_deref(),
+        Some("the value cannot be serialized"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), big, "unchanged");
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        names,
+        [std::ffi::OsString::from("run.json")],
+        "no temp left"
+    );
+}
+
+#[test]
 fn a_rewrite_keeps_the_owner_and_mode_of_the_file_it_replaces() {
     use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
     let dir = tempfile::tempdir().unwrap();
