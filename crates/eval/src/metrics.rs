@@ -171,11 +171,12 @@ impl TaskSummary {
     pub fn of_trials(trials: &[EvalSummary]) -> Vec<Self> {
         let mut tasks: Vec<Self> = Vec::new();
         let mut scores: Vec<Vec<f64>> = Vec::new();
+        // Each task's index, by eval and agent: a long run has one task per trial.
+        let mut index_of: std::collections::HashMap<(&str, Option<&str>), usize> =
+            std::collections::HashMap::new();
         for trial in trials {
-            let known = tasks
-                .iter()
-                .position(|t| t.eval_id == trial.eval_id && t.agent == trial.agent);
-            let index = known.unwrap_or_else(|| {
+            let key = (trial.eval_id.as_str(), trial.agent.as_deref());
+            let index = *index_of.entry(key).or_insert_with(|| {
                 tasks.push(Self {
                     eval_id: trial.eval_id.clone(),
                     agent: trial.agent.clone(),

@@ -1,13 +1,13 @@
 //! Records on disk: `report.json`, `run.json`, `action_timeline.json`, `changes.json` (and
 //! `status.json`, `hyoka-proctrack`'s, through `ps.rs`), always written atomically through
-//! `hyoka-proctrack`'s [`write_atomic`] (temp file in the same directory, fsync, rename, fsync
-//! of the directory), the helper the ledger uses too. A trial's records before its
+//! `hyoka-proctrack`'s [`write_atomic_with`] (temp file in the same directory, fsync, rename,
+//! fsync of the directory), the helper the ledger uses too. A trial's records before its
 //! `report.json` leave the directory's fsync to the report's write, which covers them all.
 
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-use hyoka_proctrack::{write_atomic, write_atomic_file_synced};
+use hyoka_proctrack::{write_atomic_file_synced, write_atomic_with};
 use serde::Serialize;
 
 use crate::error::EvalError;
@@ -15,10 +15,15 @@ use crate::error::EvalError;
 /// Serializes `value` as pretty JSON (with a trailing newline) and writes it atomically.
 ///
 /// # Errors
-/// [`EvalError::Record`] (or [`EvalError::Io`] for a value that cannot be serialized)
-/// naming the file.
+/// [`EvalError::Record`] naming the file (a value that cannot be serialized fails as its
+/// write); the file is then unchanged.
 pub fn write_json(path: &Path, value: &impl Serialize) -> Result<(), EvalError> {
-    write_atomic(path, &to_json(path, value)?).map_err(|source| EvalError::Record {
+    // Serialized straight into the file: a long run's `run.json` is never held whole.
+    write_atomic_with(path, |out| {
+        serde_json::to_writer_pretty(&mut *out, value)?;
+        out.write_all(b"\n")
+    })
+    .map_err(|source| EvalError::Record {
         path: path.to_owned(),
         source,
     })

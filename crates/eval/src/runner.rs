@@ -40,8 +40,9 @@ pub struct RunPlan {
     /// Whether workspace names carry the trial's id (`hyoka-<run>-<trial>-XXXXXX`), as
     /// suites' do.
     pub name_with_eval: bool,
-    /// The evals, in the order they start; each runs `epochs` trials.
-    pub evals: Vec<EvalSpec>,
+    /// The evals, in the order they start; each runs `epochs` trials. Shared with the
+    /// trials, so a long suite's settings are held once.
+    pub evals: Vec<Arc<EvalSpec>>,
     /// How many trials run at once (at least one).
     pub workers: usize,
     /// The caller's environment, from which an isolated home passes the basics (`PATH`,
@@ -72,6 +73,9 @@ impl RunPlan {
         workspace_root: impl Into<PathBuf>,
         evals: Vec<EvalSpec>,
     ) -> Self {
+        // Collected in place, the shared specs would keep the big buffer of `evals` alive.
+        let mut evals: Vec<Arc<EvalSpec>> = evals.into_iter().map(Arc::new).collect();
+        evals.shrink_to_fit();
         Self {
             run_id,
             reports: reports.into(),
@@ -315,7 +319,7 @@ async fn run_trials(
         if let Some(report) = planned.kept {
             observer.eval_kept(&report);
             kept += 1;
-            results.add(index, report);
+            results.add(index, *report);
             continue;
         }
         // The trials that ended are joined before the next starts: none waits in memory.

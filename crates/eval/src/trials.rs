@@ -66,7 +66,7 @@ pub(crate) struct Planned {
     pub(crate) trial: Trial,
     pub(crate) identity: String,
     /// The finished record an earlier run left, kept instead of running the trial again.
-    pub(crate) kept: Option<Report>,
+    pub(crate) kept: Option<Box<Report>>,
 }
 
 /// The trials of `evals` in plan order (each eval's epochs together), with their
@@ -78,18 +78,18 @@ pub(crate) struct Planned {
 /// an injected file cannot be read; [`EvalError::Changed`] when a finished trial's eval
 /// changed and `resume` does not rerun changed trials.
 pub(crate) fn plan_trials(
-    evals: &[EvalSpec],
+    evals: &[Arc<EvalSpec>],
     run_dir: &std::path::Path,
     resume: Option<Resume>,
 ) -> Result<Vec<Planned>, EvalError> {
-    let mut planned = Vec::new();
+    let trials = evals.iter().map(|spec| spec.epochs.max(1) as usize).sum();
+    let mut planned = Vec::with_capacity(trials);
     let mut seen = std::collections::HashMap::new();
     let mut changed: Vec<String> = Vec::new();
     for spec in evals {
-        let spec = Arc::new(spec.clone());
         let identity = spec.identity()?;
         for epoch in 1..=spec.epochs.max(1) {
-            let id = trial_id(&spec, epoch)?;
+            let id = trial_id(spec, epoch)?;
             if let Some(other) = seen.insert(id.to_string(), spec.eval_id.to_string()) {
                 return Err(EvalError::invalid(
                     "trial id",
@@ -103,7 +103,7 @@ pub(crate) fn plan_trials(
             let identity = trial_identity(&identity, epoch);
             let kept = match resume {
                 Some(resume) => match finished(run_dir, &id) {
-                    Some(report) if report.identity == identity => Some(report),
+                    Some(report) if report.identity == identity => Some(Box::new(report)),
                     Some(_) if resume.rerun_changed => None,
                     Some(_) => {
                         if !changed.contains(&spec.eval_id.to_string()) {
@@ -119,7 +119,7 @@ pub(crate) fn plan_trials(
                 trial: Trial {
                     id,
                     epoch,
-                    spec: Arc::clone(&spec),
+                    spec: Arc::clone(spec),
                 },
                 identity,
                 kept,

@@ -5,22 +5,22 @@ use hyoka_workspace::EvalId;
 
 use super::*;
 
-fn spec(id: &str, agent: Option<&str>, epochs: u32) -> EvalSpec {
+fn spec(id: &str, agent: Option<&str>, epochs: u32) -> Arc<EvalSpec> {
     let mut spec = EvalSpec::new(EvalId::new(id).unwrap(), vec!["x".into()]);
     spec.agent = agent.map(str::to_owned);
     spec.epochs = epochs;
-    spec
+    Arc::new(spec)
 }
 
 #[track_caller]
-fn check(evals: &[EvalSpec], expected: &[&str]) {
+fn check(evals: &[Arc<EvalSpec>], expected: &[&str]) {
     let planned = plan_trials(evals, std::path::Path::new("/nonexistent"), None).unwrap();
     let ids: Vec<&str> = planned.iter().map(|p| p.trial.id.as_str()).collect();
     assert_eq!(ids, expected);
 }
 
 #[track_caller]
-fn check_refused(evals: &[EvalSpec], expected: &str) {
+fn check_refused(evals: &[Arc<EvalSpec>], expected: &str) {
     let err = plan_trials(evals, std::path::Path::new("/nonexistent"), None).unwrap_err();
     assert!(err.is_bad_input(), "{err}");
     assert!(err.to_string().contains(expected), "{err}");

@@ -370,7 +370,7 @@ async fn a_resume_keeps_finished_trials_and_refuses_changed_evals() {
     let mut changed = spec.clone();
     changed.command = vec!["other".into()];
     let mut refused = resumed.clone();
-    refused.evals[0] = changed;
+    refused.evals[0] = Arc::new(changed);
     let err = case.run_err(&refused).await;
     assert!(
         matches!(&err, EvalError::Changed { evals } if evals == &["e"]),
@@ -384,7 +384,7 @@ async fn a_resume_keeps_finished_trials_and_refuses_changed_evals() {
     );
     // The grace period is not part of a trial's identity: nothing to refuse or rerun.
     let mut graceful = resumed.clone();
-    graceful.evals[0].grace = ms(1);
+    Arc::make_mut(&mut graceful.evals[0]).grace = ms(1);
     let before = case.spawned().len();
     case.run_plan(&graceful, Stop::never()).await;
     assert_eq!(case.spawned().len(), before);
