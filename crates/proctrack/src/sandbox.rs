@@ -451,6 +451,9 @@ pub(crate) struct Prepared {
     network: Option<NetPlan>,
     mounts: Option<(PreparedMounts, NetEntry)>,
     filters: Option<&'static Filters>,
+    /// The filters were handed to the shim, which enters them itself once it has started
+    /// the agent (see [`Prepared::hand_filters_to_shim`]): `no_new_privs` is still set here.
+    filters_in_shim: bool,
     /// The working directory, entered again once the mounts cover it.
     cwd: Option<CString>,
     /// Landlock rights for a writable file system that exists only in the child, for its
@@ -561,6 +564,7 @@ impl Prepared {
             network,
             mounts,
             filters,
+            filters_in_shim: false,
             cwd: match (&sandbox.mounts, cwd) {
                 // The plan's own working directory is entered by its prepared mounts.
                 (Some(plan), _) if plan.cwd.is_some() => None,
@@ -590,6 +594,17 @@ impl Prepared {
             && self.network.is_none()
             && self.mounts.is_none()
             && self.filters.is_none()
+            && !self.filters_in_shim
+    }
+
+    /// Leaves the filters and the capability drop to the shim, which enters them after it
+    /// started the agent in its cgroup leaf with `clone3` (the filters refuse `clone3`, and
+    /// the fallback, a move into the leaf, waits for an RCU grace period, often 10–20 ms):
+    /// the agent enters them between its fork and its exec, the shim right after. Whether
+    /// there were filters to hand over.
+    pub(crate) fn hand_filters_to_shim(&mut self) -> bool {
+        self.filters_in_shim = self.filters.take().is_some();
+        self.filters_in_shim
     }
 
     pub(crate) fn enter(&self) -> io::Result<()> {
@@ -623,7 +638,7 @@ impl Prepared {
             // SAFETY: `cwd` is NUL-terminated.
             cvt(unsafe { libc::chdir(cwd.as_ptr()) })?;
         }
-        if self.ruleset.is_some() || self.filters.is_some() {
+        if self.ruleset.is_some() || self.filters.is_some() || self.filters_in_shim {
             no_new_privs()?;
         }
         if let Some(ruleset) = &self.ruleset {

@@ -7,16 +7,22 @@
 //! [`shim_args`]:
 //!
 //! ```text
-//! <launcher…> [--cgroup-fd <n>] --report-fd <n> --parent <pid> --grace-ms <ms> -- <program> [args…]
+//! <launcher…> [--cgroup-fd <n> [--cgroup-procs-fd <n>]] [--seccomp 1] --report-fd <n> --parent <pid> --grace-ms <ms> -- <program> [args…]
 //! ```
 //!
 //! With `--cgroup-fd`, an inherited descriptor of the eval's cgroup v2 leaf, the shim starts
 //! the agent in that leaf with `clone3(CLONE_INTO_CGROUP)`: the agent is born there, and no
 //! process is ever moved between cgroups, which costs a wait for an RCU grace period (often
 //! 10–20 ms) each time. The shim itself stays outside the leaf. A kernel without
-//! `clone3` (before 5.7) gets a fork and a move of the child instead. A sandboxed shim is
-//! not given the flag (its system-call filter refuses `clone3`): hyoka moves it into the
-//! leaf before it enters the sandbox, as without the shim.
+//! `clone3` (before 5.7, or a container whose filter refuses it) gets a fork and a move of
+//! the child instead, through `--cgroup-procs-fd` when hyoka opened the leaf's
+//! `cgroup.procs` for a sandboxed shim (Landlock would refuse the shim the open).
+//!
+//! A sandboxed shim enters every layer of the sandbox before its exec but the seccomp
+//! filters and the capability drop, which refuse `clone3`: with `--seccomp 1` the agent
+//! enters them between its fork and its exec, and the shim right after it started the
+//! agent. The shim is made not dumpable first, for its whole life, so the agent cannot use
+//! it (by `ptrace` or its `/proc` memory) to reach outside the filters or the leaf.
 //!
 //! The shim leaves file descriptors 0–2 untouched, so the agent's stdin, stdout and stderr are
 //! the ones hyoka gave the shim, and it never writes to them itself. It reports on the
@@ -148,6 +154,12 @@ pub(crate) fn report_lines(fd: OwnedFd) -> std::io::Result<Lines<BufReader<pipe:
 #[derive(Debug, PartialEq, Eq)]
 struct ShimArgs {
     cgroup_fd: Option<RawFd>,
+    /// The leaf's `cgroup.procs`, opened by hyoka, for a kernel (or a container's filter)
+    /// without `clone3`: a sandboxed shim may not open it itself (Landlock).
+    cgroup_procs_fd: Option<RawFd>,
+    /// Enter the sandbox's seccomp filters and capability drop once the agent runs (the
+    /// agent enters them before its exec).
+    seccomp: bool,
     report_fd: RawFd,
     parent: i32,
     grace: Duration,
@@ -158,7 +170,7 @@ struct ShimArgs {
 fn parse_args(args: impl IntoIterator<Item = OsString>) -> Option<ShimArgs> {
     let mut args = args.into_iter();
     let (mut report_fd, mut parent, mut grace) = (None, None, Duration::from_secs(5));
-    let mut cgroup_fd = None;
+    let (mut cgroup_fd, mut cgroup_procs_fd, mut seccomp) = (None, None, false);
     loop {
         let flag = args.next()?;
         if flag == "--" {
@@ -169,6 +181,10 @@ fn parse_args(args: impl IntoIterator<Item = OsString>) -> Option<ShimArgs> {
         match flag.to_str()? {
             "--report-fd" => report_fd = Some(value.parse().ok()?),
             "--cgroup-fd" => cgroup_fd = Some(value.parse().ok().filter(|&fd| fd > 2)?),
+            "--cgroup-procs-fd" => {
+                cgroup_procs_fd = Some(value.parse().ok().filter(|&fd| fd > 2)?);
+            }
+            "--seccomp" if value == "1" => seccomp = true,
             "--parent" => parent = Some(value.parse().ok()?),
             "--grace-ms" => grace = Duration::from_millis(value.parse().ok()?),
             _ => return None,
@@ -177,6 +193,8 @@ fn parse_args(args: impl IntoIterator<Item = OsString>) -> Option<ShimArgs> {
     let program = args.next()?;
     Some(ShimArgs {
         cgroup_fd,
+        cgroup_procs_fd,
+        seccomp,
         report_fd: report_fd.filter(|&fd| fd > 2)?,
         parent: parent.filter(|&p| p > 0)?,
         grace,
@@ -208,7 +226,7 @@ pub fn shim_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     let mut say = |line: String| {
         let _ = report.write_all(line.as_bytes());
     };
-    if let Some(fd) = args.cgroup_fd {
+    for fd in [args.cgroup_fd, args.cgroup_procs_fd].into_iter().flatten() {
         // SAFETY: `fcntl` on a descriptor number only; a closed one fails.
         let fd = unsafe { BorrowedFd::borrow_raw(fd) };
         if rustix::io::fcntl_setfd(fd, FdFlags::CLOEXEC).is_err() {
@@ -229,7 +247,16 @@ pub fn shim_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         return ExitCode::from(SHIM_FAILURE);
     }
 
-    let agent = match start_agent(&args) {
+    let filters = if args.seccomp {
+        let Ok(filters) = crate::harden::Filters::shared() else {
+            say(ShimReport::SpawnFailed(libc::EPERM).line());
+            return ExitCode::from(127);
+        };
+        Some(filters)
+    } else {
+        None
+    };
+    let agent = match start_sandboxed_agent(&args, filters) {
         Ok(pid) => pid,
         Err(errno) => {
             say(ShimReport::SpawnFailed(errno).line());
@@ -296,7 +323,7 @@ struct CloneArgs {
 /// Starts the agent (in its own session, signals reset, through `PATH` like `execvp`), in
 /// the cgroup of `--cgroup-fd` when given; its pid, or the errno of what failed. The shim has
 /// one thread (checked before), so its child may run any code until it executes.
-fn start_agent(args: &ShimArgs) -> Result<i32, i32> {
+fn start_agent(args: &ShimArgs, filters: Option<&crate::harden::Filters>) -> Result<i32, i32> {
     use std::os::unix::ffi::OsStrExt as _;
     let cstr = |s: &OsStr| std::ffi::CString::new(s.as_bytes()).map_err(|_| libc::EINVAL);
     let program = cstr(&args.program)?;
@@ -326,17 +353,20 @@ fn start_agent(args: &ShimArgs) -> Result<i32, i32> {
             if pid >= 0 {
                 pid
             } else {
-                // SAFETY: `fd` is the inherited descriptor of the leaf's directory.
-                let dir = unsafe { BorrowedFd::borrow_raw(fd) };
-                join = Some(
+                join = Some(if let Some(procs) = args.cgroup_procs_fd {
+                    // SAFETY: the inherited descriptor of the leaf's `cgroup.procs`, ours alone.
+                    unsafe { OwnedFd::from_raw_fd(procs) }
+                } else {
+                    // SAFETY: `fd` is the inherited descriptor of the leaf's directory.
+                    let dir = unsafe { BorrowedFd::borrow_raw(fd) };
                     rustix::fs::openat(
                         dir,
                         "cgroup.procs",
                         rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::CLOEXEC,
                         rustix::fs::Mode::empty(),
                     )
-                    .map_err(rustix::io::Errno::raw_os_error)?,
-                );
+                    .map_err(rustix::io::Errno::raw_os_error)?
+                });
                 // SAFETY: a fork of a single-threaded process.
                 libc::c_long::from(unsafe { libc::fork() })
             }
@@ -357,6 +387,11 @@ fn start_agent(args: &ShimArgs) -> Result<i32, i32> {
                 rustix::io::write(fd, b"0")?;
             }
             rustix::process::setsid()?;
+            if let Some(filters) = filters {
+                filters.enter().map_err(|e| {
+                    rustix::io::Errno::from_io_error(&e).unwrap_or(rustix::io::Errno::PERM)
+                })?;
+            }
             // SAFETY: `program` and `argv` are NUL-terminated and outlive the call, which
             // only returns on failure.
             unsafe { libc::execvp(program.as_ptr(), argv.as_ptr()) };
@@ -391,6 +426,32 @@ fn start_agent(args: &ShimArgs) -> Result<i32, i32> {
     }
     let _ = rustix::process::waitpid(rustix::process::Pid::from_raw(pid), WaitOptions::empty());
     Err(i32::from_ne_bytes(errno))
+}
+
+/// [`start_agent`], then, for a sandboxed tree (`filters`), the shim enters the filters and
+/// the capability drop the agent entered before its exec. The shim stays outside the
+/// agent's cgroup leaf, so it is made not dumpable first, for good: an agent of the same
+/// user can neither trace it nor write its memory through `/proc`, to make it call `clone3`
+/// before it entered the filters, or start processes outside the leaf (and its limits)
+/// after. An agent whose shim cannot follow it into the filters is killed.
+fn start_sandboxed_agent(
+    args: &ShimArgs,
+    filters: Option<&crate::harden::Filters>,
+) -> Result<i32, i32> {
+    let Some(filters) = filters else {
+        return start_agent(args, None);
+    };
+    rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
+        .map_err(rustix::io::Errno::raw_os_error)?;
+    let agent = start_agent(args, Some(filters))?;
+    if let Err(e) = filters.enter() {
+        // SAFETY: `kill` and `waitpid` on our own unreaped child.
+        unsafe { libc::kill(agent, libc::SIGKILL) };
+        let _ =
+            rustix::process::waitpid(rustix::process::Pid::from_raw(agent), WaitOptions::empty());
+        return Err(e.raw_os_error().unwrap_or(libc::EPERM));
+    }
+    Ok(agent)
 }
 
 fn exit_byte(status: Option<i32>) -> u8 {

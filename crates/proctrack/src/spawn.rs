@@ -199,7 +199,7 @@ impl Tracker {
     ) -> Result<Agent, ProcTrackError> {
         let shared = &self.shared;
         // Built before anything else exists: a sandbox that cannot be had leaves nothing.
-        let sandbox = Prepared::new(
+        let mut sandbox = Prepared::new(
             &with_launcher(&command.sandbox, shared.shim.as_ref()),
             command.cwd.as_deref(),
         )?;
@@ -219,14 +219,20 @@ impl Tracker {
         // With the shim, the agent is born in the leaf (`clone3(CLONE_INTO_CGROUP)`, see
         // `shim`): nothing is moved between cgroups, which waits for an RCU grace period.
         // Otherwise the child joins the leaf between fork and exec, before it enters its
-        // sandbox: the sandbox's system-call filter refuses `clone3` (it cannot read its
-        // flags) and Landlock the write to `cgroup.procs` a fallback would need.
-        let born_in_leaf =
-            shared.shim.is_some() && !command.sandbox.harden && command.sandbox.writable.is_none();
+        // sandbox. A sandboxed shim leaves the filters, which refuse `clone3` (they cannot
+        // read its flags), until it started the agent, and is given the leaf's
+        // `cgroup.procs` for a fallback, whose open Landlock would refuse it.
+        let born_in_leaf = shared.shim.is_some();
         let (procs_fd, leaf_dir) = match &agent.leaf {
             Some(leaf) if born_in_leaf => (None, Some(leaf.dir_fd()?)),
             Some(leaf) => (Some(leaf.procs_fd()?), None),
             None => (None, None),
+        };
+        // Every hardened shim enters the filters itself, made not dumpable first (see `shim`).
+        let seccomp_in_shim = shared.shim.is_some() && sandbox.hand_filters_to_shim();
+        let fallback_procs = match &agent.leaf {
+            Some(leaf) if leaf_dir.is_some() && !sandbox.is_inert() => Some(leaf.procs_fd()?),
+            _ => None,
         };
         let mut limit_fds = Vec::new();
         if !command.resources.is_unlimited() {
@@ -261,11 +267,17 @@ impl Tracker {
         };
         let parent = std::process::id();
         let leaf_raw = leaf_dir.as_ref().map(AsRawFd::as_raw_fd);
+        let fallback_raw = fallback_procs.as_ref().map(AsRawFd::as_raw_fd);
         let (program, mut cmd) = build_command(
             shared,
             eval_id,
             &command,
-            (report_write.as_ref().map(AsRawFd::as_raw_fd), leaf_raw),
+            ShimFds {
+                report: report_write.as_ref().map(AsRawFd::as_raw_fd),
+                leaf: leaf_raw,
+                leaf_procs: fallback_raw,
+                seccomp: seccomp_in_shim,
+            },
             parent,
         );
         let procs_raw = procs_fd.as_ref().map(AsRawFd::as_raw_fd);
@@ -276,7 +288,10 @@ impl Tracker {
         // instead of copying its page tables, a cost that grows with hyoka's size.
         let direct = report_raw.is_some() && procs_raw.is_none() && limit_raw.is_empty();
         let direct = direct && sandbox.is_inert();
-        let inherit: Vec<i32> = [report_raw, leaf_raw].into_iter().flatten().collect();
+        let inherit: Vec<i32> = [report_raw, leaf_raw, fallback_raw]
+            .into_iter()
+            .flatten()
+            .collect();
         let sandbox = std::sync::Arc::new(sandbox);
         let kept = std::sync::Arc::clone(&sandbox);
         if direct {
@@ -294,7 +309,7 @@ impl Tracker {
                         // SAFETY: the parent holds these descriptors open until spawn returns.
                         rustix::io::write(BorrowedFd::borrow_raw(fd), b"0")?;
                     }
-                    pre_exec(procs_raw, [report_raw, leaf_raw], parent)?;
+                    pre_exec(procs_raw, [report_raw, leaf_raw, fallback_raw], parent)?;
                     sandbox.enter()
                 });
             }
@@ -331,6 +346,7 @@ impl Tracker {
         drop(report_write);
         drop(procs_fd);
         drop(leaf_dir);
+        drop(fallback_procs);
         drop(limit_fds);
         drop(kept);
         let mut child = match spawned {
@@ -384,21 +400,36 @@ fn with_launcher(sandbox: &Sandbox, shim: Option<&crate::Launcher>) -> Sandbox {
     sandbox
 }
 
+/// The descriptors (and the filters' hand-over) a shim is given.
+#[derive(Clone, Copy)]
+struct ShimFds {
+    report: Option<i32>,
+    leaf: Option<i32>,
+    leaf_procs: Option<i32>,
+    seccomp: bool,
+}
+
 fn build_command(
     shared: &Shared,
     eval_id: &str,
     command: &AgentCommand,
-    (report_fd, leaf_fd): (Option<i32>, Option<i32>),
+    fds: ShimFds,
     parent: u32,
 ) -> (PathBuf, tokio::process::Command) {
     let (program, mut cmd) = if let Some(launcher) = &shared.shim {
         let mut cmd = tokio::process::Command::new(&launcher.program);
         cmd.args(&launcher.args);
-        if let Some(fd) = leaf_fd {
+        if let Some(fd) = fds.leaf {
             cmd.args(["--cgroup-fd", &fd.to_string()]);
         }
+        if let Some(fd) = fds.leaf_procs {
+            cmd.args(["--cgroup-procs-fd", &fd.to_string()]);
+        }
+        if fds.seccomp {
+            cmd.args(["--seccomp", "1"]);
+        }
         cmd.args(shim_args(
-            report_fd.unwrap_or(-1),
+            fds.report.unwrap_or(-1),
             i32::try_from(parent).unwrap_or(0),
             shared.shim_grace,
             command.program.as_os_str(),
@@ -471,7 +502,7 @@ async fn handshake(
     Err(error)
 }
 
-fn pre_exec(procs: Option<i32>, inherit: [Option<i32>; 2], parent: u32) -> std::io::Result<()> {
+fn pre_exec(procs: Option<i32>, inherit: [Option<i32>; 3], parent: u32) -> std::io::Result<()> {
     reset_signal_state();
     if let Some(fd) = procs {
         // SAFETY: the parent holds this descriptor open until spawn returns.

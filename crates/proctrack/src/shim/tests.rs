@@ -9,8 +9,15 @@ fn check(args: &[&str], expected: Option<(RawFd, i32, u64, &str, &[&str])>) {
         .iter()
         .position(|a| *a == "--cgroup-fd")
         .map(|i| args[i + 1].parse().unwrap());
+    let cgroup_procs_fd = args
+        .iter()
+        .position(|a| *a == "--cgroup-procs-fd")
+        .map(|i| args[i + 1].parse().unwrap());
+    let seccomp = args.windows(2).any(|w| w == ["--seccomp", "1"]);
     let expected = expected.map(|(report_fd, parent, ms, program, rest)| ShimArgs {
         cgroup_fd,
+        cgroup_procs_fd,
+        seccomp,
         report_fd,
         parent,
         grace: Duration::from_millis(ms),
@@ -70,6 +77,31 @@ fn refuses_incomplete_or_dangerous_arguments() {
         ],
         None,
     );
+}
+
+#[test]
+fn a_sandboxed_shim_takes_the_leafs_procs_file_and_the_filters() {
+    let args = [
+        "--cgroup-fd",
+        "7",
+        "--cgroup-procs-fd",
+        "8",
+        "--seccomp",
+        "1",
+        "--report-fd",
+        "9",
+        "--parent",
+        "3",
+        "--",
+        "x",
+    ];
+    check(&args, Some((9, 3, 5000, "x", &[])));
+    let mut bad = args;
+    bad[5] = "yes";
+    check(&bad, None);
+    bad = args;
+    bad[3] = "1";
+    check(&bad, None);
 }
 
 #[test]

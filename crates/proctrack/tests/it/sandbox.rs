@@ -31,6 +31,10 @@ pub(crate) const TESTS: &[Test] = &[
         "sandbox::an_unopenable_writable_path_is_refused",
         an_unopenable_writable_path_is_refused,
     ),
+    (
+        "sandbox::a_hardened_agent_is_born_in_its_leaf_under_a_shim_it_cannot_use",
+        a_hardened_agent_is_born_in_its_leaf_under_a_shim_it_cannot_use,
+    ),
 ];
 
 fn role_command(dir: &Path, role: &str, args: &[String]) -> AgentCommand {
@@ -281,4 +285,79 @@ fn an_unopenable_writable_path_is_refused() {
         tracker.close().expect("close");
     });
     assert_nothing_left(&run_id, &[], "refused");
+}
+
+/// A hardened, Landlocked agent under the shim: the agent is born in its cgroup leaf under
+/// the filters; the shim, outside the leaf, enters the same filters once the agent runs, and
+/// the agent can open neither its memory nor, through it, anything it could not itself.
+fn a_hardened_agent_is_born_in_its_leaf_under_a_shim_it_cannot_use() {
+    let support = SandboxSupport::detect();
+    if let (Err(why), _) | (_, Err(why)) = (&support.landlock.clone().map(|_| ()), &support.harden)
+    {
+        println!("skipped: no hardened sandbox here ({why})");
+        return;
+    }
+    let configs = [true, false]
+        .into_iter()
+        .filter(|&cgroup| !cgroup || crate::support::cgroup_available())
+        .map(|cgroup| crate::support::Config { cgroup, shim: true });
+    for config in configs {
+        let scratch = Scratch::new();
+        let run_id = scratch.run_id("hard");
+        let ws = scratch.subdir("ws");
+        let script = format!(
+            "cd {ws} || exit 9
+             grep Seccomp: /proc/self/status > self
+             cat /proc/self/cgroup > self.cgroup
+             i=0
+             until grep -q 'Seccomp:.2' /proc/$PPID/status; do
+               i=$((i+1)); [ $i -gt 100000 ] && break
+             done
+             grep Seccomp: /proc/$PPID/status > shim
+             cat /proc/$PPID/cgroup > shim.cgroup
+             if (exec 3</proc/$PPID/mem) 2>/dev/null; then echo open; else echo refused; fi > mem",
+            ws = ws.display()
+        );
+        runtime().block_on(async {
+            let tracker = tracker(&scratch.reports(), &run_id, config);
+            let mut command = AgentCommand::new("/bin/sh", ["-c", script.as_str()]);
+            command.sandbox = Sandbox {
+                writable: Some(vec![ws.clone()]),
+                harden: true,
+                ..Sandbox::default()
+            };
+            let mut agent = spawn_to_exit(&tracker, command, config).await;
+            let report = agent
+                .teardown(TeardownOptions::with_grace(Duration::from_secs(1)))
+                .await
+                .expect("teardown");
+            assert_eq!(report.survivors, 0, "under {config}");
+            tracker.close().expect("close");
+        });
+        let read = |name: &str| std::fs::read_to_string(ws.join(name)).unwrap_or_default();
+        assert_eq!(
+            read("self").split_whitespace().nth(1),
+            Some("2"),
+            "under {config}"
+        );
+        assert_eq!(
+            read("shim").split_whitespace().nth(1),
+            Some("2"),
+            "under {config}"
+        );
+        assert_eq!(read("mem").trim(), "refused", "under {config}");
+        let unified = |text: String| {
+            text.lines()
+                .find_map(|l| l.strip_prefix("0::").map(str::to_owned))
+        };
+        let (agent_cg, shim_cg) = (unified(read("self.cgroup")), unified(read("shim.cgroup")));
+        if config.cgroup {
+            assert!(
+                agent_cg.as_deref().is_some_and(|c| c.ends_with("/main")),
+                "the agent is in its leaf: {agent_cg:?}"
+            );
+            assert_ne!(agent_cg, shim_cg, "the shim stays outside the leaf");
+        }
+        assert_nothing_left(&run_id, &[], &format!("{config}"));
+    }
 }
