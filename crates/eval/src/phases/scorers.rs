@@ -128,10 +128,8 @@ pub(crate) async fn run_phase(
         verdict: None,
         interrupted: false,
     };
-    let log = match CappedLog::create(&eval_dir.join(format!("{name}.log")), OUTPUT_CAP).await {
-        Ok(log) => log,
-        Err(err) => return error(clock, format!("cannot create {name}.log: {err}")),
-    };
+    // Made by the first byte the phase prints: most scorers print nothing.
+    let log = CappedLog::lazy(&eval_dir.join(format!("{name}.log")), OUTPUT_CAP);
     let Some(command) = env.command(&phase.command, workspace, &[]) else {
         let _ = log.finish().await;
         return error(clock, format!("the {name} command is empty"));
