@@ -48,3 +48,36 @@ fn a_v2_tree_delegates_what_its_subtree_control_enables() {
     let why = v2_delegates(dir.path(), "memory").unwrap_err();
     assert!(why.contains("does not offer memory"), "{why}");
 }
+
+/// See: the CLI test `tasks::tasks_check_lists_the_tasks_that_do_not_behave`, whose CPU-limited
+/// review could not be started ("cannot create cgroup …/cpu/hyoka-check-…/lenient.oracle.review")
+/// when a sibling trial's teardown removed the run's v1 directory between the making of that
+/// directory and of the leaf in it. Leaves made and removed at once, as workers do, are all
+/// made. (A plain directory stands for the hierarchy: the race is between `mkdir` and `rmdir`.)
+#[test]
+fn sibling_v1_leaves_made_and_removed_at_once_are_all_made() {
+    let base = tempfile::tempdir().unwrap();
+    let run = base.path().join("hyoka-run-x");
+    let failures = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for worker in 0..4 {
+            let (run, failures) = (&run, &failures);
+            scope.spawn(move || {
+                for round in 0..300 {
+                    let leaf = run.join(format!("e{worker}-{round}"));
+                    match super::create_v1_leaf(run, &leaf) {
+                        Ok(()) => {
+                            std::fs::remove_dir(&leaf).unwrap();
+                            let _ = std::fs::remove_dir(run);
+                        }
+                        Err(e) => {
+                            eprintln!("{e}");
+                            failures.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        }
+                    }
+                }
+            });
+        }
+    });
+    assert_eq!(failures.into_inner(), 0, "leaves that could not be made");
+}
