@@ -58,7 +58,7 @@ fn a_v2_tree_delegates_what_its_subtree_control_enables() {
 fn sibling_v1_leaves_made_and_removed_at_once_are_all_made() {
     let base = tempfile::tempdir().unwrap();
     let run = base.path().join("hyoka-run-x");
-    let failures = std::sync::atomic::AtomicUsize::new(0);
+    let failures = std::sync::Mutex::new(Vec::new());
     std::thread::scope(|scope| {
         for worker in 0..4 {
             let (run, failures) = (&run, &failures);
@@ -70,14 +70,15 @@ fn sibling_v1_leaves_made_and_removed_at_once_are_all_made() {
                             std::fs::remove_dir(&leaf).unwrap();
                             let _ = std::fs::remove_dir(run);
                         }
-                        Err(e) => {
-                            eprintln!("{e}");
-                            failures.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        }
+                        Err(e) => failures.lock().unwrap().push(e.to_string()),
                     }
                 }
             });
         }
     });
-    assert_eq!(failures.into_inner(), 0, "leaves that could not be made");
+    let failures = failures.into_inner().unwrap();
+    assert!(
+        failures.is_empty(),
+        "leaves that could not be made: {failures:?}"
+    );
 }
