@@ -191,24 +191,7 @@ impl CgroupRoot {
     ) -> Result<CgroupLeaf, ProcTrackError> {
         let path = self.leaf_path(run_id, instance, eval_id);
         let run_dir = self.base.join(run_dir_name(run_id, Some(instance)));
-        // A sibling eval's teardown removes the run's directory when its leaf was the last
-        // one (`CgroupLeaf::remove`), which may fall between making the directory and the
-        // leaf in it: the leaf then finds no parent, and the directory is made again.
-        let mut attempts = 0;
-        loop {
-            match std::fs::create_dir(&run_dir) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-                Err(e) => return Err(ProcTrackError::io("create cgroup", run_dir, e)),
-            }
-            match std::fs::create_dir(&path) {
-                Ok(()) => break,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound && attempts < LEAF_ATTEMPTS => {
-                    attempts += 1;
-                }
-                Err(e) => return Err(ProcTrackError::io("create cgroup", &path, e)),
-            }
-        }
+        make_leaf_dir(&run_dir, &path)?;
         Ok(CgroupLeaf {
             path,
             has_kill: self.has_kill,
@@ -217,9 +200,32 @@ impl CgroupRoot {
     }
 }
 
-/// How many times [`CgroupRoot::create_leaf`] makes the run's directory again after a
-/// sibling's teardown removed it under the new leaf (each time needs another sibling to end
-/// at that very moment).
+/// Makes the leaf directory `leaf` in the run's directory `run_dir` (of the v2 tree or of a
+/// v1 hierarchy), making `run_dir` first when needed. A sibling eval's teardown removes the
+/// run's directory when its leaf was the last one (`CgroupLeaf::remove`,
+/// `ResourceLeaves::remove`), which may fall between making the directory and the leaf in
+/// it: the leaf then finds no parent, and the directory is made again.
+pub(crate) fn make_leaf_dir(run_dir: &Path, leaf: &Path) -> Result<(), ProcTrackError> {
+    let mut attempts = 0;
+    loop {
+        match std::fs::create_dir(run_dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(ProcTrackError::io("create cgroup", run_dir, e)),
+        }
+        match std::fs::create_dir(leaf) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && attempts < LEAF_ATTEMPTS => {
+                attempts += 1;
+            }
+            Err(e) => return Err(ProcTrackError::io("create cgroup", leaf, e)),
+        }
+    }
+}
+
+/// How many times [`make_leaf_dir`] makes the run's directory again after a sibling's
+/// teardown removed it under the new leaf (each time needs another sibling to end at that
+/// very moment).
 const LEAF_ATTEMPTS: u32 = 16;
 
 /// The name of a run's cgroup directory: `hyoka-<run_id>-<instance>`, or `hyoka-<run_id>` for

@@ -326,7 +326,7 @@ impl ResourceLeaves {
                 let leaf = run.join(eval_id);
                 if !leaves.v1.iter().any(|(_, l)| *l == leaf) {
                     record(&leaf)?;
-                    create_v1_leaf(&run, &leaf)?;
+                    crate::cgroup::make_leaf_dir(&run, &leaf)?;
                     leaves.v1.push((controller, leaf.clone()));
                     let procs = leaf.join("cgroup.procs");
                     fds.push(
@@ -443,30 +443,6 @@ impl ResourceLeaves {
         left
     }
 }
-
-/// Makes `leaf` in the run's directory `run` of a v1 hierarchy. A sibling eval's teardown
-/// removes `run` when its leaf was the last one ([`ResourceLeaves::remove`]), which may fall
-/// between making `run` and `leaf`: the leaf then finds no parent, and `run` is made again
-/// (as [`CgroupRoot::create_leaf`] does in the v2 tree).
-fn create_v1_leaf(run: &Path, leaf: &Path) -> Result<(), ProcTrackError> {
-    for attempt in 0.. {
-        match std::fs::create_dir(run) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(ProcTrackError::io("create cgroup", run, e)),
-        }
-        match std::fs::create_dir(leaf) {
-            Ok(()) => break,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && attempt < V1_LEAF_ATTEMPTS => {}
-            Err(e) => return Err(ProcTrackError::io("create cgroup", leaf, e)),
-        }
-    }
-    Ok(())
-}
-
-/// How many times [`create_v1_leaf`] makes the run's directory again (each time needs
-/// another sibling to end at that very moment).
-const V1_LEAF_ATTEMPTS: u32 = 16;
 
 #[cfg(test)]
 mod tests;

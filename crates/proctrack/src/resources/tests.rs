@@ -65,7 +65,7 @@ fn sibling_v1_leaves_made_and_removed_at_once_are_all_made() {
             scope.spawn(move || {
                 for round in 0..300 {
                     let leaf = run.join(format!("e{worker}-{round}"));
-                    match super::create_v1_leaf(run, &leaf) {
+                    match crate::cgroup::make_leaf_dir(run, &leaf) {
                         Ok(()) => {
                             std::fs::remove_dir(&leaf).unwrap();
                             let _ = std::fs::remove_dir(run);
