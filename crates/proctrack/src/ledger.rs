@@ -741,7 +741,7 @@ impl Problems {
 /// [`ProcTrackError::Io`] naming the step that failed; `path` is then unchanged and the
 /// temporary file is removed.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ProcTrackError> {
-    write_atomic_path(path, &mut |file| file.write_all(bytes), Durability::Synced)
+    write_atomic_path(path, |file| file.write_all(bytes), Durability::Synced)
 }
 
 /// [`write_atomic`] without the two fsyncs: readers still see the old file or the new one,
@@ -754,11 +754,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ProcTrackError> {
 /// # Errors
 /// As [`write_atomic`].
 pub fn write_atomic_unsynced(path: &Path, bytes: &[u8]) -> Result<(), ProcTrackError> {
-    write_atomic_path(
-        path,
-        &mut |file| file.write_all(bytes),
-        Durability::Unsynced,
-    )
+    write_atomic_path(path, |file| file.write_all(bytes), Durability::Unsynced)
 }
 
 /// [`write_atomic`] with the file synced but not its directory: the new version's data is on
@@ -769,11 +765,7 @@ pub fn write_atomic_unsynced(path: &Path, bytes: &[u8]) -> Result<(), ProcTrackE
 /// # Errors
 /// As [`write_atomic`].
 pub fn write_atomic_file_synced(path: &Path, bytes: &[u8]) -> Result<(), ProcTrackError> {
-    write_atomic_path(
-        path,
-        &mut |file| file.write_all(bytes),
-        Durability::FileSynced,
-    )
+    write_atomic_path(path, |file| file.write_all(bytes), Durability::FileSynced)
 }
 
 /// Whether an atomic write is also made durable (fsync of the file and of its directory).
@@ -798,26 +790,20 @@ pub fn write_atomic_with(
     path: &Path,
     write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
 ) -> Result<(), ProcTrackError> {
-    let mut write = Some(write);
     write_atomic_path(
         path,
-        &mut |file| {
+        |file| {
             let mut buffered = std::io::BufWriter::new(file);
-            if let Some(write) = write.take() {
-                write(&mut buffered)?;
-            }
+            write(&mut buffered)?;
             buffered.flush()
         },
         Durability::Synced,
     )
 }
 
-/// What an atomic write puts in the new file.
-type Content<'a> = &'a mut dyn FnMut(&mut std::fs::File) -> std::io::Result<()>;
-
 fn write_atomic_path(
     path: &Path,
-    content: Content<'_>,
+    content: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
     durability: Durability,
 ) -> Result<(), ProcTrackError> {
     let dir = path.parent().unwrap_or(Path::new("."));
@@ -842,7 +828,7 @@ pub(crate) fn write_atomic_at(
     dir: BorrowedFd<'_>,
     dir_path: &Path,
     name: &Path,
-    content: Content<'_>,
+    content: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
     durability: Durability,
 ) -> Result<(), ProcTrackError> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);

@@ -226,7 +226,7 @@ impl RunDir {
             self.fd.as_fd(),
             &self.path,
             Path::new(LEDGER_FILE),
-            &mut |file| std::io::Write::write_all(file, bytes),
+            |file| std::io::Write::write_all(file, bytes),
             Durability::Synced,
         )
     }
