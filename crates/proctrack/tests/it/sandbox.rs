@@ -62,6 +62,20 @@ async fn spawn_to_exit(
     agent
 }
 
+/// [`spawn_to_exit`], then a teardown that leaves no survivor.
+async fn run_to_end(
+    tracker: &hyoka_proctrack::Tracker,
+    command: AgentCommand,
+    config: crate::support::Config,
+) {
+    let mut agent = spawn_to_exit(tracker, command, config).await;
+    let report = agent
+        .teardown(TeardownOptions::with_grace(Duration::from_secs(1)))
+        .await
+        .expect("teardown");
+    assert_eq!(report.survivors, 0, "under {config}");
+}
+
 /// `<dir>/<label>.result` as path → outcome (`ok` or an errno).
 fn results(dir: &Path, label: &str) -> BTreeMap<String, String> {
     let text = std::fs::read_to_string(dir.join(format!("{label}.result")))
@@ -111,13 +125,8 @@ fn writes_outside_fail_for_the_agent_and_its_daemon() {
                 writable: Some(vec![workspace.clone()]),
                 ..Sandbox::default()
             };
-            let mut agent = spawn_to_exit(&tracker, command, config).await;
             // The daemon still runs, detached; teardown finds and stops it.
-            let report = agent
-                .teardown(TeardownOptions::with_grace(Duration::from_secs(1)))
-                .await
-                .expect("teardown");
-            assert_eq!(report.survivors, 0, "under {config}");
+            run_to_end(&tracker, command, config).await;
             tracker.close().expect("close");
         });
         for label in ["agent", "daemon"] {
@@ -326,12 +335,7 @@ fn a_hardened_agent_is_born_in_its_leaf_under_a_shim_it_cannot_use() {
                 harden: true,
                 ..Sandbox::default()
             };
-            let mut agent = spawn_to_exit(&tracker, command, config).await;
-            let report = agent
-                .teardown(TeardownOptions::with_grace(Duration::from_secs(1)))
-                .await
-                .expect("teardown");
-            assert_eq!(report.survivors, 0, "under {config}");
+            run_to_end(&tracker, command, config).await;
             tracker.close().expect("close");
         });
         let read = |name: &str| std::fs::read_to_string(ws.join(name)).unwrap_or_default();
