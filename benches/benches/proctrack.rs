@@ -173,10 +173,7 @@ async fn tracked_round(dir: &Path, cgroup: CgroupMode) -> Duration {
     let run_id = unique("t");
     let mut options = TrackerOptions::new(&run_id, dir.join("reports"));
     options.cgroup = cgroup;
-    options.shim = Some(Launcher {
-        program: exe(),
-        args: vec!["__shim".into()],
-    });
+    options.shim = Some(Launcher::new(exe(), vec!["__shim".into()]));
     let tracker = Tracker::start(options).expect("tracker");
     let ready = dir.join(format!("{run_id}.ready"));
     let command = AgentCommand::new(
@@ -441,10 +438,7 @@ fn sandbox_spawn(c: &mut Criterion) {
     let (dir, rt) = scratch_and_runtime();
     let mut options = TrackerOptions::new(unique("s"), dir.path().join("reports"));
     options.cgroup = CgroupMode::Off;
-    options.shim = Some(Launcher {
-        program: exe(),
-        args: vec!["__shim".into()],
-    });
+    options.shim = Some(Launcher::new(exe(), vec!["__shim".into()]));
     let tracker = Tracker::start(options).expect("tracker");
     let landlock = Sandbox {
         writable: Some(vec![dir.path().to_owned()]),
@@ -569,10 +563,7 @@ fn limits(c: &mut Criterion) {
     let support = ResourceSupport::detect();
     let (dir, rt) = scratch_and_runtime();
     let mut options = TrackerOptions::new(unique("r"), dir.path().join("reports"));
-    options.shim = Some(Launcher {
-        program: exe(),
-        args: vec!["__shim".into()],
-    });
+    options.shim = Some(Launcher::new(exe(), vec!["__shim".into()]));
     let tracker = Tracker::start(options).expect("tracker");
     let mut group = c.benchmark_group("limits");
     group.sample_size(10);

@@ -39,10 +39,7 @@
 //!
 //! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
 //! let mut options = TrackerOptions::new("20261129-120000-abc123", "reports");
-//! options.shim = Some(Launcher {
-//!     program: std::env::current_exe()?,
-//!     args: vec!["__shim".into()],
-//! });
+//! options.shim = Some(Launcher::new(std::env::current_exe()?, vec!["__shim".into()]));
 //! let tracker = Tracker::start(options)?;
 //! let mut command = AgentCommand::new("claude", ["-p", "fix the bug"]);
 //! command.stdout = StdioMode::Piped;
@@ -152,6 +149,7 @@ mod resources;
 mod sampling;
 mod sandbox;
 mod shim;
+mod shim_image;
 mod signal;
 mod spawn;
 mod status;
@@ -195,6 +193,7 @@ pub use crate::sandbox::{
     SandboxSupport, sandboxed_peer,
 };
 pub use crate::shim::{SHIM_FAILURE, shim_args, shim_main};
+pub use crate::shim_image::ShimImage;
 #[cfg(feature = "mock")]
 pub use crate::signal::MockSignaller;
 pub use crate::signal::{Delivery, NativeSignaller, Refusal, Signal, Signaller, refusal};

@@ -581,12 +581,6 @@ impl Prepared {
         })
     }
 
-    /// Enters the sandbox: the namespaces first (writing the user-namespace maps is a write
-    /// Landlock would refuse), then the mounts and the working directory, then Landlock,
-    /// then the filters and the capability drop.
-    ///
-    /// Runs in the child between fork and exec: system calls only, on memory prepared before
-    /// the fork, nothing allocated.
     /// Whether [`Prepared::enter`] would change nothing but the working directory (which
     /// the spawn sets anyway): no namespace, mount, Landlock ruleset or filter.
     pub(crate) fn is_inert(&self) -> bool {
@@ -607,6 +601,12 @@ impl Prepared {
         self.filters_in_shim
     }
 
+    /// Enters the sandbox: the namespaces first (writing the user-namespace maps is a write
+    /// Landlock would refuse), then the mounts and the working directory, then Landlock,
+    /// then the filters and the capability drop.
+    ///
+    /// Runs in the child between fork and exec: system calls only, on memory prepared before
+    /// the fork, nothing allocated.
     pub(crate) fn enter(&self) -> io::Result<()> {
         let mount_flag = if self.mounts.is_some() {
             libc::CLONE_NEWNS
@@ -803,11 +803,15 @@ fn loopback_up() -> io::Result<()> {
         for (slot, byte) in request.ifr_name.iter_mut().zip(b"lo") {
             *slot = libc::c_char::from_ne_bytes([*byte]);
         }
-        let mut result = libc::ioctl(socket, libc::SIOCGIFFLAGS, &raw mut request);
+        let mut result = libc::ioctl(socket, libc::SIOCGIFFLAGS as libc::Ioctl, &raw mut request);
         if result == 0 {
             let up = libc::c_short::try_from(libc::IFF_UP | libc::IFF_RUNNING).unwrap_or(1);
             request.ifr_ifru.ifru_flags |= up;
-            result = libc::ioctl(socket, libc::SIOCSIFFLAGS, &raw const request);
+            result = libc::ioctl(
+                socket,
+                libc::SIOCSIFFLAGS as libc::Ioctl,
+                &raw const request,
+            );
         }
         let error = io::Error::last_os_error();
         libc::close(socket);

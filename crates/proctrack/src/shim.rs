@@ -493,7 +493,7 @@ fn block_signals() -> libc::sigset_t {
 /// Waits up to `timeout` for one of the blocked signals; `None` on timeout.
 fn wait_signal(set: &libc::sigset_t, timeout: Duration) -> Option<i32> {
     let ts = libc::timespec {
-        tv_sec: libc::time_t::try_from(timeout.as_secs()).unwrap_or(1),
+        tv_sec: timeout.as_secs().try_into().unwrap_or(1),
         tv_nsec: libc::c_long::from(timeout.subsec_nanos()),
     };
     // SAFETY: `set` is an initialised signal set, the info pointer may be null, and `ts` is a

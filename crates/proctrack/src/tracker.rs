@@ -17,6 +17,7 @@ use crate::identity::{Identity, validate_id};
 use crate::instance::Instance;
 use crate::ledger::{LEDGER_FILE, Ledger, LedgerLog};
 use crate::lock::{LOCK_FILE, OwnerLock};
+use crate::shim_image::ShimImage;
 
 /// Whether to use the cgroup v2 layer.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -33,13 +34,30 @@ pub enum CgroupMode {
 /// How to start the subreaper shim: a program and its leading arguments, to which the
 /// tracker appends the shim protocol ([`shim_args`](crate::shim_args)).
 ///
-/// For hyoka this is the current executable and `["__shim"]`.
+/// For hyoka this is the `hyoka-shim` beside it (or the current executable and
+/// `["__shim"]`), and the static build of the shim it embeds as its `image`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Launcher {
     /// The program (absolute, or found on `PATH`).
     pub program: PathBuf,
     /// Arguments before the shim protocol, such as the hidden subcommand.
     pub args: Vec<OsString>,
+    /// The same shim sealed in memory, cheaper to start, which is executed (without `args`,
+    /// named `hyoka-shim` beside `program`) instead of `program` wherever the child stays in
+    /// this process's namespaces: every spawn outside a sandbox. A sandbox's child executes
+    /// `program`.
+    pub image: Option<ShimImage>,
+}
+
+impl Launcher {
+    /// A launcher of `program` with `args` and no image.
+    pub fn new(program: impl Into<PathBuf>, args: Vec<OsString>) -> Self {
+        Self {
+            program: program.into(),
+            args,
+            image: None,
+        }
+    }
 }
 
 /// What [`Tracker::start`] needs.

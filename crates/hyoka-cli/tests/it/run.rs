@@ -280,3 +280,38 @@ fn a_file_renamed_into_place_is_recorded_by_its_final_name() {
     );
     s.assert_no_workspaces();
 }
+
+/// Outside a sandbox, agents start under the static shim embedded in hyoka, run from a
+/// sealed memfd (`build.rs`, `ShimImage`); inside one, under the `hyoka-shim` file.
+#[test]
+fn an_agent_outside_a_sandbox_starts_under_the_embedded_shim() {
+    let image = std::fs::metadata(concat!(env!("OUT_DIR"), "/hyoka-shim.image")).unwrap();
+    if image.len() == 0 {
+        eprintln!("skipping: this build embeds no static shim (no musl target installed)");
+        return;
+    }
+    let s = Scratch::new();
+    let seen = s.path().join("parent");
+    let script = format!(
+        "readlink /proc/$PPID/exe > {0}; tr '\\0' ' ' < /proc/$PPID/cmdline >> {0}",
+        seen.display()
+    );
+    let out = s.run(&["--run-id", "memfd-1", "--", "sh", "-c", &script]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let seen = std::fs::read_to_string(&seen).unwrap();
+    let (exe, cmdline) = seen.split_once('\n').unwrap();
+    assert!(exe.starts_with("/memfd:hyoka-shim"), "{seen}");
+    let program = cmdline.split(' ').next().unwrap();
+    assert!(program.ends_with("/hyoka-shim"), "{seen}");
+    assert!(!cmdline.contains("__shim"), "{seen}");
+    // The same run with the image turned off starts the shim from its file.
+    let out = s
+        .hyoka("run")
+        .env("HYOKA_EMBED_SHIM", "0")
+        .args(["--run-id", "memfd-2", "--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let seen = std::fs::read_to_string(s.path().join("parent")).unwrap();
+    assert!(!seen.starts_with("/memfd:"), "{seen}");
+}

@@ -208,10 +208,10 @@ pub(crate) fn runtime() -> tokio::runtime::Runtime {
 }
 
 pub(crate) fn launcher() -> Launcher {
-    Launcher {
-        program: std::env::current_exe().expect("current exe"),
-        args: vec!["__shim".into()],
-    }
+    Launcher::new(
+        std::env::current_exe().expect("current exe"),
+        vec!["__shim".into()],
+    )
 }
 
 pub(crate) fn tracker(reports: &Path, run_id: &str, config: Config) -> Tracker {
