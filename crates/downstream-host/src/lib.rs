@@ -25,7 +25,7 @@
 //!     let recording = Arc::new(Recording::new(host.harness()));
 //!     let spec = EvalSpec::new(EvalId::new("hello")?, vec!["agent".into()]);
 //!     let plan = RunPlan::new(RunId::new("doc")?, reports.path(), "/mem", vec![spec]);
-//!     run(&plan, &recording.harness(), Stop::never(), Arc::new(NoObserver)).await?;
+//!     run(plan, &recording.harness(), Stop::never(), Arc::new(NoObserver)).await?;
 //!     assert_eq!(recording.spawned(), ["hello"]);
 //!     Ok::<_, Box<dyn std::error::Error>>(())
 //! })?;

@@ -30,7 +30,7 @@ fn an_eval_goes_through_the_hosts_seams() {
             vec![spec],
         );
         let outcome = run(
-            &plan,
+            plan,
             &recording.harness(),
             Stop::never(),
             Arc::new(NoObserver),

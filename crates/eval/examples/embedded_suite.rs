@@ -62,7 +62,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         vec![passes, limited],
     );
     let outcome = run_tracked(
-        &plan,
+        plan,
         Containment::default(),
         Stop::never(),
         Arc::new(Progress),

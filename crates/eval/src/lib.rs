@@ -55,7 +55,7 @@
 //! let mut spec = EvalSpec::new(EvalId::new("hello")?, vec!["sh".into(), "-c".into(), "echo hi > out.txt".into()]);
 //! spec.limits.max_files = 10;
 //! let plan = RunPlan::new(RunId::new("example-run")?, "reports", std::env::temp_dir(), vec![spec]);
-//! let outcome = run_tracked(&plan, Default::default(), Stop::never(), Arc::new(NoObserver)).await?;
+//! let outcome = run_tracked(plan, Default::default(), Stop::never(), Arc::new(NoObserver)).await?;
 //! println!("{}: {}", outcome.summary.run_id, outcome.summary.status.as_str());
 //! # Ok(())
 //! # }
@@ -84,7 +84,7 @@
 //!     let mut spec = EvalSpec::new(EvalId::new("slow")?, vec!["agent".into()]);
 //!     spec.timeout = Duration::from_secs(30);
 //!     let plan = RunPlan::new(RunId::new("doc")?, reports.path(), "/mem", vec![spec]);
-//!     let outcome = run(&plan, &host.harness(), Stop::never(), Arc::new(NoObserver)).await?;
+//!     let outcome = run(plan, &host.harness(), Stop::never(), Arc::new(NoObserver)).await?;
 //!     assert_eq!(outcome.reports[0].termination, Termination::Timeout);
 //!     assert!(host.alive().is_empty());
 //!     Ok::<_, Box<dyn std::error::Error>>(())
@@ -115,6 +115,7 @@
 mod capped_log;
 mod changes;
 mod clean;
+mod drain;
 mod error;
 mod eval;
 #[cfg(any(test, feature = "mock"))]
@@ -169,7 +170,7 @@ pub use crate::progress::{ProgressLines, ProgressSink};
 pub use crate::ps::{LiveRun, live_runs, render_live_runs};
 pub use crate::records::{millis, rfc3339, write_json};
 pub use crate::report::{
-    Attempt, Cleanup, Counts, ErrorKind, EvalSummary, EventsRecord, FailOn, Limits, Metrics,
+    Attempt, ByK, Cleanup, Counts, ErrorKind, EvalSummary, EventsRecord, FailOn, Limits, Metrics,
     PhaseRecord, PhaseStatus, Report, ResourceFigure, ResourcesRecord, ReviewVerdict, RunInfo,
     RunSummary, Status, TaskSummary, Termination, Totals,
 };

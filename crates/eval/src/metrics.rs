@@ -28,7 +28,7 @@
 use std::collections::BTreeMap;
 
 use crate::report::{
-    ErrorKind, EvalSummary, Metrics, Report, RunInfo, RunSummary, Status, TaskSummary, Totals,
+    ByK, ErrorKind, EvalSummary, Metrics, Report, RunInfo, RunSummary, Status, TaskSummary, Totals,
 };
 use hyoka_events::TokenUsage;
 
@@ -157,7 +157,7 @@ impl RunSummary {
             ended_at: info.ended_at,
             duration_ms: info.duration_ms,
             status,
-            usage: TokenUsage::total(evals.iter().filter_map(|e| e.usage.as_ref())),
+            usage: TokenUsage::total(evals.iter().filter_map(|e| e.usage.as_deref())),
             evals,
             tasks,
             metrics,
@@ -213,10 +213,10 @@ impl TaskSummary {
         self.pass_hat_k.clear();
         for k in ks(self.trials) {
             if let Some(p) = pass_at_k(n, c, k) {
-                self.pass_at_k.insert(k.to_string(), p);
+                self.pass_at_k.insert(k, p);
             }
             if let Some(p) = pass_hat_k(n, c, k) {
-                self.pass_hat_k.insert(k.to_string(), p);
+                self.pass_hat_k.insert(k, p);
             }
         }
         let finite: Vec<f64> = scores.iter().copied().filter(|s| s.is_finite()).collect();
@@ -245,11 +245,11 @@ impl TaskSummary {
 impl Metrics {
     /// The averages over `tasks`.
     pub fn of_tasks(tasks: &[TaskSummary]) -> Self {
-        let average = |pick: fn(&TaskSummary) -> &BTreeMap<String, f64>| {
-            let mut by_k: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+        let average = |pick: fn(&TaskSummary) -> &ByK| {
+            let mut by_k: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
             for task in tasks {
-                for (k, p) in pick(task) {
-                    by_k.entry(k.clone()).or_default().push(*p);
+                for (k, p) in pick(task).iter() {
+                    by_k.entry(k).or_default().push(p);
                 }
             }
             by_k.into_iter()

@@ -646,12 +646,13 @@ pub struct EvalSummary {
     pub duration_ms: u64,
     /// The counts.
     pub counts: Counts,
-    /// The tokens and cost the agent reported.
+    /// The tokens and cost the agent reported. Boxed, as `events`: a run holds every
+    /// trial's line, and most agents report neither.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<TokenUsage>,
+    pub usage: Option<Box<TokenUsage>>,
     /// Which reader read the agent's events and what it made of them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub events: Option<EventsRecord>,
+    pub events: Option<Box<EventsRecord>>,
     /// The review's score, when it gave one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub score: Option<f64>,
@@ -685,8 +686,8 @@ impl EvalSummary {
             exit_code: report.exit_code,
             duration_ms: report.duration_ms,
             counts: report.counts,
-            usage: report.usage,
-            events: report.events.clone(),
+            usage: report.usage.map(Box::new),
+            events: report.events.clone().map(Box::new),
             score: report.review.as_ref().and_then(|v| v.score),
             attempts: report.attempts,
             reason: report.reason(),
@@ -853,13 +854,112 @@ pub struct TaskSummary {
     pub errors: u64,
     /// Trials that never started.
     pub not_run: u64,
-    /// pass@k by `k` (as a string).
-    pub pass_at_k: BTreeMap<String, f64>,
-    /// pass^k by `k` (as a string).
-    pub pass_hat_k: BTreeMap<String, f64>,
+    /// pass@k by `k`.
+    #[cfg_attr(feature = "schema", schemars(with = "BTreeMap<String, f64>"))]
+    pub pass_at_k: ByK,
+    /// pass^k by `k`.
+    #[cfg_attr(feature = "schema", schemars(with = "BTreeMap<String, f64>"))]
+    pub pass_hat_k: ByK,
     /// The mean of the review scores its trials were given, when any was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mean_score: Option<f64>,
+}
+
+/// A figure by `k` (pass@k, pass^k), in increasing `k`: in `run.json`, an object whose keys
+/// are the `k`s as decimal strings (`{"1": 0.5, "3": 0.875}`).
+///
+/// A task's figures are held as a short list, not a map: a run of thousands of one-trial
+/// tasks keeps two of them per task until `run.json` is written.
+///
+/// ```
+/// use hyoka_eval::ByK;
+///
+/// let mut at_k = ByK::default();
+/// at_k.insert(3, 0.875);
+/// at_k.insert(1, 0.5);
+/// assert_eq!(at_k.get("1"), Some(0.5));
+/// assert_eq!(at_k.iter().map(|(k, _)| k).collect::<Vec<_>>(), [1, 3]);
+/// assert_eq!(serde_json::to_string(&at_k).unwrap(), r#"{"1":0.5,"3":0.875}"#);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ByK(Vec<(u64, f64)>);
+
+impl ByK {
+    /// Sets the figure for `k`.
+    pub fn insert(&mut self, k: u64, figure: f64) {
+        match self.0.binary_search_by_key(&k, |(key, _)| *key) {
+            Ok(at) => self.0[at].1 = figure,
+            Err(at) => self.0.insert(at, (k, figure)),
+        }
+    }
+
+    /// The figure for `k`, written as in `run.json` (`"1"`); `None` for a `k` it lacks or
+    /// that is not a number.
+    pub fn get(&self, k: &str) -> Option<f64> {
+        let k: u64 = k.parse().ok()?;
+        self.0
+            .binary_search_by_key(&k, |(key, _)| *key)
+            .ok()
+            .map(|at| self.0[at].1)
+    }
+
+    /// Whether it has a figure for `k` (see [`get`](Self::get)).
+    pub fn contains_key(&self, k: &str) -> bool {
+        self.get(k).is_some()
+    }
+
+    /// The `k`s and their figures, in increasing `k`.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (u64, f64)> + '_ {
+        self.0.iter().copied()
+    }
+
+    /// How many `k`s it has.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether it has no figure.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Removes every figure.
+    pub fn clear(&mut self) {
+        self.0.clear();
+    }
+}
+
+impl FromIterator<(u64, f64)> for ByK {
+    /// Of a `k` given twice, the last figure stands.
+    fn from_iter<I: IntoIterator<Item = (u64, f64)>>(pairs: I) -> Self {
+        let mut pairs: Vec<(u64, f64)> = pairs.into_iter().collect();
+        // Stable: of equal `k`s, the last given is last, and `dedup` keeps the first.
+        pairs.sort_by_key(|(k, _)| *k);
+        pairs.reverse();
+        pairs.dedup_by_key(|(k, _)| *k);
+        pairs.reverse();
+        Self(pairs)
+    }
+}
+
+impl Serialize for ByK {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.0.iter().map(|(k, figure)| (k.to_string(), figure)))
+    }
+}
+
+impl<'de> Deserialize<'de> for ByK {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let map = BTreeMap::<String, f64>::deserialize(deserializer)?;
+        map.into_iter()
+            .map(|(k, figure)| match k.parse::<u64>() {
+                Ok(k) if k > 0 => Ok((k, figure)),
+                _ => Err(serde::de::Error::custom(format!(
+                    "a figure's k must be a whole number above 0, not {k:?}"
+                ))),
+            })
+            .collect()
+    }
 }
 
 /// `run.json` `metrics`: each task figure averaged over the tasks that have it.
@@ -869,9 +969,11 @@ pub struct Metrics {
     /// Tasks in the run.
     pub tasks: u64,
     /// Mean pass@k over the tasks with a figure for `k`.
-    pub pass_at_k: BTreeMap<String, f64>,
+    #[cfg_attr(feature = "schema", schemars(with = "BTreeMap<String, f64>"))]
+    pub pass_at_k: ByK,
     /// Mean pass^k over the tasks with a figure for `k`.
-    pub pass_hat_k: BTreeMap<String, f64>,
+    #[cfg_attr(feature = "schema", schemars(with = "BTreeMap<String, f64>"))]
+    pub pass_hat_k: ByK,
     /// The mean of the tasks' mean review scores.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mean_score: Option<f64>,

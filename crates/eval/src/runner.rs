@@ -73,9 +73,7 @@ impl RunPlan {
         workspace_root: impl Into<PathBuf>,
         evals: Vec<EvalSpec>,
     ) -> Self {
-        // Collected in place, the shared specs would keep the big buffer of `evals` alive.
-        let mut evals: Vec<Arc<EvalSpec>> = evals.into_iter().map(Arc::new).collect();
-        evals.shrink_to_fit();
+        let evals: Vec<Arc<EvalSpec>> = crate::drain::draining(evals).map(Arc::new).collect();
         Self {
             run_id,
             reports: reports.into(),
@@ -175,15 +173,17 @@ pub struct RunOutcome {
 /// asks for a sandbox the machine cannot give; [`EvalError::Changed`] when a resume finds
 /// finished trials of evals that changed; otherwise as [`run`].
 pub async fn run_tracked(
-    plan: &RunPlan,
+    mut plan: RunPlan,
     containment: Containment,
     stop: Stop,
     observer: Arc<dyn Observer>,
 ) -> Result<RunOutcome, EvalError> {
     hyoka_proctrack::check_reports_dir(&plan.reports, hyoka_proctrack::ReportsUse::Write)?;
     // A sandbox the machine cannot give is refused before the run's directory exists.
-    check_sandboxes(plan, SandboxSupport::detect)?;
+    check_sandboxes(&plan, SandboxSupport::detect)?;
     let trials = plan_trials(&plan.evals, &plan.run_dir(), plan.resume)?;
+    // Each eval's settings now live in its trials alone, and go with the last of them.
+    plan.evals = Vec::new();
     if plan.resume.is_some() && plan.run_dir().is_dir() {
         let (run_dir, root) = (plan.run_dir(), plan.workspace_root.clone());
         tokio::task::spawn_blocking(move || {
@@ -203,7 +203,7 @@ pub async fn run_tracked(
         );
     }
     let harness = Harness::tracked(tracker.clone());
-    let result = run_trials(plan, trials, &harness, stop, observer).await;
+    let result = run_trials(&plan, trials, &harness, stop, observer).await;
     // Marks the ledger cleaned and releases the owner lock: the run is over.
     if let Err(err) = tracker.close() {
         tracing::error!(error = %err, "cannot close the run's ledger");
@@ -224,46 +224,46 @@ pub async fn run_tracked(
 /// others were recorded, and `run.json` was written); [`EvalError::Record`] when `run.json`
 /// cannot be written.
 pub async fn run(
-    plan: &RunPlan,
+    mut plan: RunPlan,
     harness: &Harness,
     stop: Stop,
     observer: Arc<dyn Observer>,
 ) -> Result<RunOutcome, EvalError> {
-    check_sandboxes(plan, || harness.processes.sandbox_support())?;
+    check_sandboxes(&plan, || harness.processes.sandbox_support())?;
     let trials = plan_trials(&plan.evals, &plan.run_dir(), plan.resume)?;
-    run_trials(plan, trials, harness, stop, observer).await
+    // Each eval's settings now live in its trials alone, and go with the last of them.
+    plan.evals = Vec::new();
+    run_trials(&plan, trials, harness, stop, observer).await
 }
 
 /// What the run keeps of its trials as they end: each one's line of `run.json` (and, with
-/// [`RunPlan::keep_reports`], its whole report), in plan order. A trial's task is joined as
-/// soon as it ends, so a finished trial holds no task and no report in memory.
+/// [`RunPlan::keep_reports`], its whole report), by its place in the plan, put in plan order
+/// at the end. A trial's task is joined as soon as it ends, so a finished trial holds no task
+/// and no report in memory, and a trial not yet ended holds no room either.
 struct Results {
-    lines: Vec<Option<EvalSummary>>,
-    reports: Option<Vec<Option<Report>>>,
-    kept_workspaces: Vec<Option<(String, String)>>,
+    lines: Vec<(usize, EvalSummary)>,
+    reports: Option<Vec<(usize, Report)>>,
+    kept_workspaces: Vec<(usize, (String, String))>,
     first_error: Option<EvalError>,
 }
 
 impl Results {
-    fn new(trials: usize, keep_reports: bool) -> Self {
-        fn none<T>(trials: usize) -> Vec<Option<T>> {
-            std::iter::repeat_with(|| None).take(trials).collect()
-        }
+    fn new(keep_reports: bool) -> Self {
         Self {
-            lines: none(trials),
-            reports: keep_reports.then(|| none(trials)),
-            kept_workspaces: none(trials),
+            lines: Vec::new(),
+            reports: keep_reports.then(Vec::new),
+            kept_workspaces: Vec::new(),
             first_error: None,
         }
     }
 
     fn add(&mut self, index: usize, report: Report) {
-        self.lines[index] = Some(EvalSummary::of(&report));
+        self.lines.push((index, EvalSummary::of(&report)));
         if let Some(path) = &report.cleanup.workspace_kept_at {
-            self.kept_workspaces[index] = Some((report.eval_id.clone(), path.clone()));
+            (self.kept_workspaces).push((index, (report.eval_id.clone(), path.clone())));
         }
         if let Some(reports) = &mut self.reports {
-            reports[index] = Some(report);
+            reports.push((index, report));
         }
     }
 
@@ -312,7 +312,7 @@ async fn run_trials(
     let semaphore = Arc::new(tokio::sync::Semaphore::new(plan.workers.max(1)));
     // Set by the first trial that cannot record: the trials after it are skipped.
     let fatal: Arc<OnceLock<String>> = Arc::new(OnceLock::new());
-    let mut results = Results::new(trials.len(), plan.keep_reports);
+    let mut results = Results::new(plan.keep_reports);
     let mut tasks = tokio::task::JoinSet::new();
     let mut kept = 0;
     for (index, planned) in trials.into_iter().enumerate() {
@@ -370,7 +370,7 @@ async fn run_trials(
             suite: plan.suite.clone(),
             shard: plan.shard.map(|s| format!("{}/{}", s.index, s.count)),
         },
-        lines.into_iter().flatten().collect(),
+        in_plan_order(lines),
     );
     write_json(&run_dir.join("run.json"), &summary)?;
     observer.run_finished(&summary);
@@ -378,12 +378,18 @@ async fn run_trials(
         return Err(err);
     }
     Ok(RunOutcome {
-        reports: reports.into_iter().flatten().flatten().collect(),
-        kept_workspaces: kept_workspaces.into_iter().flatten().collect(),
+        reports: reports.map(in_plan_order).unwrap_or_default(),
+        kept_workspaces: in_plan_order(kept_workspaces),
         summary,
         run_dir,
         kept,
     })
+}
+
+/// What [`Results`] holds, in plan order.
+fn in_plan_order<T>(mut by_place: Vec<(usize, T)>) -> Vec<T> {
+    by_place.sort_unstable_by_key(|(place, _)| *place);
+    by_place.into_iter().map(|(_, item)| item).collect()
 }
 
 /// Refuses the plan when an eval asks for a sandbox or an isolated network the machine

@@ -154,7 +154,29 @@ impl Suite {
     /// gives one spec per agent (in name order), its prompt in place of `{prompt}`; a shard
     /// takes whole evals, with all their agents.
     pub fn specs(&self, cli: &Settings, shard: Option<Shard>) -> Vec<EvalSpec> {
-        let mut specs = self.eval_specs(cli, shard);
+        let mut specs = self.eval_specs(self.evals.iter(), cli, shard);
+        self.add_task_specs(&mut specs, self.evals.len(), cli, shard);
+        specs
+    }
+
+    /// As [`specs`](Self::specs), giving the suite's memory back as its evals are resolved:
+    /// a long suite is not held twice over.
+    pub fn into_specs(mut self, cli: &Settings, shard: Option<Shard>) -> Vec<EvalSpec> {
+        let evals = std::mem::take(&mut self.evals);
+        let count = evals.len();
+        let mut specs = self.eval_specs(crate::drain::draining(evals), cli, shard);
+        self.add_task_specs(&mut specs, count, cli, shard);
+        specs
+    }
+
+    /// The specs of the suite's tasks, which follow its `count` evals, onto `specs`.
+    fn add_task_specs(
+        &self,
+        specs: &mut Vec<EvalSpec>,
+        count: usize,
+        cli: &Settings,
+        shard: Option<Shard>,
+    ) {
         let agents: Vec<TaskAgent> = if self.agents.is_empty() {
             self.task_run.agent.clone().into_iter().collect()
         } else {
@@ -166,7 +188,7 @@ impl Suite {
                 })
                 .collect()
         };
-        let mut position = self.evals.len();
+        let mut position = count;
         for entry in &self.tasks {
             let hide = hidden_dirs(&entry.dir);
             for task in &entry.tasks {
@@ -183,7 +205,6 @@ impl Suite {
                 position += 1;
             }
         }
-        specs
     }
 
     /// Whether the suite's tasks have an agent: the suite's `agents:`, or the caller's.
@@ -191,9 +212,15 @@ impl Suite {
         self.tasks.is_empty() || !self.agents.is_empty() || self.task_run.agent.is_some()
     }
 
-    fn eval_specs(&self, cli: &Settings, shard: Option<Shard>) -> Vec<EvalSpec> {
+    fn eval_specs<E: std::borrow::Borrow<SuiteEval>>(
+        &self,
+        evals: impl IntoIterator<Item = E>,
+        cli: &Settings,
+        shard: Option<Shard>,
+    ) -> Vec<EvalSpec> {
         let mut specs = Vec::new();
-        for (position, eval) in self.evals.iter().enumerate() {
+        for (position, eval) in evals.into_iter().enumerate() {
+            let eval = eval.borrow();
             if shard.is_some_and(|shard| !shard.includes(position)) {
                 continue;
             }
@@ -288,7 +315,7 @@ fn validate(raw: RawSuite, base: &Path) -> Result<Suite, String> {
     }
     let mut seen = HashSet::new();
     let mut evals = Vec::with_capacity(raw.evals.len());
-    for (index, eval) in raw.evals.into_iter().enumerate() {
+    for (index, eval) in crate::drain::draining(raw.evals).enumerate() {
         let (id, command, prompt, starter, raw_settings) = eval.split();
         let name = format!("eval {id:?} (evals[{index}])");
         let eval_id = EvalId::new(id.clone()).map_err(|e| format!("{name}, field id: {e}"))?;

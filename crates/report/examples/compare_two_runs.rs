@@ -26,7 +26,7 @@ async fn record(
         .map(|name| Ok(EvalSpec::new(EvalId::new(name)?, vec![name.into()])))
         .collect::<Result<Vec<_>, hyoka_workspace::WorkspaceError>>()?;
     let plan = RunPlan::new(RunId::new(id)?, reports, "/mem", evals);
-    run(&plan, &host.harness(), Stop::never(), Arc::new(NoObserver)).await?;
+    run(plan, &host.harness(), Stop::never(), Arc::new(NoObserver)).await?;
     Ok(reports.join(id))
 }
 

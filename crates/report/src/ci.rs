@@ -283,7 +283,7 @@ pub fn task_usage(summary: &RunSummary, task: &TaskSummary) -> Option<TokenUsage
             .evals
             .iter()
             .filter(|e| e.eval_id == task.eval_id && e.agent == task.agent)
-            .filter_map(|e| e.usage.as_ref()),
+            .filter_map(|e| e.usage.as_deref()),
     )
 }
 
@@ -344,15 +344,15 @@ pub fn render_markdown(summary: &RunSummary) -> String {
                 task.failed,
                 task.errors,
                 task.not_run,
-                figure(task.pass_at_k.get("1").copied()),
-                figure(task.pass_at_k.get(&n).copied()),
+                figure(task.pass_at_k.get("1")),
+                figure(task.pass_at_k.get(&n)),
             );
         }
         let _ = writeln!(
             out,
             "| **all tasks** ({}) | | | | | | {} | | | |",
             mean_over_text(tasks_with_pass_at(&summary.tasks, "1"), summary.tasks.len()),
-            figure(summary.metrics.pass_at_k.get("1").copied())
+            figure(summary.metrics.pass_at_k.get("1"))
         );
         if let Some(left) = left_out_text(shown, summary.tasks.len(), "run.json") {
             let _ = writeln!(out, "\n{}", md(&left));

@@ -202,9 +202,9 @@ fn tasks_table(out: &mut String, summary: &RunSummary) {
             task.name(),
             task.trials,
             task.passed,
-            figure(task.pass_at_k.get("1").copied()),
-            figure(task.pass_at_k.get(&n).copied()),
-            figure(task.pass_hat_k.get(&n).copied()),
+            figure(task.pass_at_k.get("1")),
+            figure(task.pass_at_k.get(&n)),
+            figure(task.pass_hat_k.get(&n)),
             figure(task.mean_score)
         );
     }
@@ -218,7 +218,7 @@ fn tasks_table(out: &mut String, summary: &RunSummary) {
         "all tasks",
         "",
         "",
-        figure(m.pass_at_k.get("1").copied()),
+        figure(m.pass_at_k.get("1")),
         mean_over_text(tasks_with_pass_at(&summary.tasks, "1"), summary.tasks.len())
     );
 }

@@ -88,18 +88,39 @@ fn tasks_leave_errors_and_trials_not_run_out_of_their_figures() {
     assert_eq!(tasks.len(), 2);
     let a = &tasks[0];
     assert_eq!((a.trials, a.passed, a.failed, a.errors), (3, 1, 1, 1));
-    assert_eq!(a.pass_at_k["1"], 0.5);
-    assert_eq!(a.pass_at_k["2"], 1.0);
+    assert_eq!(a.pass_at_k.get("1"), Some(0.5));
+    assert_eq!(a.pass_at_k.get("2"), Some(1.0));
     // Two scored trials: no figure for k = 3.
     assert!(!a.pass_at_k.contains_key("3"));
     assert_eq!(a.mean_score, Some(0.75));
     assert_eq!(a.pass_rate(), Some(0.5));
     let b = &tasks[1];
     assert_eq!((b.trials, b.passed, b.not_run), (2, 1, 1));
-    assert_eq!(b.pass_at_k.keys().collect::<Vec<_>>(), ["1"]);
+    assert_eq!(b.pass_at_k.iter().map(|(k, _)| k).collect::<Vec<_>>(), [1]);
     let metrics = Metrics::of_tasks(&tasks);
     assert_eq!(metrics.tasks, 2);
-    assert_eq!(metrics.pass_at_k["1"], 0.75);
-    assert_eq!(metrics.pass_at_k["2"], 1.0);
+    assert_eq!(metrics.pass_at_k.get("1"), Some(0.75));
+    assert_eq!(metrics.pass_at_k.get("2"), Some(1.0));
     assert_eq!(metrics.mean_score, Some(0.75));
+}
+
+#[test]
+fn figures_by_k_read_and_write_the_objects_of_run_json() {
+    let by_k: ByK = serde_json::from_str(r#"{"10": 0.9, "2": 0.5, "1": 0.25}"#).unwrap();
+    assert_eq!(
+        by_k.iter().collect::<Vec<_>>(),
+        [(1, 0.25), (2, 0.5), (10, 0.9)]
+    );
+    assert_eq!(by_k.get("10"), Some(0.9));
+    assert_eq!(by_k.get("x"), None);
+    assert_eq!(
+        serde_json::to_string(&by_k).unwrap(),
+        r#"{"1":0.25,"2":0.5,"10":0.9}"#
+    );
+    for bad in [r#"{"x": 1.0}"#, r#"{"0": 1.0}"#, r#"{"-1": 1.0}"#] {
+        let err = serde_json::from_str::<ByK>(bad).unwrap_err().to_string();
+        assert!(err.contains("whole number above 0"), "{bad}: {err}");
+    }
+    let last_stands: ByK = [(2, 0.1), (1, 0.5), (2, 0.7)].into_iter().collect();
+    assert_eq!(last_stands.iter().collect::<Vec<_>>(), [(1, 0.5), (2, 0.7)]);
 }

@@ -208,7 +208,7 @@ async fn a_reader_that_saw_no_event_says_so() {
     assert_eq!(record["events"]["format"], "codex-json");
     assert_eq!(record["events"]["requested"], "auto");
     // The summary's wording of it is `hyoka-report`'s, tested there.
-    assert_eq!(outcome.summary.evals[0].events, Some(events));
+    assert_eq!(outcome.summary.evals[0].events.as_deref(), Some(&events));
     // With events off there is no record at all.
     let case = Case::new();
     case.program("codex", FakeProgram::new().prints("hi"));

@@ -21,9 +21,14 @@ async fn workers_run_evals_at_once_in_plan_order() {
     let mut plan = case.plan(evals);
     plan.workers = 2;
     let recorder = Arc::new(Recorder::default());
-    let outcome = hyoka_eval::run(&plan, &case.host.harness(), Stop::never(), recorder.clone())
-        .await
-        .unwrap();
+    let outcome = hyoka_eval::run(
+        plan.clone(),
+        &case.host.harness(),
+        Stop::never(),
+        recorder.clone(),
+    )
+    .await
+    .unwrap();
     // Permits go out in plan order: e1 and e2 first, e3 and e4 when they end (within a pair,
     // whichever task the runtime polls first spawns first).
     let mut spawned = case.spawned();

@@ -179,7 +179,7 @@ async fn a_sandbox_the_machine_cannot_give_is_refused_before_anything_exists() {
 /// Runs `plan`, which must be refused as bad input before anything is created.
 async fn refused(case: &Case, plan: &hyoka_eval::RunPlan) -> EvalError {
     let err = run(
-        plan,
+        plan.clone(),
         &case.host.harness(),
         hyoka_eval::Stop::never(),
         std::sync::Arc::new(hyoka_eval::NoObserver),

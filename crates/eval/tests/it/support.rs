@@ -49,15 +49,20 @@ impl Case {
     }
 
     pub(crate) async fn run_plan(&self, plan: &RunPlan, stop: Stop) -> RunOutcome {
-        run(plan, &self.host.harness(), stop, Arc::new(NoObserver))
-            .await
-            .unwrap()
+        run(
+            plan.clone(),
+            &self.host.harness(),
+            stop,
+            Arc::new(NoObserver),
+        )
+        .await
+        .unwrap()
     }
 
     /// Runs `plan` to the error it must end in.
     pub(crate) async fn run_err(&self, plan: &RunPlan) -> hyoka_eval::EvalError {
         run(
-            plan,
+            plan.clone(),
             &self.host.harness(),
             Stop::never(),
             Arc::new(NoObserver),

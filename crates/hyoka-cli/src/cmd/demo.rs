@@ -306,7 +306,7 @@ async fn run_one(
         shim: Some(crate::harness::shim()?),
         shim_grace: Some(Duration::from_secs(2)),
     };
-    hyoka_eval::run_tracked(&plan, containment, Stop::never(), Arc::new(NoObserver))
+    hyoka_eval::run_tracked(plan, containment, Stop::never(), Arc::new(NoObserver))
         .await
         .map_err(crate::harness::run_failure)
 }

@@ -27,7 +27,7 @@ pub(crate) async fn exec(args: RunArgs) -> Result<ExitStatus, Fail> {
     };
     let trials = plan.evals.iter().map(|e| e.epochs as usize).sum();
     let progress = Arc::new(Progress::new(trials));
-    let outcome = hyoka_eval::run_tracked(&plan, containment, stop.clone(), progress)
+    let outcome = hyoka_eval::run_tracked(plan, containment, stop.clone(), progress)
         .await
         .map_err(crate::harness::run_failure)?;
     if json {
@@ -101,14 +101,18 @@ fn plan(args: &RunArgs) -> Result<RunPlan, Fail> {
                 )));
             }
         }
-        let mut evals = suite.specs(&cli, args.shard);
+        // The identity is of every eval, whatever the shard: unsharded, of the run's own
+        // specs (resolving them twice would hold a long suite's settings twice over).
+        let sharded_identity = args.shard.map(|_| suite.identity(&cli));
+        let mut evals = suite.into_specs(&cli, args.shard);
+        let identity = sharded_identity.unwrap_or_else(|| suite_identity(&evals));
         // A `model:` entry is served by this very binary's `hyoka model-stub serve`.
         if let Ok(exe) = std::env::current_exe() {
             for stub in evals.iter_mut().filter_map(|e| e.phases.model.as_mut()) {
                 stub.program = vec![exe.clone().into(), "model-stub".into(), "serve".into()];
             }
         }
-        (evals, true, suite.identity(&cli))
+        (evals, true, identity)
     } else if let Some(dir) = &args.task.tasks {
         let evals = crate::cmd::tasks::run_specs(dir, args, &cli, args.shard)?;
         // The identity is of every task, whatever the shard, as a suite's is.

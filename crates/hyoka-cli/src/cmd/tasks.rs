@@ -179,7 +179,7 @@ pub(crate) async fn check(args: TasksCheckArgs) -> Result<ExitStatus, Fail> {
         shim: Some(crate::harness::shim()?),
         shim_grace: args.grace,
     };
-    let outcome = hyoka_eval::run_tracked(&plan, containment, stop.clone(), Arc::new(NoObserver))
+    let outcome = hyoka_eval::run_tracked(plan, containment, stop.clone(), Arc::new(NoObserver))
         .await
         .map_err(crate::harness::run_failure)?;
     let result = check_tasks(&outcome.reports);

@@ -40,13 +40,13 @@ fn trial(id: &str, epoch: u32, status: Status, termination: Termination) -> Eval
         exit_code: Some(0),
         duration_ms: 1500 + u64::from(epoch),
         counts: Counts::default(),
-        usage: Some(TokenUsage {
+        usage: Some(Box::new(TokenUsage {
             input_tokens: Some(100),
             output_tokens: Some(20),
             cache_read_tokens: Some(30),
             cache_creation_tokens: Some(0),
             cost_usd: Some(0.01),
-        }),
+        })),
         events: None,
         score: None,
         attempts: 1,

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
-use hyoka_eval::{Metrics, TaskSummary, TokenUsage, truncate_chars};
+use hyoka_eval::{ByK, Metrics, TaskSummary, TokenUsage, truncate_chars};
 
 use super::detail::detail;
 use super::load::{RunRecords, TrialRecords, agent_of, status, termination, usage};
@@ -60,8 +60,8 @@ pub(super) struct TaskRow {
     pub(super) passed: u64,
     pub(super) errors: u64,
     pub(super) not_run: u64,
-    pub(super) pass_at_k: BTreeMap<String, f64>,
-    pub(super) pass_hat_k: BTreeMap<String, f64>,
+    pub(super) pass_at_k: ByK,
+    pub(super) pass_hat_k: ByK,
     pub(super) mean_score: Option<f64>,
     pub(super) tokens: Option<u64>,
     pub(super) cost_usd: Option<f64>,
@@ -128,8 +128,8 @@ pub(super) struct Header {
     pub(super) trials: usize,
     /// Trials per status, in a fixed order (`passed`, `failed`, `error`, `not_run`, others).
     pub(super) statuses: Vec<(String, usize)>,
-    pub(super) pass_at_k: BTreeMap<String, f64>,
-    pub(super) pass_hat_k: BTreeMap<String, f64>,
+    pub(super) pass_at_k: ByK,
+    pub(super) pass_hat_k: ByK,
     pub(super) mean_score: Option<f64>,
     pub(super) metrics_from_run: bool,
     /// The tasks with a pass@1 (the denominator of its mean over tasks).
@@ -303,10 +303,10 @@ fn task_row(
     summary.fill_figures(&scores);
     if let Some(line) = line {
         if !line.pass_at_k.is_empty() {
-            summary.pass_at_k.clone_from(&line.pass_at_k);
+            summary.pass_at_k = by_k(&line.pass_at_k);
         }
         if !line.pass_hat_k.is_empty() {
-            summary.pass_hat_k.clone_from(&line.pass_hat_k);
+            summary.pass_hat_k = by_k(&line.pass_hat_k);
         }
         summary.mean_score = line.mean_score.or(summary.mean_score);
     }
@@ -382,6 +382,13 @@ pub(super) fn compare(
         .collect())
 }
 
+/// A figure by `k` as a page shows it: a `k` that is not a whole number above 0 is dropped.
+fn by_k(map: &BTreeMap<String, f64>) -> ByK {
+    (map.iter())
+        .filter_map(|(k, v)| Some((k.parse().ok().filter(|k| *k > 0)?, *v)))
+        .collect()
+}
+
 fn header(run: &RunRecords, tasks: &[TaskRow]) -> Header {
     let file = &run.run;
     let mut statuses: Vec<(String, usize)> = ["passed", "failed", "error", "not_run"]
@@ -412,12 +419,7 @@ fn header(run: &RunRecords, tasks: &[TaskRow]) -> Header {
     let tokens = total.as_ref().and_then(TokenUsage::reported_tokens);
     let cost = total.and_then(|u| u.cost_usd).filter(|c| c.is_finite());
     let (at_k, hat_k, mean_score, metrics_from_run) = if let Some(m) = &file.metrics {
-        (
-            m.pass_at_k.clone(),
-            m.pass_hat_k.clone(),
-            m.mean_score,
-            true,
-        )
+        (by_k(&m.pass_at_k), by_k(&m.pass_hat_k), m.mean_score, true)
     } else {
         let summaries: Vec<TaskSummary> = tasks.iter().map(|t| t.summary.clone()).collect();
         let m = Metrics::of_tasks(&summaries);

@@ -268,11 +268,9 @@ fn figure_facts(h: &Header) -> Vec<(String, String)> {
 
 /// pass@k, pass^k and the mean score, k in numeric order: `pass@1 0.500, pass^1 0.500`.
 fn metrics(h: &Header) -> String {
-    let rates = |map: &std::collections::BTreeMap<String, f64>, name: &str| -> Vec<String> {
-        let mut keys: Vec<(&String, &f64)> = map.iter().collect();
-        keys.sort_by_key(|(k, _)| k.parse::<u64>().unwrap_or(u64::MAX));
-        keys.iter()
-            .map(|(k, v)| format!("{name}{} {v:.3}", escape(k)))
+    let rates = |by_k: &hyoka_eval::ByK, name: &str| -> Vec<String> {
+        by_k.iter()
+            .map(|(k, v)| format!("{name}{k} {v:.3}"))
             .collect()
     };
     let mut figures = rates(&h.pass_at_k, "pass@");

@@ -122,7 +122,7 @@ async fn the_page_run_json_and_compare_show_the_same_figures() {
                 (Some(task.passed), Some(task.scored()))
             );
             let trials = summary.evals.iter().filter(|e| e.eval_id == task.eval_id);
-            let tokens = TokenUsage::total(trials.filter_map(|e| e.usage.as_ref()))
+            let tokens = TokenUsage::total(trials.filter_map(|e| e.usage.as_deref()))
                 .and_then(|u| u.reported_tokens());
             assert_eq!(row["tokens"].as_u64(), tokens, "{row}");
         }

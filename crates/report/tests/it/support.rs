@@ -53,7 +53,7 @@ impl Case {
     /// Runs `plan` to the end, never stopped.
     pub(crate) async fn run_plan(&self, plan: &RunPlan) -> RunOutcome {
         run(
-            plan,
+            plan.clone(),
             &self.host.harness(),
             Stop::never(),
             Arc::new(NoObserver),
