@@ -646,8 +646,8 @@ pub struct EvalSummary {
     pub duration_ms: u64,
     /// The counts.
     pub counts: Counts,
-    /// The tokens and cost the agent reported. Boxed, as `events`: a run holds every
-    /// trial's line, and most agents report neither.
+    // Boxed, as `events`: a run holds every trial's line, and most agents report neither.
+    /// The tokens and cost the agent reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Box<TokenUsage>>,
     /// Which reader read the agent's events and what it made of them.
@@ -854,10 +854,10 @@ pub struct TaskSummary {
     pub errors: u64,
     /// Trials that never started.
     pub not_run: u64,
-    /// pass@k by `k`.
+    /// pass@k by `k` (as a string).
     #[cfg_attr(feature = "schema", schemars(with = "BTreeMap<String, f64>"))]
     pub pass_at_k: ByK,
-    /// pass^k by `k`.
+    /// pass^k by `k` (as a string).
     #[cfg_attr(feature = "schema", schemars(with = "BTreeMap<String, f64>"))]
     pub pass_hat_k: ByK,
     /// The mean of the review scores its trials were given, when any was.
