@@ -277,7 +277,6 @@ impl Tracker {
                 leaf: leaf_raw,
                 leaf_procs: fallback_raw,
                 seccomp: seccomp_in_shim,
-                in_our_namespaces: sandbox.is_inert(),
             },
             parent,
         );
@@ -408,8 +407,6 @@ struct ShimFds {
     leaf: Option<i32>,
     leaf_procs: Option<i32>,
     seccomp: bool,
-    /// Whether the child stays in this process's namespaces (it makes no sandbox).
-    in_our_namespaces: bool,
 }
 
 fn build_command(
@@ -420,20 +417,18 @@ fn build_command(
     parent: u32,
 ) -> (PathBuf, tokio::process::Command) {
     let (program, mut cmd) = if let Some(launcher) = &shared.shim {
-        let mut cmd = match &launcher.image {
-            // Only a child that stays in our mount namespace can find our `/proc/self/fd`.
-            // The image is the shim alone: `args` (a hidden subcommand) are `program`'s. It
-            // is named `hyoka-shim` in `ps`, in `program`'s directory.
-            Some(image) if fds.in_our_namespaces => {
-                let mut cmd = tokio::process::Command::new(image.path());
-                cmd.arg0(launcher.program.with_file_name("hyoka-shim"));
-                cmd
-            }
-            _ => {
-                let mut cmd = tokio::process::Command::new(&launcher.program);
-                cmd.args(&launcher.args);
-                cmd
-            }
+        // The image is the shim alone: `args` (a hidden subcommand) are `program`'s. It is
+        // named `hyoka-shim` in `ps`, in `program`'s directory. A sandbox keeps the host's
+        // `/proc` (no pid namespace of its own), so its `/proc/self/fd` path serves a
+        // sandboxed child too, and Landlock leaves a memfd's internal mount alone.
+        let mut cmd = if let Some(image) = &launcher.image {
+            let mut cmd = tokio::process::Command::new(image.path());
+            cmd.arg0(launcher.program.with_file_name("hyoka-shim"));
+            cmd
+        } else {
+            let mut cmd = tokio::process::Command::new(&launcher.program);
+            cmd.args(&launcher.args);
+            cmd
         };
         if let Some(fd) = fds.leaf {
             cmd.args(["--cgroup-fd", &fd.to_string()]);

@@ -297,3 +297,73 @@ fn a_hyoka_in_the_hosts_tmp_runs_sandboxed_agents() {
     assert_eq!(report["sandbox"]["mount_namespace"], true, "{report}");
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+/// The shim a sandboxed agent starts under is the static build in memory too: the sandbox
+/// keeps the host's `/proc`, where the memfd's path is. Seen from outside, since the agent
+/// may not look at its shim (it is not dumpable), as root and as `nobody`.
+fn under_the_embedded_shim(nobody: bool) {
+    let image = std::fs::metadata(concat!(env!("OUT_DIR"), "/hyoka-shim.image")).unwrap();
+    if image.len() == 0 {
+        eprintln!("skipping: this build embeds no static shim (no musl target installed)");
+        return;
+    }
+    let s = if nobody {
+        Scratch::for_nobody()
+    } else {
+        Scratch::new()
+    };
+    let mut cmd = s.hyoka("run");
+    cmd.args(["--run-id", "memfd", "--sandbox", "--timeout", "60s", "--"])
+        .args([
+            "sh",
+            "-c",
+            "echo $$ > ready.tmp && mv ready.tmp ready; while [ ! -e go ]; do sleep 0.01; done",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    if nobody {
+        as_nobody(&mut cmd);
+    }
+    let child = cmd.spawn().unwrap();
+    let workspace = || {
+        std::fs::read_dir(s.ws_root())
+            .ok()?
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.join("ready").exists())
+    };
+    crate::support::wait_until("the agent's readiness file", || workspace().is_some());
+    let workspace = workspace().unwrap();
+    let agent: u32 = std::fs::read_to_string(workspace.join("ready"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let stat = std::fs::read_to_string(format!("/proc/{agent}/stat")).unwrap();
+    let after_name = &stat[stat.rfind(')').unwrap() + 2..];
+    let shim = after_name.split(' ').nth(1).unwrap();
+    let exe = std::fs::read_link(format!("/proc/{shim}/exe")).unwrap();
+    std::fs::write(workspace.join("go"), "").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        exe.to_string_lossy().starts_with("/memfd:hyoka-shim"),
+        "{}",
+        exe.display()
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(s.report("memfd", "main")["termination"], "exited");
+}
+
+#[test]
+fn a_sandboxed_agent_starts_under_the_embedded_shim() {
+    if landlock() {
+        under_the_embedded_shim(false);
+    }
+}
+
+#[test]
+fn a_sandboxed_agent_starts_under_the_embedded_shim_as_nobody() {
+    if need_root("a_sandboxed_agent_starts_under_the_embedded_shim_as_nobody") && landlock() {
+        under_the_embedded_shim(true);
+    }
+}
