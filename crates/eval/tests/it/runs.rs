@@ -21,14 +21,9 @@ async fn workers_run_evals_at_once_in_plan_order() {
     let mut plan = case.plan(evals);
     plan.workers = 2;
     let recorder = Arc::new(Recorder::default());
-    let outcome = hyoka_eval::run(
-        plan.clone(),
-        &case.host.harness(),
-        Stop::never(),
-        recorder.clone(),
-    )
-    .await
-    .unwrap();
+    let outcome = hyoka_eval::run(plan, &case.host.harness(), Stop::never(), recorder.clone())
+        .await
+        .unwrap();
     // Permits go out in plan order: e1 and e2 first, e3 and e4 when they end (within a pair,
     // whichever task the runtime polls first spawns first).
     let mut spawned = case.spawned();
@@ -37,13 +32,7 @@ async fn workers_run_evals_at_once_in_plan_order() {
     assert_eq!(spawned, ["e1", "e2", "e3", "e4"]);
     // Two at a time: 20 s of virtual time for four 10 s evals.
     assert_eq!(outcome.summary.duration_ms, 20_000);
-    let ids: Vec<&str> = outcome
-        .summary
-        .evals
-        .iter()
-        .map(|e| e.eval_id.as_str())
-        .collect();
-    assert_eq!(ids, ["e1", "e2", "e3", "e4"]);
+    assert_eq!(line_ids(&outcome), ["e1", "e2", "e3", "e4"]);
     assert_eq!(outcome.summary.status, Status::Failed);
     assert_eq!(
         (outcome.summary.totals.passed, outcome.summary.totals.failed),
@@ -137,13 +126,7 @@ async fn a_run_that_keeps_no_reports_still_sums_up_every_trial() {
     let outcome = case.run_plan(&plan, Stop::never()).await;
     assert!(outcome.reports.is_empty());
     // `b` ends first, yet the lines keep the plan's order.
-    let ids: Vec<&str> = outcome
-        .summary
-        .evals
-        .iter()
-        .map(|e| e.eval_id.as_str())
-        .collect();
-    assert_eq!(ids, ["a", "b", "c"]);
+    assert_eq!(line_ids(&outcome), ["a", "b", "c"]);
     assert_eq!(
         (outcome.summary.totals.passed, outcome.summary.totals.failed),
         (2, 1)
@@ -166,4 +149,11 @@ async fn a_run_that_keeps_no_reports_still_sums_up_every_trial() {
         serde_json::from_slice(&std::fs::read(case.reports.path().join("case/run.json")).unwrap())
             .unwrap();
     assert_eq!(run_json.evals, outcome.summary.evals);
+}
+
+/// The evals of `run.json`'s lines, in their order.
+fn line_ids(outcome: &hyoka_eval::RunOutcome) -> Vec<&str> {
+    (outcome.summary.evals.iter())
+        .map(|e| e.eval_id.as_str())
+        .collect()
 }

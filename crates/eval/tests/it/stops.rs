@@ -141,7 +141,7 @@ async fn evals_a_stop_overtakes_are_recorded_as_not_started() {
     let running = tokio::spawn({
         let (case, recorder) = (Arc::clone(&case), Arc::clone(&recorder));
         async move {
-            hyoka_eval::run(plan.clone(), &case.host.harness(), stop, recorder)
+            hyoka_eval::run(plan, &case.host.harness(), stop, recorder)
                 .await
                 .unwrap()
         }

@@ -241,14 +241,9 @@ async fn retries_rerun_infrastructure_errors_only_after_a_backoff() {
     failing.retries = 5;
     let recorder = Arc::new(Recorder::default());
     let plan = case.plan(vec![flaky, failing]);
-    let outcome = hyoka_eval::run(
-        plan.clone(),
-        &case.host.harness(),
-        Stop::never(),
-        recorder.clone(),
-    )
-    .await
-    .unwrap();
+    let outcome = hyoka_eval::run(plan, &case.host.harness(), Stop::never(), recorder.clone())
+        .await
+        .unwrap();
     let [flaky, failing] = &outcome.reports[..] else {
         panic!("two reports")
     };
