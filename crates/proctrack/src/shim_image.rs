@@ -21,7 +21,10 @@ use std::sync::Arc;
 
 use rustix::fs::{MemfdFlags, SealFlags};
 
-/// A shim program sealed in memory; see the [module docs](self). Cheap to clone.
+/// A shim program sealed in memory and executed through `/proc/self/fd/<n>`: no file beside
+/// hyoka that could go missing, be stale or be replaced, and, for a static build, an exec
+/// without the dynamic loader. Sealed against writes, resizes and mode changes; its
+/// descriptor is close-on-exec, so no child keeps it. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct ShimImage {
     fd: Arc<OwnedFd>,
