@@ -893,10 +893,15 @@ impl ByK {
         }
     }
 
+    /// A `k` as `run.json` writes it (`"1"`): a whole number above 0, or `None`.
+    pub fn parse_k(k: &str) -> Option<u64> {
+        k.parse().ok().filter(|k| *k > 0)
+    }
+
     /// The figure for `k`, written as in `run.json` (`"1"`); `None` for a `k` it lacks or
-    /// that is not a number.
+    /// that [`parse_k`](Self::parse_k) refuses.
     pub fn get(&self, k: &str) -> Option<f64> {
-        let k: u64 = k.parse().ok()?;
+        let k = Self::parse_k(k)?;
         self.0
             .binary_search_by_key(&k, |(key, _)| *key)
             .ok()
@@ -933,11 +938,15 @@ impl FromIterator<(u64, f64)> for ByK {
     /// Of a `k` given twice, the last figure stands.
     fn from_iter<I: IntoIterator<Item = (u64, f64)>>(pairs: I) -> Self {
         let mut pairs: Vec<(u64, f64)> = pairs.into_iter().collect();
-        // Stable: of equal `k`s, the last given is last, and `dedup` keeps the first.
+        // A stable sort keeps equal `k`s in the order given; the earlier takes the later's figure.
         pairs.sort_by_key(|(k, _)| *k);
-        pairs.reverse();
-        pairs.dedup_by_key(|(k, _)| *k);
-        pairs.reverse();
+        pairs.dedup_by(|later, earlier| {
+            let same = later.0 == earlier.0;
+            if same {
+                earlier.1 = later.1;
+            }
+            same
+        });
         Self(pairs)
     }
 }
@@ -952,9 +961,9 @@ impl<'de> Deserialize<'de> for ByK {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let map = BTreeMap::<String, f64>::deserialize(deserializer)?;
         map.into_iter()
-            .map(|(k, figure)| match k.parse::<u64>() {
-                Ok(k) if k > 0 => Ok((k, figure)),
-                _ => Err(serde::de::Error::custom(format!(
+            .map(|(k, figure)| match Self::parse_k(&k) {
+                Some(k) => Ok((k, figure)),
+                None => Err(serde::de::Error::custom(format!(
                     "a figure's k must be a whole number above 0, not {k:?}"
                 ))),
             })

@@ -181,9 +181,7 @@ pub async fn run_tracked(
     hyoka_proctrack::check_reports_dir(&plan.reports, hyoka_proctrack::ReportsUse::Write)?;
     // A sandbox the machine cannot give is refused before the run's directory exists.
     check_sandboxes(&plan, SandboxSupport::detect)?;
-    let trials = plan_trials(&plan.evals, &plan.run_dir(), plan.resume)?;
-    // Each eval's settings now live in its trials alone, and go with the last of them.
-    plan.evals = Vec::new();
+    let trials = take_trials(&mut plan)?;
     if plan.resume.is_some() && plan.run_dir().is_dir() {
         let (run_dir, root) = (plan.run_dir(), plan.workspace_root.clone());
         tokio::task::spawn_blocking(move || {
@@ -230,9 +228,7 @@ pub async fn run(
     observer: Arc<dyn Observer>,
 ) -> Result<RunOutcome, EvalError> {
     check_sandboxes(&plan, || harness.processes.sandbox_support())?;
-    let trials = plan_trials(&plan.evals, &plan.run_dir(), plan.resume)?;
-    // Each eval's settings now live in its trials alone, and go with the last of them.
-    plan.evals = Vec::new();
+    let trials = take_trials(&mut plan)?;
     run_trials(&plan, trials, harness, stop, observer).await
 }
 
@@ -384,6 +380,14 @@ async fn run_trials(
         run_dir,
         kept,
     })
+}
+
+/// The plan's trials (see [`plan_trials`]), which take its evals: each eval's settings then
+/// live in its trials alone, and go with the last of them.
+fn take_trials(plan: &mut RunPlan) -> Result<Vec<Planned>, EvalError> {
+    let trials = plan_trials(&plan.evals, &plan.run_dir(), plan.resume)?;
+    plan.evals = Vec::new();
+    Ok(trials)
 }
 
 /// What [`Results`] holds, in plan order.

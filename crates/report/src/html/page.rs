@@ -385,7 +385,7 @@ pub(super) fn compare(
 /// A figure by `k` as a page shows it: a `k` that is not a whole number above 0 is dropped.
 fn by_k(map: &BTreeMap<String, f64>) -> ByK {
     (map.iter())
-        .filter_map(|(k, v)| Some((k.parse().ok().filter(|k| *k > 0)?, *v)))
+        .filter_map(|(k, v)| Some((ByK::parse_k(k)?, *v)))
         .collect()
 }
 
