@@ -63,6 +63,10 @@ impl AgentExit {
 /// after the agent's exit) before it scans for what is left.
 const SETTLE_WAIT: Duration = Duration::from_millis(25);
 
+/// How long a settled teardown waits for a young process inside `execve`, or exiting, to
+/// show its environment (or end) before it scans for what is left.
+const UNREADABLE_WAIT: Duration = Duration::from_millis(10);
+
 /// Up to how many pids given out since a spawn the settled teardown reads one by one.
 const YOUNG_PIDS_READ: usize = 64;
 
@@ -605,16 +609,10 @@ impl Agent {
         };
         let mut scope = self.scope();
         scope.known.clear();
-        // A process still inside `execve` shows an empty environment for a moment (the
-        // new stack is not set up yet): one that may carry the marker but cannot be read
-        // sends the teardown the long way, which signals and scans again.
-        let unreadable = young.iter().any(|p| {
-            p.pid != table.self_pid()
-                && Some(p.proc_ref()) != shim
-                && !p.is_gone()
-                && table.environ(p.pid).is_none_or(|e| e.is_empty())
-        });
-        if unreadable {
+        let started = |p: &ProcInfo| {
+            p.ppid == table.self_pid() && crate::orphans::owned().contains(&p.proc_ref())
+        };
+        if !young_readable(&young, &table, shim, &started, UNREADABLE_WAIT).await {
             return None;
         }
         if !discover(&young, &[], &scope, &table)
@@ -789,5 +787,146 @@ impl Drop for Agent {
             let _ = self.finish(&report);
         }
         crate::orphans::attribute(&std::mem::take(&mut self.attributed), &[]);
+    }
+}
+
+/// Whether every process of `young` that may carry a marker shows its environment, waiting
+/// up to `patience` for those that cannot yet: the settled teardown's reading of the
+/// processes started since a spawn.
+///
+/// A process inside `execve` shows no environment for a moment (the new stack is not set
+/// up yet, and a child is not dumpable until its exec is done), and neither does one that
+/// is exiting: each is read again, with its state, every millisecond. Such a process is
+/// often another trial's, so without the wait a busy run sent many teardowns the long way.
+///
+/// Not waited for: what [`discover`] never attributes (kernel threads, this process,
+/// processes gone), the eval's own `shim`, and the processes the tracker itself started
+/// (`started`: another eval's shim, not dumpable when it is hardened, and so unreadable to
+/// a process without `CAP_SYS_PTRACE`), whose environment the tracker chose. A full
+/// teardown could not read those either, and they are no part of this tree.
+async fn young_readable(
+    young: &[ProcInfo],
+    table: &dyn ProcTable,
+    shim: Option<ProcRef>,
+    started: &(dyn Fn(&ProcInfo) -> bool + Sync),
+    patience: Duration,
+) -> bool {
+    let own = table.self_pid();
+    let blank = |pid: i32| table.environ(pid).is_none_or(|e| e.is_empty());
+    let unreadable = |p: &ProcInfo| {
+        blank(p.pid)
+            && table
+                .process(p.pid)
+                .is_some_and(|now| now.start_ticks == p.start_ticks && !now.is_gone())
+            && blank(p.pid)
+    };
+    let mut waiting: Vec<&ProcInfo> = young
+        .iter()
+        .filter(|p| {
+            p.pid > 2 && p.ppid != 2 && p.pid != own && !p.is_gone() && Some(p.proc_ref()) != shim
+        })
+        .filter(|p| unreadable(p))
+        .collect();
+    if !waiting.is_empty() {
+        waiting.retain(|p| !started(p));
+    }
+    for _ in 0..patience.as_millis() {
+        if waiting.is_empty() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        waiting.retain(|p| unreadable(p));
+    }
+    waiting.is_empty()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+    use crate::proc_table::MockProcTable;
+
+    const ME: i32 = 10;
+
+    fn process(pid: i32, ppid: i32) -> ProcInfo {
+        ProcInfo {
+            pid,
+            ppid,
+            pgid: pid,
+            sid: pid,
+            start_ticks: 500,
+            state: 'R',
+            comm: "p".into(),
+            cpu_ticks: 0,
+        }
+    }
+
+    /// A table where every process lives (or none), whose environments read blank
+    /// `blank_reads` times before the first that shows one.
+    fn table(blank_reads: usize, alive: bool) -> (MockProcTable, Arc<AtomicUsize>) {
+        let reads = Arc::new(AtomicUsize::new(0));
+        let mut table = MockProcTable::new();
+        table.expect_self_pid().return_const(ME);
+        let counted = Arc::clone(&reads);
+        table.expect_environ().returning(move |_| {
+            (counted.fetch_add(1, Ordering::SeqCst) >= blank_reads).then(|| b"A=1\0".to_vec())
+        });
+        table
+            .expect_process()
+            .returning(move |pid| alive.then(|| process(pid, 1)));
+        (table, reads)
+    }
+
+    fn nobody(_: &ProcInfo) -> bool {
+        false
+    }
+
+    const PATIENCE: Duration = Duration::from_millis(20);
+
+    #[tokio::test]
+    async fn a_process_inside_execve_is_waited_for_until_it_reads() {
+        let (table, reads) = table(3, true);
+        let young = [process(100, 1)];
+        assert!(young_readable(&young, &table, None, &nobody, PATIENCE).await);
+        // Two blank reads at first sight, one more after the first wait, then its environment.
+        assert_eq!(reads.load(Ordering::SeqCst), 4);
+    }
+
+    #[tokio::test]
+    async fn a_process_that_never_reads_sends_the_teardown_the_long_way() {
+        let (table, reads) = table(usize::MAX, true);
+        let young = [process(100, 1)];
+        assert!(!young_readable(&young, &table, None, &nobody, PATIENCE).await);
+        assert!(
+            reads.load(Ordering::SeqCst) > 2,
+            "it was read again before giving up"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_process_gone_since_the_listing_is_not_waited_for() {
+        let (table, reads) = table(usize::MAX, false);
+        let young = [process(100, 1)];
+        assert!(young_readable(&young, &table, None, &nobody, PATIENCE).await);
+        assert_eq!(reads.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn what_cannot_carry_the_marker_is_never_read() {
+        let (table, reads) = table(usize::MAX, true);
+        let shim = process(101, ME);
+        let started = process(102, ME);
+        let young = [
+            process(100, 2), // a kernel thread
+            process(ME, 1),  // this process
+            shim.clone(),
+            started.clone(),
+        ];
+        let ours = |p: &ProcInfo| p.pid == started.pid;
+        assert!(young_readable(&young, &table, Some(shim.proc_ref()), &ours, PATIENCE).await);
+        // Only the one the tracker started is read (it shows nothing), then let go.
+        assert_eq!(reads.load(Ordering::SeqCst), 2);
     }
 }
