@@ -210,6 +210,9 @@ fn parse_args(args: impl IntoIterator<Item = OsString>) -> Option<ShimArgs> {
 /// so the shim refuses to run (exit status [`SHIM_FAILURE`]) when the process has more than
 /// one thread.
 pub fn shim_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
+    // Started from a memfd, the kernel names the process after the descriptor (`9`): `ps -e`,
+    // `top`, `pgrep`, the ledger and `hyoka ps` show this name instead.
+    let _ = rustix::thread::set_name(c"hyoka-shim");
     let Some(args) = parse_args(args) else {
         return ExitCode::from(SHIM_FAILURE);
     };

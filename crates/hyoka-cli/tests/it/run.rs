@@ -293,14 +293,17 @@ fn an_agent_outside_a_sandbox_starts_under_the_embedded_shim() {
     let s = Scratch::new();
     let seen = s.path().join("parent");
     let script = format!(
-        "readlink /proc/$PPID/exe > {0}; tr '\\0' ' ' < /proc/$PPID/cmdline >> {0}",
+        "readlink /proc/$PPID/exe > {0}; tr '\\0' ' ' < /proc/$PPID/cmdline >> {0}; echo >> {0}; cat /proc/$PPID/comm >> {0}",
         seen.display()
     );
     let out = s.run(&["--run-id", "memfd-1", "--", "sh", "-c", &script]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let seen = std::fs::read_to_string(&seen).unwrap();
-    let (exe, cmdline) = seen.split_once('\n').unwrap();
+    let mut lines = seen.lines();
+    let (exe, cmdline, comm) = (lines.next().unwrap(), lines.next().unwrap(), lines.next());
     assert!(exe.starts_with("/memfd:hyoka-shim"), "{seen}");
+    // Not the descriptor's number the kernel names a program run from a memfd after.
+    assert_eq!(comm, Some("hyoka-shim"), "{seen}");
     let program = cmdline.split(' ').next().unwrap();
     assert!(program.ends_with("/hyoka-shim"), "{seen}");
     assert!(!cmdline.contains("__shim"), "{seen}");
