@@ -223,32 +223,48 @@ fn main() {
         "| N | workers | mode | setup (workspace) | agent: containment, spawn, run, watch | agent: teardown | review (spawn, run, teardown) | cleanup | records and the rest | record bytes/trial |"
     );
     let _ = writeln!(splits, "|---|---|---|---|---|---|---|---|---|---|");
+    let mut scaling = String::new();
+    let _ = writeln!(
+        scaling,
+        "| N | mode | workers | throughput against {} worker(s) | each round |",
+        opts.workers.first().copied().unwrap_or(1)
+    );
+    let _ = writeln!(scaling, "|---|---|---|---|---|");
     for &n in &opts.ns {
         let suite = write_suite(scratch.path(), n);
         let reps = if n > 500 { opts.big_reps } else { opts.reps };
-        for &workers in &opts.workers {
-            // The bare loop is the same for every mode: measured once per round, next to each
-            // mode's run, round by round.
-            let mut loops = Vec::new();
-            let mut runs: Vec<Vec<Cost>> = vec![Vec::new(); variants.len()];
-            let mut mode_splits = vec![Split::default(); variants.len()];
-            for rep in 0..reps {
-                loops.push(bare_loop(scratch.path(), n, workers));
+        // Round by round, every worker count and every mode next to the bare loop (the same
+        // for every mode): what the machine's load does over the minutes falls on all of
+        // them alike, and the throughput with more workers is read from the same rounds.
+        let mut loops: Vec<Vec<Cost>> = vec![Vec::new(); opts.workers.len()];
+        let mut runs: Vec<Vec<Vec<Cost>>> =
+            vec![vec![Vec::new(); variants.len()]; opts.workers.len()];
+        let mut mode_splits = vec![vec![Split::default(); variants.len()]; opts.workers.len()];
+        for rep in 0..reps {
+            for (w, &workers) in opts.workers.iter().enumerate() {
+                loops[w].push(bare_loop(scratch.path(), n, workers));
                 for (i, (_, bin, mode)) in variants.iter().enumerate() {
                     let reports = scratch
                         .path()
                         .join(format!("reports-{n}-{workers}-{i}-{rep}"));
                     let cost = hyoka_run(bin, &suite, &reports, scratch.path(), workers, *mode);
                     if rep == 0 {
-                        mode_splits[i] = split(&reports, n);
+                        mode_splits[w][i] = split(&reports, n);
                     }
                     let _ = std::fs::remove_dir_all(&reports);
-                    runs[i].push(cost);
+                    runs[w][i].push(cost);
                 }
             }
-            let bare = median(&loops);
+            println!(
+                "done: N = {n}, round {} of {reps} (load {})",
+                rep + 1,
+                load_average()
+            );
+        }
+        for (w, &workers) in opts.workers.iter().enumerate() {
+            let bare = median(&loops[w]);
             for (i, (name, _, _)) in variants.iter().enumerate() {
-                let cost = median(&runs[i]);
+                let cost = median(&runs[w][i]);
                 let per = |d: Duration| d.as_secs_f64() * 1000.0 / n as f64;
                 let own = per(cost.cpu) - per(bare.cpu);
                 let _ = writeln!(
@@ -265,7 +281,7 @@ fn main() {
                     cost.max_rss_kib as f64 / 1024.0,
                     n as f64 / cost.wall.as_secs_f64(),
                 );
-                let s = mode_splits[i];
+                let s = mode_splits[w][i];
                 // What the phases do not cover: the runner, the records, start-up and the end,
                 // per trial and per worker.
                 let phases = s.setup + s.spawn + s.teardown + s.review + s.cleanup;
@@ -275,11 +291,23 @@ fn main() {
                     "| {n} | {workers} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.0} |",
                     name, s.setup, s.spawn, s.teardown, s.review, s.cleanup, rest, s.record_bytes,
                 );
+                if w > 0 {
+                    // Each round's own ratio (the first worker count's wall over this one's),
+                    // then their median.
+                    let mut ratios: Vec<f64> = runs[0][i]
+                        .iter()
+                        .zip(&runs[w][i])
+                        .map(|(one, many)| one.wall.as_secs_f64() / many.wall.as_secs_f64())
+                        .collect();
+                    let each: Vec<String> = ratios.iter().map(|r| format!("{r:.2}×")).collect();
+                    ratios.sort_by(f64::total_cmp);
+                    if let Some(mid) = ratios.get(ratios.len() / 2) {
+                        let each = each.join(", ");
+                        let _ =
+                            writeln!(scaling, "| {n} | {name} | {workers} | {mid:.2}× | {each} |");
+                    }
+                }
             }
-            println!(
-                "done: N = {n}, workers = {workers} (load {})",
-                load_average()
-            );
         }
     }
     println!("load average at end: {}", load_average());
@@ -289,6 +317,8 @@ fn main() {
         "hyoka's time per trial by phase, ms (first round; the agent phase split by its timeline):\n"
     );
     println!("{splits}");
+    println!("Throughput with more workers (median of the rounds' own ratios):\n");
+    println!("{scaling}");
 }
 
 fn load_average() -> String {
