@@ -885,32 +885,31 @@ mod tests {
 
     const PATIENCE: Duration = Duration::from_millis(20);
 
+    /// One young process, as `table(blank_reads, alive)` shows it: whether it was judged
+    /// readable, and how often its environment was read.
+    async fn one_young(blank_reads: usize, alive: bool) -> (bool, usize) {
+        let (table, reads) = table(blank_reads, alive);
+        let young = [process(100, 1)];
+        let readable = young_readable(&young, &table, None, &nobody, PATIENCE).await;
+        (readable, reads.load(Ordering::SeqCst))
+    }
+
     #[tokio::test]
     async fn a_process_inside_execve_is_waited_for_until_it_reads() {
-        let (table, reads) = table(3, true);
-        let young = [process(100, 1)];
-        assert!(young_readable(&young, &table, None, &nobody, PATIENCE).await);
         // Two blank reads at first sight, one more after the first wait, then its environment.
-        assert_eq!(reads.load(Ordering::SeqCst), 4);
+        assert_eq!(one_young(3, true).await, (true, 4));
     }
 
     #[tokio::test]
     async fn a_process_that_never_reads_sends_the_teardown_the_long_way() {
-        let (table, reads) = table(usize::MAX, true);
-        let young = [process(100, 1)];
-        assert!(!young_readable(&young, &table, None, &nobody, PATIENCE).await);
-        assert!(
-            reads.load(Ordering::SeqCst) > 2,
-            "it was read again before giving up"
-        );
+        let (readable, reads) = one_young(usize::MAX, true).await;
+        assert!(!readable);
+        assert!(reads > 2, "it was read again before giving up");
     }
 
     #[tokio::test]
     async fn a_process_gone_since_the_listing_is_not_waited_for() {
-        let (table, reads) = table(usize::MAX, false);
-        let young = [process(100, 1)];
-        assert!(young_readable(&young, &table, None, &nobody, PATIENCE).await);
-        assert_eq!(reads.load(Ordering::SeqCst), 1);
+        assert_eq!(one_young(usize::MAX, false).await, (true, 1));
     }
 
     #[tokio::test]
