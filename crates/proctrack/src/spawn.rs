@@ -384,10 +384,13 @@ impl Tracker {
 }
 
 /// `sandbox`, with the shim's program bound back read-only when the mount plan hides it (a
-/// hyoka installed in the home): the shim is what the sandboxed child executes first.
+/// hyoka installed in the home): the shim is what the sandboxed child executes first. A
+/// shim run from its in-memory image needs no file, and gets no bind (one mount, and a
+/// mount point made, fewer per sandboxed spawn).
 fn with_launcher(sandbox: &Sandbox, shim: Option<&crate::Launcher>) -> Sandbox {
     let mut sandbox = sandbox.clone();
     if let (Some(plan), Some(shim)) = (&mut sandbox.mounts, shim)
+        && shim.image.is_none()
         && let Ok(program) = std::fs::canonicalize(&shim.program)
         && plan.hides(&program)
     {
@@ -573,4 +576,45 @@ async fn on_spawner<T: Send + 'static>(
     rx.await.map_err(|_| ProcTrackError::Task {
         reason: "spawner thread dropped the request".to_owned(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Mount, MountPlan};
+
+    /// A sandbox whose plan hides `dir` under a tmpfs.
+    fn hiding(dir: &Path) -> Sandbox {
+        Sandbox {
+            mounts: Some(MountPlan {
+                mounts: vec![Mount::Tmpfs {
+                    target: dir.to_owned(),
+                    writable: true,
+                }],
+                cwd: None,
+            }),
+            ..Sandbox::default()
+        }
+    }
+
+    #[test]
+    fn a_hidden_shim_file_is_bound_back_unless_the_shim_runs_from_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let program = std::fs::canonicalize(dir.path())
+            .unwrap()
+            .join("hyoka-shim");
+        std::fs::write(&program, b"#!/bin/sh\n").unwrap();
+        let sandbox = hiding(&std::fs::canonicalize(dir.path()).unwrap());
+        let mut launcher = crate::Launcher::new(&program, Vec::new());
+        let bound = with_launcher(&sandbox, Some(&launcher));
+        let mounts = &bound.mounts.as_ref().unwrap().mounts;
+        assert_eq!(mounts.len(), 2, "{mounts:?}");
+        assert!(
+            matches!(&mounts[1], Mount::Bind { source, target, writable: false }
+            if *source == program && *target == program)
+        );
+        launcher.image = Some(crate::ShimImage::new(b"\x7fELF").unwrap());
+        let unbound = with_launcher(&sandbox, Some(&launcher));
+        assert_eq!(unbound.mounts.as_ref().unwrap().mounts.len(), 1);
+    }
 }
