@@ -301,7 +301,14 @@ fn main() {
                         .collect();
                     let each: Vec<String> = ratios.iter().map(|r| format!("{r:.2}×")).collect();
                     ratios.sort_by(f64::total_cmp);
-                    if let Some(mid) = ratios.get(ratios.len() / 2) {
+                    // For an even count, the mean of the middle two.
+                    let half = ratios.len() / 2;
+                    let mid = match ratios.len() {
+                        0 => None,
+                        len if len % 2 == 0 => Some(f64::midpoint(ratios[half - 1], ratios[half])),
+                        _ => Some(ratios[half]),
+                    };
+                    if let Some(mid) = mid {
                         let each = each.join(", ");
                         let _ =
                             writeln!(scaling, "| {n} | {name} | {workers} | {mid:.2}× | {each} |");
@@ -437,7 +444,7 @@ fn measure(command: &mut Command) -> (Cost, i32) {
     (cost, code)
 }
 
-/// The round with the median wall time.
+/// The round with the median wall time (for an even count, the slower of the middle two).
 fn median(costs: &[Cost]) -> Cost {
     let mut sorted = costs.to_vec();
     sorted.sort_by_key(|c| c.wall);
