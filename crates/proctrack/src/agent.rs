@@ -14,7 +14,7 @@ use crate::ProcTrackError;
 use crate::caps::{Layer, Layers};
 use crate::cgroup::CgroupLeaf;
 use crate::clock::SystemClock;
-use crate::discover::{Marker, Scope, Source, discover};
+use crate::discover::{Marker, Scope, Source, discover, ever_attributed};
 use crate::identity::{ProcInfo, ProcRef};
 use crate::ledger::{Ledger, LedgerEntry};
 use crate::proc_table::{NativeProcTable, PidMark, ProcTable};
@@ -822,9 +822,7 @@ async fn young_readable(
     };
     let mut waiting: Vec<&ProcInfo> = young
         .iter()
-        .filter(|p| {
-            p.pid > 2 && p.ppid != 2 && p.pid != own && !p.is_gone() && Some(p.proc_ref()) != shim
-        })
+        .filter(|p| ever_attributed(p, own) && Some(p.proc_ref()) != shim)
         .filter(|p| unreadable(p))
         .collect();
     if !waiting.is_empty() {

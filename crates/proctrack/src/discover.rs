@@ -128,6 +128,13 @@ pub struct Scope {
     pub user: Option<u32>,
 }
 
+/// Whether [`discover`] may attribute `p` at all, whatever the scope: not a zombie, not
+/// pid 1, not a kernel thread (`kthreadd`, pid 2, and its children) and not the calling
+/// process (`self_pid`).
+pub(crate) fn ever_attributed(p: &ProcInfo, self_pid: i32) -> bool {
+    p.pid > 1 && p.pid != 2 && p.ppid != 2 && p.pid != self_pid && !p.is_gone()
+}
+
 /// Attributes processes of `snapshot` to the scope. Zombies, pid ≤ 1, kernel threads, the
 /// calling process, processes older than [`Scope::since`] and other users' processes (with
 /// [`Scope::user`]) are never returned. `table` is asked for environments only for processes
@@ -145,14 +152,7 @@ pub fn discover(
             .user
             .is_none_or(|uid| table.uids(p.pid).is_some_and(|u| u.signalable_by(uid)))
     };
-    let eligible = |p: &ProcInfo| {
-        p.pid > 1
-            && p.pid != 2
-            && p.ppid != 2
-            && p.pid != self_pid
-            && !p.is_gone()
-            && p.start_ticks >= scope.since
-    };
+    let eligible = |p: &ProcInfo| ever_attributed(p, self_pid) && p.start_ticks >= scope.since;
     let mut children: BTreeMap<i32, Vec<i32>> = BTreeMap::new();
     for p in snapshot {
         children.entry(p.ppid).or_default().push(p.pid);
